@@ -1,0 +1,294 @@
+// ringcast/detail/ring_inl.hpp — the hot paths of Writer and Reader, inline so a publish or a release
+// compiles down to the stores, the fence and the load of the protocol. Included by ring.hpp only.
+// Attach/create/liveness (cold) live in src/ring.cpp.
+#pragma once
+
+namespace ringcast {
+
+// ---- Writer hot path ------------------------------------------------------------------------------
+
+inline SleepSite Writer::space_site() const noexcept {
+    auto& s = segment_.space_line();
+    return {&s.space_seq, &s.writer_sleeping, &s.writer_waits};
+}
+inline SleepSite Writer::data_site() const noexcept {
+    return {&line_->notify_seq, &line_->reader_sleepers, nullptr};
+}
+
+// The slowest non-evicted rank. acquire: pairs with Reader::store_head's release, so the reader's last
+// loads of the bytes it released happen-before our overwrite of them.
+inline std::uint64_t Writer::min_reader_head_acquire() const noexcept {
+    std::uint64_t min_head = tail_;
+    for (std::uint32_t r = 0; r < readers_; ++r) {
+        auto& slot = segment_.reader_slot(r);
+        if (slot.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(layout::SlotState::evicted))
+            continue;
+        min_head = std::min(min_head, slot.head.load(std::memory_order_acquire));
+    }
+    return min_head;
+}
+
+// Waits until tail_ + need <= min(head) + capacity (the mirror image of Reader::wait_for_data).
+inline Status Writer::wait_for_space(std::uint64_t need, Deadline deadline) {
+    if (tail_ + need <= known_free_end_) return Status::ok;  // fast path: no shared load at all
+    const auto has_room = [&] {
+        known_free_end_ = min_reader_head_acquire() + capacity_;
+        return tail_ + need <= known_free_end_;
+    };
+    WaitContext ctx{space_site(), deadline, &cancelled_, options_.wait.before_sleep,
+                    options_.liveness_interval, &Writer::check_lagging_readers_thunk, this};
+    switch (block_until(options_.wait, ctx, has_room)) {
+        case WaitOutcome::ready: return Status::ok;
+        case WaitOutcome::cancelled: return Status::cancelled;
+        case WaitOutcome::timed_out: break;
+    }
+    return Status::timed_out;
+}
+
+// Makes room for one record of `payload` bytes at tail_ (after a padding record if it would cross the
+// ring's end). Sets reserved_pos_. Nothing is visible to readers until commit_record().
+inline Status Writer::reserve_record(std::uint64_t payload, Deadline deadline) {
+    const std::uint64_t rec = layout::record_size(payload);
+    const std::uint64_t to_end = capacity_ - (tail_ & mask_);  // >= kRecordAlign: tail_ stays aligned
+    const std::uint64_t pad = rec > to_end ? to_end : 0;
+    if (const Status s = wait_for_space(pad + rec, deadline); s != Status::ok) return s;
+    if (pad != 0) {
+        auto* h = reinterpret_cast<layout::RecordHeader*>(data_ + (tail_ & mask_));
+        h->length = static_cast<std::uint32_t>(pad - sizeof(layout::RecordHeader));
+        h->kind = static_cast<std::uint32_t>(layout::RecordKind::padding);
+        h->tag = 0;
+    }
+    reserved_pos_ = tail_ + pad;
+    return Status::ok;
+}
+
+// Steps 2..4 of the publish order (header comment of ring.hpp).
+inline void Writer::commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept {
+    auto* h = reinterpret_cast<layout::RecordHeader*>(data_ + (reserved_pos_ & mask_));
+    h->length = static_cast<std::uint32_t>(payload);
+    h->kind = static_cast<std::uint32_t>(kind);
+    h->tag = tag;
+    tail_ = reserved_pos_ + layout::record_size(payload);
+    line_->tail.store(tail_, std::memory_order_release);  // 3: publish (pairs with readers' acquire)
+    notify_sleepers(data_site(), line_->wake_calls);     // 4: w2..w4 of wait.hpp
+}
+
+inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeout) {
+    if (n > max_payload_)
+        throw Error(ErrorCode::message_too_large,
+                    "reserve(" + std::to_string(n) + ") exceeds the largest contiguous record of this ring (" +
+                        std::to_string(max_payload_) + " bytes = capacity/4 - header); use write() for larger messages");
+    has_reservation_ = false;
+    const Deadline deadline = deadline_after(timeout);
+    if (stream_broken_) {
+        if (const Status s = finish_broken_stream(deadline); s != Status::ok) return {s, {}};
+    }
+    if (const Status s = reserve_record(n, deadline); s != Status::ok) return {s, {}};
+    has_reservation_ = true;
+    reserved_size_ = n;
+    return {Status::ok, {data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader), n}};
+}
+
+inline void Writer::commit(std::size_t used, std::uint64_t tag) {
+    if (!has_reservation_) throw Error(ErrorCode::protocol, "commit() without a successful reserve()");
+    if (used > reserved_size_)
+        throw Error(ErrorCode::protocol, "commit(" + std::to_string(used) + ") exceeds the reservation of " +
+                                             std::to_string(reserved_size_) + " bytes");
+    has_reservation_ = false;
+    commit_record(layout::RecordKind::message, used, tag);
+    line_->messages.fetch_add(1, std::memory_order_relaxed);
+}
+
+inline Status Writer::finish_broken_stream(Deadline deadline) {
+    if (const Status s = reserve_record(0, deadline); s != Status::ok) return s;
+    commit_record(layout::RecordKind::fragment_abort, 0, 0);
+    stream_broken_ = false;
+    return Status::ok;
+}
+
+inline Status Writer::write(std::span<const std::byte> message, std::chrono::nanoseconds timeout, std::uint64_t tag) {
+    has_reservation_ = false;
+    const Deadline deadline = deadline_after(timeout);
+    if (stream_broken_) {
+        if (const Status s = finish_broken_stream(deadline); s != Status::ok) return s;
+    }
+    if (message.size() <= max_payload_) {
+        if (const Status s = reserve_record(message.size(), deadline); s != Status::ok) return s;
+        if (!message.empty())
+            std::memcpy(data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader), message.data(), message.size());
+        commit_record(layout::RecordKind::message, message.size(), tag);
+        line_->messages.fetch_add(1, std::memory_order_relaxed);
+        return Status::ok;
+    }
+    // Fragmented: fragment_first carries the total length in front of its payload.
+    std::size_t offset = 0;
+    bool first = true;
+    while (offset < message.size()) {
+        const std::size_t prefix = first ? layout::kFragmentPrefix : 0;
+        const std::size_t chunk = std::min<std::size_t>(message.size() - offset, max_payload_ - prefix);
+        const bool last = offset + chunk == message.size();
+        if (const Status s = reserve_record(prefix + chunk, deadline); s != Status::ok) {
+            stream_broken_ = !first;  // fragments are out: readers must be told to drop them
+            return s;
+        }
+        std::byte* dst = data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader);
+        if (first) {
+            const std::uint64_t total = message.size();
+            std::memcpy(dst, &total, sizeof total);
+        }
+        std::memcpy(dst + prefix, message.data() + offset, chunk);
+        commit_record(first ? layout::RecordKind::fragment_first
+                            : (last ? layout::RecordKind::fragment_last : layout::RecordKind::fragment_middle),
+                      prefix + chunk, tag);
+        offset += chunk;
+        first = false;
+    }
+    line_->messages.fetch_add(1, std::memory_order_relaxed);
+    return Status::ok;
+}
+
+// ---- Reader hot path ------------------------------------------------------------------------------
+
+inline SleepSite Reader::data_site() const noexcept {
+    return {&line_->notify_seq, &line_->reader_sleepers, &slot_->waits};
+}
+inline SleepSite Reader::space_site() const noexcept {
+    auto& s = segment_.space_line();
+    return {&s.space_seq, &s.writer_sleeping, nullptr};
+}
+
+// Steps 2..3 of the release order (header comment of ring.hpp).
+inline void Reader::store_head(std::uint64_t new_head) noexcept {
+    slot_->head.store(new_head, std::memory_order_release);
+    notify_sleepers(space_site(), slot_->wake_calls);
+}
+
+// Waits until the writer published past head_, or closed. ok: a record is at head_ (cached_tail_ >
+// head_); closed: closed and nothing left.
+inline Status Reader::wait_for_data(Deadline deadline) {
+    if (head_ < cached_tail_) return Status::ok;
+    auto& header = segment_.header();
+    bool saw_closed = false;
+    const auto has_data = [&] {
+        // closed is read before tail: the writer stores its final tail before the closed flag, so
+        // closed + (tail == head_) means drained.
+        saw_closed = (header.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
+        cached_tail_ = line_->tail.load(std::memory_order_acquire);  // pairs with Writer::commit_record
+        return head_ < cached_tail_ || saw_closed;
+    };
+    WaitContext ctx{data_site(), deadline, &cancelled_, options_.wait.before_sleep,
+                    options_.liveness_interval, &Reader::check_writer_thunk, this};
+    switch (block_until(options_.wait, ctx, has_data)) {
+        case WaitOutcome::ready: break;
+        case WaitOutcome::cancelled: return Status::cancelled;
+        case WaitOutcome::timed_out: return Status::timed_out;
+    }
+    if (head_ < cached_tail_) return Status::ok;
+    return Status::closed;
+}
+
+inline Message Reader::peek(std::chrono::nanoseconds timeout) {
+    if (has_pending_) return pending_;
+    const Deadline deadline = deadline_after(timeout);
+    for (;;) {
+        const Status s = wait_for_data(deadline);
+        if (s != Status::ok) {
+            if (s == Status::closed) assembling_ = false;  // an unfinished stream never completes
+            return {s, {}, 0};
+        }
+        // Validate the record against what the writer can have published: a corrupt header must
+        // not make us read outside the ring or past the tail.
+        const std::uint64_t pos = head_ & mask_;
+        const auto* h = reinterpret_cast<const layout::RecordHeader*>(data_ + pos);
+        const std::uint64_t length = h->length;
+        const std::uint32_t kind = h->kind;
+        const std::uint64_t tag = h->tag;
+        const std::uint64_t to_end = capacity_ - pos;
+        const std::byte* payload = data_ + pos + sizeof(layout::RecordHeader);
+        if (kind == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
+            if (length + sizeof(layout::RecordHeader) != to_end) corrupt("padding record does not reach the ring's end");
+            head_ += to_end;  // released together with the next record
+            continue;
+        }
+        if (length > max_payload_) corrupt("record length " + std::to_string(length) + " exceeds the maximum");
+        const std::uint64_t end = head_ + layout::record_size(length);
+        if (layout::record_size(length) > to_end || end > cached_tail_) corrupt("record extends past the published tail");
+        switch (static_cast<layout::RecordKind>(kind)) {
+            case layout::RecordKind::message:
+                if (assembling_) corrupt("a whole message inside a fragmented one");
+                has_pending_ = true;
+                pending_end_ = end;
+                pending_ = {Status::ok, {payload, length}, tag};
+                return pending_;
+            case layout::RecordKind::fragment_first: {
+                if (assembling_) corrupt("a new fragmented message before the last one ended");
+                if (length < layout::kFragmentPrefix) corrupt("first fragment shorter than its prefix");
+                std::uint64_t total = 0;
+                std::memcpy(&total, payload, sizeof total);
+                const std::uint64_t chunk = length - layout::kFragmentPrefix;
+                if (total <= chunk) corrupt("fragmented message total " + std::to_string(total) + " too small");
+                if (total > kMaxMessage) corrupt("fragmented message total " + std::to_string(total) + " is absurd");
+                if (total > assembly_capacity_) {
+                    assembly_ = std::make_unique_for_overwrite<std::byte[]>(total);  // no zero-fill of GiBs
+                    assembly_capacity_ = total;
+                }
+                assembly_size_ = total;
+                std::memcpy(assembly_.get(), payload + layout::kFragmentPrefix, chunk);
+                assembly_filled_ = chunk;
+                assembly_tag_ = tag;
+                assembling_ = true;
+                break;
+            }
+            case layout::RecordKind::fragment_middle:
+            case layout::RecordKind::fragment_last: {
+                if (!assembling_) {  // joined mid-stream (re-attached rank): skip the orphan fragment
+                    break;
+                }
+                if (tag != assembly_tag_) corrupt("fragment tag changed within a message");
+                if (assembly_filled_ + length > assembly_size_) corrupt("fragments exceed the announced total");
+                std::memcpy(assembly_.get() + assembly_filled_, payload, length);
+                assembly_filled_ += length;
+                if (kind == static_cast<std::uint32_t>(layout::RecordKind::fragment_last)) {
+                    if (assembly_filled_ != assembly_size_) corrupt("last fragment ends before the announced total");
+                    assembling_ = false;
+                    head_ = end;
+                    store_head(head_);  // the ring bytes are copied out: release them now
+                    has_pending_ = true;
+                    pending_end_ = head_;
+                    pending_ = {Status::ok, {assembly_.get(), assembly_size_}, assembly_tag_};
+                    return pending_;
+                }
+                break;
+            }
+            case layout::RecordKind::fragment_abort:
+                assembling_ = false;
+                break;
+            default: corrupt("unknown record kind " + std::to_string(kind));
+        }
+        // A fragment (or abort) was consumed into our own buffer: release it so the writer can go on.
+        head_ = end;
+        store_head(head_);
+    }
+}
+
+inline void Reader::release() {
+    if (!has_pending_) throw Error(ErrorCode::protocol, "release() without a peeked message");
+    has_pending_ = false;
+    pending_ = {};
+    if (slot_->head.load(std::memory_order_relaxed) != pending_end_) {  // relaxed: we are its only storer
+        head_ = pending_end_;
+        store_head(head_);
+    }
+    slot_->messages.fetch_add(1, std::memory_order_relaxed);
+}
+
+inline Status Reader::read(std::vector<std::byte>& into, std::chrono::nanoseconds timeout, std::uint64_t* tag) {
+    const Message m = peek(timeout);
+    if (m.status != Status::ok) return m.status;
+    into.assign(m.bytes.begin(), m.bytes.end());
+    if (tag != nullptr) *tag = m.tag;
+    release();
+    return Status::ok;
+}
+
+}  // namespace ringcast

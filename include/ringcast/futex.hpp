@@ -1,0 +1,76 @@
+// ringcast/futex.hpp — shared (cross-process) futex wait/wake on 32-bit words in shared memory.
+//
+// Never FUTEX_PRIVATE_FLAG: the waiters live in other processes, and a private wake only finds
+// waiters of the caller's own mm (PLATFORM.md). glibc has no wrapper, so these are raw syscalls.
+// Timeouts are absolute CLOCK_MONOTONIC deadlines (FUTEX_WAIT_BITSET), so a wait that is woken
+// spuriously and retried never stretches the caller's timeout.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <ctime>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ringcast/error.hpp"
+
+namespace ringcast {
+
+using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC on Linux, the clock futex deadlines use
+using Deadline = Clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
+              "a futex word must be a plain 32-bit word");
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
+              "a lock-based atomic cannot be shared between processes");
+
+enum class FutexWaitResult : std::uint8_t { woken, value_changed, timed_out, interrupted };
+
+// Sleeps while *word == expected, until a wake, the deadline, or a signal.
+// Thread-safety: any thread, any process mapping the word.
+inline FutexWaitResult futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
+                                  Deadline deadline) noexcept {
+    timespec ts{};
+    const timespec* tsp = nullptr;
+    if (deadline != kNoDeadline) {
+        const auto ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
+        if (ns <= 0) return FutexWaitResult::timed_out;
+        ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+        ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+        tsp = &ts;
+    }
+    // FUTEX_WAIT_BITSET takes an absolute timeout on CLOCK_MONOTONIC (no FUTEX_CLOCK_REALTIME).
+    const long rc = ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_BITSET,
+                              expected, tsp, nullptr, FUTEX_BITSET_MATCH_ANY);
+    if (rc == 0) return FutexWaitResult::woken;
+    switch (errno) {
+        case EAGAIN: return FutexWaitResult::value_changed;
+        case ETIMEDOUT: return FutexWaitResult::timed_out;
+        case EINTR: return FutexWaitResult::interrupted;
+        default: return FutexWaitResult::interrupted;  // EFAULT/EINVAL cannot happen on a mapped word;
+                                                       // the caller re-checks its condition anyway
+    }
+}
+
+// Wakes up to `count` waiters (INT_MAX: all). Returns how many were woken.
+inline int futex_wake(std::atomic<std::uint32_t>* word, int count = INT_MAX) noexcept {
+    const long rc = ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, count,
+                              nullptr, nullptr, 0);
+    return rc < 0 ? 0 : static_cast<int>(rc);
+}
+
+[[nodiscard]] inline Deadline deadline_after(std::chrono::nanoseconds timeout) noexcept {
+    if (timeout < std::chrono::nanoseconds::zero()) timeout = std::chrono::nanoseconds::zero();
+    const auto now = Clock::now();
+    if (timeout >= Deadline::max() - now) return kNoDeadline;
+    return now + timeout;
+}
+
+}  // namespace ringcast

@@ -1,0 +1,185 @@
+// ringcast/layout.hpp — the shared-memory layout of one queue, in one place.
+//
+//   offset 0                       +-------------------------+
+//                                  | SegmentHeader           |  identity + geometry, written once
+//   kWriterLineOffset              +-------------------------+
+//                                  | WriterLine              |  tail, notify_seq, reader_sleepers
+//   kSpaceLineOffset               +-------------------------+
+//                                  | SpaceLine               |  space_seq, writer_sleeping
+//   kReaderSlotsOffset             +-------------------------+
+//                                  | ReaderSlot[reader_count]|  one line pair per rank: head, owner
+//   data_offset(reader_count)      +-------------------------+
+//                                  | data ring [capacity]    |  16-byte aligned records
+//                                  +-------------------------+
+//
+// Cursors are monotonically increasing byte counts (u64: wrap-around of the counter itself would take
+// centuries). A byte position p lives at data[p & (capacity - 1)].
+//
+//         slowest reader head      fastest reader head          tail
+//                |                        |                      |
+//   ... released | unread by someone      | unread by slowest    | free (writer may fill) ...
+//                 <----------------- tail - min(head) <= capacity -------->
+//
+// Every multi-process-shared field is a lock-free std::atomic of fixed width; the structs are
+// standard-layout so the offsets below are the same in every process and every compiler of the ABI.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace ringcast::layout {
+
+// 128 rather than 64: Intel's adjacent-line (spatial) prefetcher pulls cache lines in pairs, so two
+// hot cursors 64 bytes apart can still false-share; 128 costs a few hundred bytes per segment.
+inline constexpr std::size_t kLine = 128;
+
+inline constexpr std::uint64_t kMagic = 0x5453'4143'474e'4952ULL;  // "RINGCAST" little-endian
+inline constexpr std::uint32_t kAbiVersion = 1;
+inline constexpr std::uint32_t kMaxReaders = 1024;
+inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
+inline constexpr std::uint64_t kMaxCapacity = 1ULL << 40;
+inline constexpr std::size_t kRecordAlign = 16;  // = header size: the gap before the ring's end is
+                                                 // always >= one header, so padding always fits
+
+// Header flag bits (SegmentHeader::flags).
+inline constexpr std::uint32_t kFlagClosed = 1u << 0;
+
+// Reader slot states (ReaderSlot::state).
+enum class SlotState : std::uint32_t {
+    never_attached = 0,  // head stays 0: the writer waits for this rank, so it misses nothing
+    attached = 1,
+    detached = 2,        // left cleanly; head kept, the writer still honours it (rank may re-attach)
+    evicted = 3,         // declared dead under an eviction policy: the writer ignores its head
+};
+
+struct SegmentHeader {
+    std::atomic<std::uint64_t> magic;  // stored last (release) by the creator: an attacher that
+                                       // sees it sees every other header field
+    std::uint32_t abi_version;
+    std::uint32_t layout_hash;
+    std::uint64_t capacity;          // data ring bytes, power of two
+    std::uint64_t total_size;        // whole segment size, checked against fstat
+    std::uint32_t reader_count;
+    std::uint32_t mode;              // permission bits it was created with (for `ringcast stat`)
+    std::uint64_t creation_time_ns;  // CLOCK_REALTIME
+    std::uint32_t creator_pid;
+    std::uint32_t reserved0;
+    std::uint64_t creator_start_time;  // /proc/<pid>/stat field 22: pid reuse safe identity
+    std::atomic<std::uint32_t> flags;  // kFlagClosed, stored with release after the final tail
+    std::atomic<std::uint32_t> writer_pid;  // 0 = no writer attached; CAS-claimed
+    std::atomic<std::uint64_t> writer_start_time;
+};
+
+struct alignas(kLine) WriterLine {  // written by the writer on every publish: its own line pair
+    std::atomic<std::uint64_t> tail;             // bytes published; only the writer stores (release)
+    std::atomic<std::uint32_t> notify_seq;       // futex word readers sleep on
+    std::atomic<std::uint32_t> reader_sleepers;  // readers that may be asleep on notify_seq
+    std::atomic<std::uint64_t> wake_calls;       // futex_wake syscalls by the writer (diagnostics)
+    std::atomic<std::uint64_t> messages;         // messages published (diagnostics, `ringcast stat`)
+};
+
+struct alignas(kLine) SpaceLine {  // touched only when the writer runs out of room
+    std::atomic<std::uint32_t> space_seq;        // futex word the writer sleeps on
+    std::atomic<std::uint32_t> writer_sleeping;  // 1 while the writer may be asleep on space_seq
+    std::atomic<std::uint64_t> writer_waits;     // futex_wait calls by the writer
+};
+
+struct alignas(kLine) ReaderSlot {  // written by its reader on every release: its own line pair
+    std::atomic<std::uint64_t> head;  // bytes released; only this rank's reader stores (release)
+    std::atomic<std::uint32_t> state;       // SlotState
+    std::atomic<std::uint32_t> owner_pid;   // 0 = free; CAS-claimed on attach
+    std::atomic<std::uint64_t> owner_start_time;
+    std::atomic<std::uint64_t> waits;       // futex_wait calls by this reader
+    std::atomic<std::uint64_t> wake_calls;  // futex_wake syscalls by this reader (space wakes)
+    std::atomic<std::uint64_t> messages;    // messages consumed
+};
+
+static_assert(std::is_standard_layout_v<SegmentHeader>);
+static_assert(std::is_standard_layout_v<WriterLine>);
+static_assert(std::is_standard_layout_v<SpaceLine>);
+static_assert(std::is_standard_layout_v<ReaderSlot>);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "cross-process atomics need no lock");
+static_assert(sizeof(std::atomic<std::uint64_t>) == 8 && sizeof(std::atomic<std::uint32_t>) == 4);
+static_assert(sizeof(SegmentHeader) <= kLine);
+static_assert(sizeof(WriterLine) == kLine && sizeof(SpaceLine) == kLine && sizeof(ReaderSlot) == kLine);
+
+inline constexpr std::size_t kWriterLineOffset = kLine;
+inline constexpr std::size_t kSpaceLineOffset = kWriterLineOffset + sizeof(WriterLine);
+inline constexpr std::size_t kReaderSlotsOffset = kSpaceLineOffset + sizeof(SpaceLine);
+
+[[nodiscard]] constexpr std::size_t data_offset(std::uint32_t reader_count) noexcept {
+    return kReaderSlotsOffset + std::size_t{reader_count} * sizeof(ReaderSlot);
+}
+[[nodiscard]] constexpr std::size_t segment_size(std::uint32_t reader_count, std::uint64_t capacity) noexcept {
+    return data_offset(reader_count) + capacity;
+}
+[[nodiscard]] constexpr bool is_power_of_two(std::uint64_t v) noexcept { return v && !(v & (v - 1)); }
+
+// ---- records in the data ring --------------------------------------------------------------------
+//
+//   +---------------+-------------+----------------+---------------------------+
+//   | u32 length    | u32 kind    | u64 tag        | payload [length], padded   |
+//   +---------------+-------------+----------------+  to kRecordAlign           |
+//
+// A record never wraps: when it does not fit before the ring's end the writer publishes a padding
+// record covering the gap. A message larger than kMaxRecordPayload(capacity) travels as
+// fragment_first (payload starts with the u64 total message length), fragment_middle*,
+// fragment_last; fragment_abort tells readers to drop a stream the writer gave up on (timeout).
+enum class RecordKind : std::uint32_t {
+    message = 1,
+    padding = 2,
+    fragment_first = 3,
+    fragment_middle = 4,
+    fragment_last = 5,
+    fragment_abort = 6,
+};
+
+struct RecordHeader {
+    std::uint32_t length;  // payload bytes (not counting header or padding)
+    std::uint32_t kind;    // RecordKind
+    std::uint64_t tag;     // caller's request tag (copied to every fragment)
+};
+static_assert(sizeof(RecordHeader) == kRecordAlign);
+inline constexpr std::size_t kFragmentPrefix = sizeof(std::uint64_t);  // total length in fragment_first
+
+[[nodiscard]] constexpr std::uint64_t align_record(std::uint64_t n) noexcept {
+    return (n + kRecordAlign - 1) & ~std::uint64_t{kRecordAlign - 1};
+}
+[[nodiscard]] constexpr std::uint64_t record_size(std::uint64_t payload) noexcept {
+    return sizeof(RecordHeader) + align_record(payload);
+}
+// The largest single record: a quarter of the ring, so up to four records are in flight while a
+// fragmented stream is copied (writer fills one while readers drain the others).
+[[nodiscard]] constexpr std::uint64_t max_record_payload(std::uint64_t capacity) noexcept {
+    return capacity / 4 - sizeof(RecordHeader);
+}
+
+// ---- layout hash: any change of a size or offset changes it, so mismatched builds refuse ----------
+[[nodiscard]] constexpr std::uint32_t fnv1a_step(std::uint32_t h, std::uint64_t v) noexcept {
+    for (int i = 0; i < 8; ++i) {
+        h ^= static_cast<std::uint32_t>((v >> (8 * i)) & 0xff);
+        h *= 16777619u;
+    }
+    return h;
+}
+[[nodiscard]] constexpr std::uint32_t compute_layout_hash() noexcept {
+    std::uint32_t h = 2166136261u;
+    for (std::uint64_t v : {std::uint64_t{kLine}, std::uint64_t{sizeof(SegmentHeader)},
+                            std::uint64_t{sizeof(WriterLine)}, std::uint64_t{sizeof(SpaceLine)},
+                            std::uint64_t{sizeof(ReaderSlot)}, std::uint64_t{sizeof(RecordHeader)},
+                            std::uint64_t{kRecordAlign}, std::uint64_t{kFragmentPrefix},
+                            std::uint64_t{offsetof(SegmentHeader, flags)},
+                            std::uint64_t{offsetof(SegmentHeader, writer_pid)},
+                            std::uint64_t{offsetof(WriterLine, notify_seq)},
+                            std::uint64_t{offsetof(WriterLine, reader_sleepers)},
+                            std::uint64_t{offsetof(SpaceLine, writer_sleeping)},
+                            std::uint64_t{offsetof(ReaderSlot, state)},
+                            std::uint64_t{offsetof(ReaderSlot, owner_pid)}})
+        h = fnv1a_step(h, v);
+    return h;
+}
+inline constexpr std::uint32_t kLayoutHash = compute_layout_hash();
+
+}  // namespace ringcast::layout

@@ -1,0 +1,213 @@
+// ringcast/ring.hpp — the broadcast ring: one Writer, N Readers (ranks 0..N-1), each reader receives
+// every message in order, exactly once.
+//
+// Publish order (Writer::commit_record → Writer::publish), the one place bytes become visible:
+//   1. payload bytes written into the ring (plain stores)
+//   2. record header written (plain stores)
+//   3. tail.store(new_tail, release)        ← publishes 1 and 2; pairs with the readers' acquire loads
+//   4. fence(seq_cst); if reader_sleepers: notify_seq += 1; futex_wake   (wait.hpp, w2..w4)
+// Release order (Reader::release):
+//   1. the reader is done with the bytes (plain loads)
+//   2. head.store(new_head, release)        ← pairs with the writer's acquire loads of heads; the
+//                                              writer overwrites those bytes only after seeing this
+//   3. fence(seq_cst); if writer_sleeping: space_seq += 1; futex_wake
+//
+// Back-pressure: the writer may use bytes up to min(head over non-evicted ranks) + capacity. Ranks
+// that never attached have head 0 and hold the writer: a late reader misses nothing.
+// A crashed writer never exposes a torn record: a record is visible only once tail passed it.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringcast/error.hpp"
+#include "ringcast/layout.hpp"
+#include "ringcast/segment.hpp"
+#include "ringcast/wait.hpp"
+
+namespace ringcast {
+
+// The largest message a reader will reassemble (a corrupt fragment total beyond it is an error).
+inline constexpr std::uint64_t kMaxMessage = 1ULL << 40;
+
+struct WriterOptions {
+    WaitOptions wait{};
+    // While blocked on space for this long, check whether the lagging readers are alive.
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
+    // A dead lagging reader: false → write() throws Error(peer_dead) naming it; true → the rank is
+    // evicted (its head no longer holds the writer; it cannot re-attach) and the writer goes on.
+    bool evict_dead_readers = false;
+    // The creating Writer unlinks the segment's name when destroyed (mappings stay valid).
+    bool unlink_on_destroy = true;
+};
+
+struct ReaderOptions {
+    WaitOptions wait{};
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);  // check the writer this often
+};
+
+struct Reservation {
+    Status status = Status::timed_out;
+    std::span<std::byte> bytes{};  // valid until commit(); empty unless status == ok
+};
+
+struct Message {
+    Status status = Status::timed_out;
+    std::span<const std::byte> bytes{};  // valid until release(); empty unless status == ok
+    std::uint64_t tag = 0;
+};
+
+// ===================================================================================================
+// Writer. Thread-safety: one thread at a time uses a Writer, except cancel()/clear_cancel(), which any
+// thread may call at any time. One Writer per segment (claimed in the header, pid-checked).
+class Writer {
+public:
+    [[nodiscard]] static Writer create(std::string_view name, const SegmentOptions& segment_options,
+                                       const WriterOptions& options = {});
+    // Become the writer of an existing segment (e.g. created by a launcher).
+    [[nodiscard]] static Writer open(std::string_view name, const WriterOptions& options = {});
+
+    Writer(Writer&& other) noexcept;
+    Writer& operator=(Writer&&) = delete;
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+    ~Writer();  // close()s the queue, releases the writer claim, unlinks the name if asked
+
+    // Copies `message` into the ring (fragmented when larger than max_reserve()). Blocks for space
+    // up to `timeout`. On timed_out/cancelled nothing of a small message is visible; of a fragmented
+    // message the fragments already published are withdrawn by an abort record at the next write().
+    // Throws Error(peer_dead) for a dead lagging reader (unless evicting).
+    [[nodiscard]] Status write(std::span<const std::byte> message, std::chrono::nanoseconds timeout = kForever,
+                               std::uint64_t tag = 0);
+
+    // Zero-copy: a span of n bytes in the ring, published by commit(used <= n). n <= max_reserve()
+    // or Error(message_too_large). A second reserve() before commit() replaces the first.
+    [[nodiscard]] Reservation reserve(std::size_t n, std::chrono::nanoseconds timeout = kForever);
+    void commit(std::size_t used, std::uint64_t tag = 0);
+    void commit() { commit(reserved_size_, 0); }
+
+    // Readers drain what was published, then get Status::closed. Idempotent.
+    void close() noexcept;
+    [[nodiscard]] bool closed() const noexcept;
+
+    // Sticky: the blocking call in progress and every later one return Status::cancelled until
+    // clear_cancel(). Safe from any thread.
+    void cancel() noexcept;
+    void clear_cancel() noexcept { cancelled_.store(false, std::memory_order_release); }
+
+    [[nodiscard]] std::size_t max_reserve() const noexcept { return max_payload_; }
+    [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+    [[nodiscard]] std::uint32_t reader_count() const noexcept { return readers_; }
+    [[nodiscard]] const Segment& segment() const noexcept { return segment_; }
+    // Diagnostics from the shared counters.
+    [[nodiscard]] std::uint64_t wake_calls() const noexcept;
+    [[nodiscard]] std::uint64_t space_waits() const noexcept;
+
+private:
+    Writer(Segment segment, const WriterOptions& options, bool owns_name);
+    [[nodiscard]] SleepSite space_site() const noexcept;
+    [[nodiscard]] SleepSite data_site() const noexcept;
+    [[nodiscard]] std::uint64_t min_reader_head_acquire() const noexcept;
+    [[nodiscard]] Status wait_for_space(std::uint64_t need, Deadline deadline);
+    [[nodiscard]] Status reserve_record(std::uint64_t payload, Deadline deadline);
+    void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
+    [[nodiscard]] Status finish_broken_stream(Deadline deadline);
+    void check_lagging_readers();
+    static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
+
+    Segment segment_;
+    WriterOptions options_;
+    layout::WriterLine* line_ = nullptr;
+    std::byte* data_ = nullptr;
+    std::uint64_t capacity_ = 0;
+    std::uint64_t mask_ = 0;
+    std::size_t max_payload_ = 0;
+    std::uint32_t readers_ = 0;
+    std::uint64_t tail_ = 0;             // local copy: only this Writer stores the shared tail
+    std::uint64_t known_free_end_ = 0;   // tail may grow up to here without rescanning heads
+    std::uint64_t reserved_pos_ = 0;     // where the reserved record's header goes
+    std::uint64_t reserved_size_ = 0;    // payload bytes reserved; 0 with !has_reservation_
+    bool has_reservation_ = false;
+    bool stream_broken_ = false;         // a fragmented write stopped half way: abort it first
+    bool owns_name_ = false;
+    std::atomic<bool> cancelled_{false};
+};
+
+// ===================================================================================================
+// Reader of one rank. Thread-safety: one thread at a time uses a Reader, except cancel()/clear_cancel().
+class Reader {
+public:
+    // Throws Error: rank_in_use when another live process holds the rank; invalid_argument for a rank
+    // out of range; peer_dead for an evicted rank; everything Segment::open throws.
+    [[nodiscard]] static Reader attach(std::string_view name, std::uint32_t rank, const ReaderOptions& options = {});
+
+    Reader(Reader&& other) noexcept;
+    Reader& operator=(Reader&&) = delete;
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+    ~Reader();  // detaches (head kept: the writer still honours it; the rank may re-attach)
+
+    // Zero-copy: the next message, valid until release(). A fragmented message is reassembled into this
+    // reader's own buffer (its fragments are released as they are copied). Calling peek() again before
+    // release() returns the same message. Throws Error(corrupt) on an impossible record header and
+    // Error(peer_dead) if the writer died.
+    [[nodiscard]] Message peek(std::chrono::nanoseconds timeout = kForever);
+    void release();
+    // Copying read: `into` is resized to the message.
+    [[nodiscard]] Status read(std::vector<std::byte>& into, std::chrono::nanoseconds timeout = kForever,
+                              std::uint64_t* tag = nullptr);
+
+    void cancel() noexcept;
+    void clear_cancel() noexcept { cancelled_.store(false, std::memory_order_release); }
+
+    [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
+    [[nodiscard]] const Segment& segment() const noexcept { return segment_; }
+    [[nodiscard]] std::uint64_t waits() const noexcept;       // futex_wait calls of this rank
+    [[nodiscard]] std::uint64_t wake_calls() const noexcept;  // space wakes this rank made
+
+private:
+    Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options);
+    [[nodiscard]] SleepSite data_site() const noexcept;
+    [[nodiscard]] SleepSite space_site() const noexcept;
+    [[nodiscard]] Status wait_for_data(Deadline deadline);
+    void store_head(std::uint64_t new_head) noexcept;
+    void check_writer();
+    static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
+    [[noreturn]] void corrupt(const std::string& why) const;
+
+    Segment segment_;
+    ReaderOptions options_;
+    layout::WriterLine* line_ = nullptr;
+    layout::ReaderSlot* slot_ = nullptr;
+    std::byte* data_ = nullptr;
+    std::uint64_t capacity_ = 0;
+    std::uint64_t mask_ = 0;
+    std::uint64_t max_payload_ = 0;
+    std::uint32_t rank_ = 0;
+    std::uint64_t head_ = 0;         // next record to look at; the shared head lags it until release()
+    std::uint64_t cached_tail_ = 0;  // last tail seen: no shared load while head_ < cached_tail_
+    std::uint64_t pending_end_ = 0;  // head after release() of the peeked message
+    bool has_pending_ = false;
+    Message pending_{};
+    // Reassembly of a fragmented message.
+    std::unique_ptr<std::byte[]> assembly_;
+    std::uint64_t assembly_capacity_ = 0;  // bytes allocated (kept across messages)
+    std::uint64_t assembly_size_ = 0;      // the announced total of the message being assembled
+    std::uint64_t assembly_filled_ = 0;    // bytes copied so far
+    std::uint64_t assembly_tag_ = 0;
+    bool assembling_ = false;
+    std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace ringcast
+
+#include "ringcast/detail/ring_inl.hpp"

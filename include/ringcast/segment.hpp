@@ -1,0 +1,92 @@
+// ringcast/segment.hpp — create / open / remove a named POSIX shared-memory segment holding one queue.
+//
+// Creation is O_CREAT|O_EXCL|O_NOFOLLOW with an explicit fchmod (umask cannot widen or narrow the
+// requested mode), owner-only 0600 by default. The space is reserved with posix_fallocate so a full
+// /dev/shm is reported at create time rather than as a SIGBUS on first touch. Opening validates the
+// header (magic, ABI version, layout hash) and every size field against the real size of the object
+// before any pointer into it is formed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <sys/types.h>
+
+#include "ringcast/layout.hpp"
+
+namespace ringcast {
+
+struct SegmentOptions {
+    std::uint32_t readers = 1;              // number of reader ranks, 1..layout::kMaxReaders
+    std::uint64_t capacity = 1ULL << 20;    // data ring bytes: power of two, >= 64 KiB
+    mode_t mode = 0600;                     // permission bits of the shm object
+    bool replace_existing = false;          // unlink a same-named segment first (owner only)
+};
+
+// Thread-safety: a Segment is a mapping; moving/destroying it is not thread-safe, everything inside the
+// mapping is accessed through atomics by ring.hpp.
+class Segment {
+public:
+    Segment() = default;
+    Segment(Segment&& other) noexcept;
+    Segment& operator=(Segment&& other) noexcept;
+    Segment(const Segment&) = delete;
+    Segment& operator=(const Segment&) = delete;
+    ~Segment();
+
+    // Throws Error: invalid_argument, already_exists, permission_denied, no_space, system.
+    [[nodiscard]] static Segment create(std::string_view name, const SegmentOptions& options);
+    // Throws Error: invalid_argument, not_found, permission_denied, not_ringcast, version_mismatch,
+    // corrupt, system.
+    [[nodiscard]] static Segment open(std::string_view name);
+    // Removes the name; mappings stay valid until unmapped. Returns false if it did not exist.
+    static bool remove(std::string_view name);
+    // Validates a name: 1..200 chars of [A-Za-z0-9._-], not starting with '.'. Throws invalid_argument.
+    static void validate_name(std::string_view name);
+
+    [[nodiscard]] bool valid() const noexcept { return base_ != nullptr; }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] std::byte* base() const noexcept { return base_; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+    [[nodiscard]] layout::SegmentHeader& header() const noexcept {
+        return *reinterpret_cast<layout::SegmentHeader*>(base_);
+    }
+    [[nodiscard]] layout::WriterLine& writer_line() const noexcept {
+        return *reinterpret_cast<layout::WriterLine*>(base_ + layout::kWriterLineOffset);
+    }
+    [[nodiscard]] layout::SpaceLine& space_line() const noexcept {
+        return *reinterpret_cast<layout::SpaceLine*>(base_ + layout::kSpaceLineOffset);
+    }
+    [[nodiscard]] layout::ReaderSlot& reader_slot(std::uint32_t rank) const noexcept {
+        return reinterpret_cast<layout::ReaderSlot*>(base_ + layout::kReaderSlotsOffset)[rank];
+    }
+    [[nodiscard]] std::byte* data() const noexcept {
+        return base_ + layout::data_offset(header().reader_count);
+    }
+
+    // Validates a mapped image (used by open() and by the fuzzer): throws Error describing the first
+    // inconsistency. `size` is the real size of the image.
+    static void validate_image(const std::byte* image, std::size_t size);
+
+private:
+    Segment(std::string name, std::byte* base, std::size_t size) noexcept
+        : name_(std::move(name)), base_(base), size_(size) {}
+    void unmap() noexcept;
+
+    std::string name_;
+    std::byte* base_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
+[[nodiscard]] std::uint64_t shm_free_bytes();
+
+// pid + start time (clock ticks since boot, /proc/<pid>/stat field 22): a pid-reuse-safe identity.
+[[nodiscard]] std::uint64_t process_start_time(pid_t pid) noexcept;  // 0 if the process is gone
+[[nodiscard]] bool process_alive(pid_t pid, std::uint64_t start_time) noexcept;
+
+}  // namespace ringcast

@@ -1,0 +1,240 @@
+// ringcast/wait.hpp — wait strategies and the one blocking loop they plug into.
+//
+// A waiter waits for a condition on shared memory (data published, space released) that another
+// process makes true. The strategies differ only in what they do between checks:
+//
+//   Spin       pause instruction in a loop; never sleeps (lowest latency with a core to spare,
+//              a whole timeslice per message when oversubscribed)
+//   SpinYield  sched_yield in a loop; never sleeps: today's common design, kept as the baseline
+//   Futex      no spinning: announce, re-check, sleep in the kernel
+//   Hybrid     spin for a bounded time, then Futex (the default)
+//
+// The sleeping protocol ("Waiting without lost wake-ups", DESIGN.md; model: tests/model/ring.pml):
+//
+//   waiter (block_until, case 3)              waker (notify_sleepers)
+//   3a sleepers += 1           (seq_cst RMW)  w1 make the condition true (release store)
+//   3b fence(seq_cst)                         w2 fence(seq_cst)
+//   3c s = seq                                w3 if sleepers > 0:
+//   3d if condition: sleepers -= 1, done      w4     seq += 1; futex_wake(seq, all)
+//   3e futex_wait(seq, s)   (sleeps only if seq == s, atomically in the kernel)
+//   3f sleepers -= 1, back to the top
+//
+// Why no wake can be lost: the two fences order {3a before 3d} and {w1 before w3} in the single
+// total order of seq_cst operations. Either w3 comes after 3a in that order — then the waker sees
+// sleepers > 0 and bumps seq; if the bump (w4) is after 3c, futex_wait's value check fails or the
+// wake finds the sleeper; if it is before 3c, the waiter's 3d sees the condition (w1 precedes w4) —
+// or w3 comes before 3a, and then w1 precedes 3d, so the re-check sees the condition. In both
+// cases no waiter sleeps while the condition holds. When sleepers == 0 the waker does a fence
+// and a load: no system call on the fast path.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+
+#include <sched.h>
+
+#include "ringcast/futex.hpp"
+
+namespace ringcast {
+
+inline constexpr std::chrono::nanoseconds kForever = std::chrono::nanoseconds::max();
+
+enum class WaitKind : std::uint8_t { spin, spin_yield, futex, hybrid };
+
+[[nodiscard]] constexpr std::string_view to_string(WaitKind k) noexcept {
+    switch (k) {
+        case WaitKind::spin: return "spin";
+        case WaitKind::spin_yield: return "spin_yield";
+        case WaitKind::futex: return "futex";
+        case WaitKind::hybrid: return "hybrid";
+    }
+    return "?";
+}
+
+// Called right before a waiter enters the kernel wait (after the last re-check). The Python binding
+// uses it to prove the GIL is not held while blocked. Runs in the waiting thread.
+struct SleepHook {
+    void (*fn)(void* context) = nullptr;
+    void* context = nullptr;
+};
+
+struct WaitOptions {
+    WaitKind kind = WaitKind::hybrid;
+    std::chrono::nanoseconds spin_for{10'000};  // hybrid: spin this long before sleeping. ~ one
+                                                // cross-core futex wake (PLATFORM.md: 11-14 us), the
+                                                // classic 2-competitive bound for spin-then-block.
+    SleepHook before_sleep{};
+};
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+// The futex handshake's shared words for one direction (readers waiting for data, or the writer
+// waiting for space).
+struct SleepSite {
+    std::atomic<std::uint32_t>* seq;       // futex word; bumped by wakers that saw a sleeper
+    std::atomic<std::uint32_t>* sleepers;  // waiters that may be asleep on seq
+    std::atomic<std::uint64_t>* waits;     // futex_wait calls (diagnostics; relaxed)
+};
+
+// Waker side, steps w2..w4 above; call right after the release store that made the condition true.
+// Returns true if a wake system call was made.
+inline bool notify_sleepers(const SleepSite& site, std::atomic<std::uint64_t>& wake_calls) noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);                   // w2
+    if (site.sleepers->load(std::memory_order_relaxed) == 0) return false;  // w3: fast path
+    site.seq->fetch_add(1, std::memory_order_release);                      // w4
+    futex_wake(site.seq);
+    wake_calls.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+// Unconditional wake (close, cancel): bump seq so a waiter between 3c and 3e cannot sleep.
+inline void wake_all(const SleepSite& site) noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    site.seq->fetch_add(1, std::memory_order_release);
+    futex_wake(site.seq);
+}
+
+enum class WaitOutcome : std::uint8_t { ready, timed_out, cancelled };
+
+// ---- strategies ---------------------------------------------------------------------------------
+// A strategy says how long to spin and what to do per spin step; whether it ever sleeps.
+template <class S>
+concept WaitStrategy = requires(const S& s, std::uint32_t i) {
+    { S::kind } -> std::convertible_to<WaitKind>;
+    { S::sleeps } -> std::convertible_to<bool>;
+    { s.spin_budget() } -> std::convertible_to<std::chrono::nanoseconds>;
+    s.relax(i);
+};
+
+struct SpinStrategy {
+    static constexpr WaitKind kind = WaitKind::spin;
+    static constexpr bool sleeps = false;
+    [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return kForever; }
+    void relax(std::uint32_t) const noexcept { cpu_relax(); }
+};
+struct SpinYieldStrategy {
+    static constexpr WaitKind kind = WaitKind::spin_yield;
+    static constexpr bool sleeps = false;
+    [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return kForever; }
+    void relax(std::uint32_t) const noexcept { ::sched_yield(); }
+};
+struct FutexStrategy {
+    static constexpr WaitKind kind = WaitKind::futex;
+    static constexpr bool sleeps = true;
+    [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return std::chrono::nanoseconds::zero(); }
+    void relax(std::uint32_t) const noexcept {}
+};
+struct HybridStrategy {
+    static constexpr WaitKind kind = WaitKind::hybrid;
+    static constexpr bool sleeps = true;
+    std::chrono::nanoseconds spin_for{10'000};
+    [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return spin_for; }
+    void relax(std::uint32_t) const noexcept { cpu_relax(); }
+};
+static_assert(WaitStrategy<SpinStrategy> && WaitStrategy<SpinYieldStrategy> &&
+              WaitStrategy<FutexStrategy> && WaitStrategy<HybridStrategy>);
+
+// Everything a blocking loop needs besides the strategy.
+struct WaitContext {
+    SleepSite site;
+    Deadline deadline = kNoDeadline;
+    const std::atomic<bool>* cancel = nullptr;  // sticky cancel flag of the endpoint
+    SleepHook before_sleep{};
+    // Liveness: every `check_every` of waiting, `on_idle(context)` runs (it may throw, e.g. a dead
+    // peer). Zero disables. The kernel wait's timeout is cut to the next check: no busy polling.
+    std::chrono::nanoseconds check_every{0};
+    void (*on_idle)(void* context) = nullptr;
+    void* idle_context = nullptr;
+};
+
+// Waits until `ready()` returns true. `ready` must only read shared state (it may be called many
+// times) and must load the shared words it depends on itself (the fence in 3b orders those loads).
+//
+// Thread-safety: any thread; several threads may wait on the same site.
+template <WaitStrategy S, class Ready>
+[[nodiscard]] WaitOutcome block_until(const S& strategy, const WaitContext& ctx, Ready&& ready) {
+    const auto is_cancelled = [&] { return ctx.cancel && ctx.cancel->load(std::memory_order_acquire); };
+    // Case 1: the condition already holds — the fast path: no clock read, no fence.
+    if (ready()) return WaitOutcome::ready;
+    if (is_cancelled()) return WaitOutcome::cancelled;
+
+    auto now = Clock::now();
+    auto next_check = ctx.check_every.count() > 0 ? now + ctx.check_every : kNoDeadline;
+    const auto idle_tick = [&](Deadline t) {
+        if (t >= next_check) {
+            ctx.on_idle(ctx.idle_context);
+            next_check = t + ctx.check_every;
+        }
+    };
+
+    // Case 2: the spin phase (all of Spin/SpinYield, the first spin_budget of Hybrid). The clock is
+    // read every 64 steps: a vDSO read costs ~20 ns, a pause ~10-40 ns.
+    const auto budget = strategy.spin_budget();
+    if (budget.count() > 0) {
+        const Deadline spin_end = budget >= Deadline::max() - now ? kNoDeadline : now + budget;
+        for (std::uint32_t i = 1;; ++i) {
+            strategy.relax(i);
+            if (ready()) return WaitOutcome::ready;
+            if ((i & 63u) == 0) {
+                if (is_cancelled()) return WaitOutcome::cancelled;
+                now = Clock::now();
+                if (now >= ctx.deadline) return ready() ? WaitOutcome::ready : WaitOutcome::timed_out;
+                idle_tick(now);
+                if (now >= spin_end) break;
+            }
+        }
+    }
+    if constexpr (!S::sleeps) {
+        return WaitOutcome::timed_out;  // unreachable: a non-sleeping strategy spins until the deadline
+    } else {
+        // Case 3: the sleep phase (steps 3a..3f above).
+        for (;;) {
+            ctx.site.sleepers->fetch_add(1, std::memory_order_seq_cst);  // 3a announce
+            std::atomic_thread_fence(std::memory_order_seq_cst);          // 3b pairs with w2
+            const std::uint32_t seen = ctx.site.seq->load(std::memory_order_acquire);  // 3c
+            if (ready()) {                                                // 3d re-check
+                ctx.site.sleepers->fetch_sub(1, std::memory_order_relaxed);
+                return WaitOutcome::ready;
+            }
+            if (is_cancelled()) {  // cancel() stores the flag before bumping seq: same argument as 3d
+                ctx.site.sleepers->fetch_sub(1, std::memory_order_relaxed);
+                return WaitOutcome::cancelled;
+            }
+            if (ctx.before_sleep.fn) ctx.before_sleep.fn(ctx.before_sleep.context);
+            ctx.site.waits->fetch_add(1, std::memory_order_relaxed);
+            const Deadline wake_by = next_check < ctx.deadline ? next_check : ctx.deadline;
+            const FutexWaitResult r = futex_wait(ctx.site.seq, seen, wake_by);  // 3e
+            ctx.site.sleepers->fetch_sub(1, std::memory_order_relaxed);         // 3f
+            if (ready()) return WaitOutcome::ready;
+            if (is_cancelled()) return WaitOutcome::cancelled;
+            if (r == FutexWaitResult::timed_out || next_check != kNoDeadline) {
+                now = Clock::now();
+                if (now >= ctx.deadline) return WaitOutcome::timed_out;
+                if (next_check != kNoDeadline) idle_tick(now);
+            }
+        }
+    }
+}
+
+// Run-time choice of strategy: one switch per blocking call, outside the hot loop.
+template <class Ready>
+[[nodiscard]] WaitOutcome block_until(const WaitOptions& options, const WaitContext& ctx, Ready&& ready) {
+    switch (options.kind) {
+        case WaitKind::spin: return block_until(SpinStrategy{}, ctx, ready);
+        case WaitKind::spin_yield: return block_until(SpinYieldStrategy{}, ctx, ready);
+        case WaitKind::futex: return block_until(FutexStrategy{}, ctx, ready);
+        case WaitKind::hybrid: break;
+    }
+    return block_until(HybridStrategy{options.spin_for}, ctx, ready);
+}
+
+}  // namespace ringcast

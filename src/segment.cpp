@@ -1,0 +1,306 @@
+// Segment creation, opening and validation (see include/ringcast/segment.hpp).
+#include "ringcast/segment.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "ringcast/error.hpp"
+
+namespace ringcast {
+
+void throw_system_error(const char* call, int errno_value) {
+    throw Error(ErrorCode::system, std::string(call) + " failed: " + std::strerror(errno_value));
+}
+
+namespace {
+
+std::string shm_path(std::string_view name) { return "/" + std::string(name); }
+
+std::string human_bytes(std::uint64_t n) {
+    char buf[64];
+    if (n >= (1ULL << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(1ULL << 30));
+    else if (n >= (1ULL << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(n) / double(1ULL << 20));
+    else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
+    return buf;
+}
+
+[[noreturn]] void throw_open_error(int err, std::string_view name, const char* what) {
+    switch (err) {
+        case ENOENT:
+            throw Error(ErrorCode::not_found, "ringcast segment '" + std::string(name) + "' does not exist");
+        case EEXIST:
+            throw Error(ErrorCode::already_exists,
+                        "ringcast segment '" + std::string(name) + "' already exists");
+        case EACCES:
+        case EPERM:
+            throw Error(ErrorCode::permission_denied,
+                        "permission denied opening ringcast segment '" + std::string(name) +
+                            "' (it is owner-only unless created with a wider mode)");
+        case ELOOP:
+            throw Error(ErrorCode::permission_denied,
+                        "ringcast segment '" + std::string(name) + "' is a symbolic link; refusing to follow it");
+        default: throw_system_error(what, err);
+    }
+}
+
+std::uint64_t realtime_ns() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+}
+
+}  // namespace
+
+void Segment::validate_name(std::string_view name) {
+    if (name.empty() || name.size() > 200)
+        throw Error(ErrorCode::invalid_argument, "segment name must be 1..200 characters, got " +
+                                                     std::to_string(name.size()));
+    if (name.front() == '.')
+        throw Error(ErrorCode::invalid_argument, "segment name must not start with '.': '" + std::string(name) + "'");
+    for (char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                        c == '.' || c == '_' || c == '-';
+        if (!ok)
+            throw Error(ErrorCode::invalid_argument,
+                        "segment name may only contain letters, digits, '.', '_' and '-': '" +
+                            std::string(name) + "'");
+    }
+}
+
+std::uint64_t shm_free_bytes() {
+    struct statvfs st {};
+    if (::statvfs("/dev/shm", &st) != 0) throw_system_error("statvfs(/dev/shm)", errno);
+    return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+Segment Segment::create(std::string_view name, const SegmentOptions& options) {
+    validate_name(name);
+    if (options.readers < 1 || options.readers > layout::kMaxReaders)
+        throw Error(ErrorCode::invalid_argument, "reader count must be 1.." +
+                                                     std::to_string(layout::kMaxReaders) + ", got " +
+                                                     std::to_string(options.readers));
+    if (!layout::is_power_of_two(options.capacity) || options.capacity < layout::kMinCapacity ||
+        options.capacity > layout::kMaxCapacity)
+        throw Error(ErrorCode::invalid_argument,
+                    "capacity must be a power of two between 64 KiB and 1 TiB, got " +
+                        std::to_string(options.capacity));
+    if ((options.mode & ~mode_t{0777}) != 0)
+        throw Error(ErrorCode::invalid_argument, "mode may only hold permission bits (0777)");
+    if ((options.mode & 0002) != 0)
+        throw Error(ErrorCode::invalid_argument, "refusing to create a world-writable segment");
+    if ((options.mode & 0600) != 0600)
+        throw Error(ErrorCode::invalid_argument, "mode must include owner read/write (0600)");
+
+    const std::uint64_t size = layout::segment_size(options.readers, options.capacity);
+    const std::uint64_t free_bytes = shm_free_bytes();
+    if (size > free_bytes)
+        throw Error(ErrorCode::no_space, "not enough space in /dev/shm for segment '" + std::string(name) +
+                                             "': need " + human_bytes(size) + ", free " +
+                                             human_bytes(free_bytes));
+
+    if (options.replace_existing) remove(name);
+    const std::string path = shm_path(name);
+    const int fd = ::shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.mode);
+    if (fd < 0) throw_open_error(errno, name, "shm_open");
+    // From here on the name exists: any failure unlinks it so no half-made segment is left behind.
+    auto fail = [&](const char* call, int err) {
+        ::close(fd);
+        ::shm_unlink(path.c_str());
+        if (err == ENOSPC)
+            throw Error(ErrorCode::no_space, "not enough space in /dev/shm for segment '" + std::string(name) +
+                                                 "': need " + human_bytes(size));
+        throw_system_error(call, err);
+    };
+    if (::fchmod(fd, options.mode) != 0) fail("fchmod", errno);
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) fail("ftruncate", errno);
+    if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) fail("posix_fallocate", err);
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) fail("mmap", errno);
+    ::close(fd);
+
+    auto* base = static_cast<std::byte*>(p);
+    // ftruncate zero-fills: every atomic starts at 0, every slot is never_attached with head 0.
+    auto& h = *reinterpret_cast<layout::SegmentHeader*>(base);
+    h.abi_version = layout::kAbiVersion;
+    h.layout_hash = layout::kLayoutHash;
+    h.capacity = options.capacity;
+    h.total_size = size;
+    h.reader_count = options.readers;
+    h.mode = static_cast<std::uint32_t>(options.mode);
+    h.creation_time_ns = realtime_ns();
+    h.creator_pid = static_cast<std::uint32_t>(::getpid());
+    h.creator_start_time = process_start_time(::getpid());
+    // Publishes the header: pairs with the acquire load of magic in validate_image().
+    h.magic.store(layout::kMagic, std::memory_order_release);
+    return Segment(std::string(name), base, size);
+}
+
+void Segment::validate_image(const std::byte* image, std::size_t size) {
+    using namespace layout;
+    if (size < sizeof(SegmentHeader))
+        throw Error(ErrorCode::not_ringcast, "segment too small (" + std::to_string(size) +
+                                                 " bytes) to hold a ringcast header");
+    const auto& h = *reinterpret_cast<const SegmentHeader*>(image);
+    const std::uint64_t magic = h.magic.load(std::memory_order_acquire);
+    if (magic == 0)
+        throw Error(ErrorCode::not_ringcast, "segment has no ringcast magic (not initialised: its creator is "
+                                             "still creating it, died while creating it, or it is not ringcast's)");
+    if (magic != kMagic) throw Error(ErrorCode::not_ringcast, "not a ringcast segment (foreign magic)");
+    if (h.abi_version != kAbiVersion)
+        throw Error(ErrorCode::version_mismatch,
+                    "ringcast segment has ABI version " + std::to_string(h.abi_version) + ", this library speaks " +
+                        std::to_string(kAbiVersion) + (h.abi_version < kAbiVersion ? " (older segment)" : " (newer segment)"));
+    if (h.layout_hash != kLayoutHash)
+        throw Error(ErrorCode::version_mismatch, "ringcast segment layout hash differs from this build's "
+                                                 "(built with a different ringcast layout)");
+    if (h.reader_count < 1 || h.reader_count > kMaxReaders)
+        throw Error(ErrorCode::corrupt, "corrupt header: reader count " + std::to_string(h.reader_count));
+    if (!is_power_of_two(h.capacity) || h.capacity < kMinCapacity || h.capacity > kMaxCapacity)
+        throw Error(ErrorCode::corrupt, "corrupt header: capacity " + std::to_string(h.capacity));
+    const std::uint64_t expect = segment_size(h.reader_count, h.capacity);
+    if (h.total_size != expect)
+        throw Error(ErrorCode::corrupt, "corrupt header: total size " + std::to_string(h.total_size) +
+                                            " but readers/capacity imply " + std::to_string(expect));
+    if (size < expect)
+        throw Error(ErrorCode::corrupt, "segment truncated: " + std::to_string(size) + " bytes, header needs " +
+                                            std::to_string(expect));
+    if (size > expect)
+        throw Error(ErrorCode::corrupt, "segment size " + std::to_string(size) + " does not match header (" +
+                                            std::to_string(expect) + ")");
+    // Cursor sanity: a reader can never be ahead of the tail nor lag it by more than the capacity.
+    const auto* wl = reinterpret_cast<const WriterLine*>(image + kWriterLineOffset);
+    const std::uint64_t tail = wl->tail.load(std::memory_order_acquire);
+    const auto* slots = reinterpret_cast<const ReaderSlot*>(image + kReaderSlotsOffset);
+    for (std::uint32_t r = 0; r < h.reader_count; ++r) {
+        const std::uint64_t head = slots[r].head.load(std::memory_order_acquire);
+        const std::uint32_t state = slots[r].state.load(std::memory_order_relaxed);
+        if (state > static_cast<std::uint32_t>(SlotState::evicted))
+            throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": state " + std::to_string(state));
+        if (state != static_cast<std::uint32_t>(SlotState::evicted) && (head > tail || tail - head > h.capacity))
+            throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": head " +
+                                                std::to_string(head) + " vs tail " + std::to_string(tail));
+    }
+}
+
+Segment Segment::open(std::string_view name) {
+    validate_name(name);
+    const std::string path = shm_path(name);
+    const int fd = ::shm_open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) throw_open_error(errno, name, "shm_open");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw_system_error("fstat", err);
+    }
+    const auto size = static_cast<std::size_t>(st.st_size);
+    if (size < sizeof(layout::SegmentHeader)) {
+        ::close(fd);
+        throw Error(ErrorCode::not_ringcast, "segment '" + std::string(name) + "' is too small (" +
+                                                 std::to_string(size) + " bytes) to be a ringcast segment");
+    }
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int map_err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) throw_system_error("mmap", map_err);
+    Segment seg(std::string(name), static_cast<std::byte*>(p), size);
+    // A creator may be between shm_open and its release store of magic: give it a moment.
+    for (int attempt = 0;; ++attempt) {
+        try {
+            validate_image(seg.base_, size);
+            break;
+        } catch (const Error& e) {
+            const bool uninitialised = seg.header().magic.load(std::memory_order_acquire) == 0;
+            if (!uninitialised || attempt >= 50) {
+                throw Error(e.code(), "segment '" + std::string(name) + "': " + e.what());
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    }
+    return seg;
+}
+
+bool Segment::remove(std::string_view name) {
+    validate_name(name);
+    if (::shm_unlink(shm_path(name).c_str()) == 0) return true;
+    if (errno == ENOENT) return false;
+    throw_open_error(errno, name, "shm_unlink");
+}
+
+Segment::Segment(Segment&& other) noexcept
+    : name_(std::move(other.name_)), base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+Segment& Segment::operator=(Segment&& other) noexcept {
+    if (this != &other) {
+        unmap();
+        name_ = std::move(other.name_);
+        base_ = std::exchange(other.base_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+}
+
+Segment::~Segment() { unmap(); }
+
+void Segment::unmap() noexcept {
+    if (base_ != nullptr) ::munmap(base_, size_);
+    base_ = nullptr;
+    size_ = 0;
+}
+
+namespace {
+// Reads /proc/<pid>/stat: state (field 3) and start time (field 22). False if the process is gone.
+bool read_proc_stat(pid_t pid, char& state, std::uint64_t& start_time) noexcept {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    FILE* f = std::fopen(path, "re");
+    if (f == nullptr) return false;
+    char buf[1024];
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // Field 2 (comm) may contain spaces and ')': parse from the last ')'.
+    const char* p = std::strrchr(buf, ')');
+    if (p == nullptr || p[1] != ' ') return false;
+    state = p[2];
+    int field = 2;
+    ++p;
+    while (*p != '\0' && field < 22) {
+        if (*p == ' ') ++field;
+        ++p;
+    }
+    if (field != 22) return false;
+    start_time = std::strtoull(p, nullptr, 10);
+    return true;
+}
+}  // namespace
+
+std::uint64_t process_start_time(pid_t pid) noexcept {
+    char state = 0;
+    std::uint64_t start = 0;
+    return read_proc_stat(pid, state, start) ? start : 0;
+}
+
+bool process_alive(pid_t pid, std::uint64_t start_time) noexcept {
+    if (pid <= 0) return false;
+    char state = 0;
+    std::uint64_t start = 0;
+    if (!read_proc_stat(pid, state, start)) return false;
+    if (state == 'Z' || state == 'X') return false;  // exited, not yet reaped: dead to us
+    return start_time == 0 || start == start_time;
+}
+
+}  // namespace ringcast

@@ -1,0 +1,441 @@
+// The broadcast ring, in one process (threads stand in for processes so TSan sees every access).
+// One typed suite runs every wait strategy.
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ringcast/ring.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::test {
+namespace {
+
+template <WaitKind K>
+struct Kind {
+    static constexpr WaitKind value = K;
+};
+
+template <class K>
+class RingTest : public ::testing::Test {
+protected:
+    static WriterOptions writer_options() {
+        WriterOptions o;
+        o.wait.kind = K::value;
+        return o;
+    }
+    static ReaderOptions reader_options() {
+        ReaderOptions o;
+        o.wait.kind = K::value;
+        return o;
+    }
+    static bool spins() { return K::value == WaitKind::spin || K::value == WaitKind::spin_yield; }
+    // Spinning strategies on an oversubscribed 2-core machine cost a timeslice per hand-off.
+    static std::uint64_t scaled(std::uint64_t n) {
+        const double s = test_scale() * (spins() ? 0.1 : 1.0);
+        return std::max<std::uint64_t>(50, static_cast<std::uint64_t>(double(n) * s));
+    }
+    SegmentOptions seg(std::uint32_t readers, std::uint64_t capacity = 64 * 1024) {
+        SegmentOptions o;
+        o.readers = readers;
+        o.capacity = capacity;
+        return o;
+    }
+};
+
+using Strategies = ::testing::Types<Kind<WaitKind::spin>, Kind<WaitKind::spin_yield>, Kind<WaitKind::futex>,
+                                    Kind<WaitKind::hybrid>>;
+class KindNames {
+public:
+    template <class T>
+    static std::string GetName(int) {
+        return std::string(to_string(T::value));
+    }
+};
+TYPED_TEST_SUITE(RingTest, Strategies, KindNames);
+
+std::vector<std::byte> make(std::size_t n, std::uint64_t seq) {
+    std::vector<std::byte> v(n);
+    fill_message(v, seq);
+    return v;
+}
+
+TYPED_TEST(RingTest, RoundTripSmallAndEmptyMessages) {
+    ScopedName name("rt");
+    auto w = Writer::create(name, this->seg(1), this->writer_options());
+    auto r = Reader::attach(name, 0, this->reader_options());
+    for (std::uint64_t seq = 0; seq < 100; ++seq) {
+        const auto msg = make(seq % 40, seq);
+        ASSERT_EQ(w.write(msg, 1s, seq * 3), Status::ok);
+        const Message m = r.peek(1s);
+        ASSERT_EQ(m.status, Status::ok);
+        EXPECT_EQ(m.tag, seq * 3);
+        EXPECT_EQ(check_message(m.bytes, seq, msg.size()), "");
+        r.release();
+    }
+}
+
+TYPED_TEST(RingTest, WrapAroundKeepsEveryByte) {
+    ScopedName name("wrap");
+    auto w = Writer::create(name, this->seg(2), this->writer_options());
+    auto r0 = Reader::attach(name, 0, this->reader_options());
+    auto r1 = Reader::attach(name, 1, this->reader_options());
+    // Sizes chosen to land records at every distance from the ring's end, forcing padding records.
+    std::vector<std::byte> got;
+    for (std::uint64_t seq = 0; seq < 3000; ++seq) {
+        const std::size_t n = (seq * 1237) % 9000;
+        const auto msg = make(n, seq);
+        ASSERT_EQ(w.write(msg, 1s), Status::ok);
+        for (Reader* r : {&r0, &r1}) {
+            ASSERT_EQ(r->read(got, 1s), Status::ok);
+            ASSERT_EQ(check_message(got, seq, n), "");
+        }
+    }
+    EXPECT_GT(w.segment().writer_line().tail.load(), 10 * w.capacity()) << "the ring must have wrapped";
+}
+
+TYPED_TEST(RingTest, FragmentedMessagesLargerThanTheRing) {
+    ScopedName name("frag");
+    auto w = Writer::create(name, this->seg(2), this->writer_options());
+    std::vector<std::size_t> sizes = {w.max_reserve(), w.max_reserve() + 1, 64 * 1024, 5 * 64 * 1024 + 3,
+                                      3u << 20, 0, 17};
+    std::atomic<int> failures{0};
+    auto consume = [&](std::uint32_t rank) {
+        auto r = Reader::attach(name, rank, this->reader_options());
+        std::vector<std::byte> got;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            std::uint64_t tag = 0;
+            if (r.read(got, 10s, &tag) != Status::ok || check_message(got, i, sizes[i]) != "" || tag != i + 100)
+                ++failures;
+        }
+        if (r.read(got, 10s) != Status::closed) ++failures;
+    };
+    std::thread t0(consume, 0), t1(consume, 1);
+    for (std::size_t i = 0; i < sizes.size(); ++i) ASSERT_EQ(w.write(make(sizes[i], i), 10s, i + 100), Status::ok);
+    w.close();
+    t0.join();
+    t1.join();
+    EXPECT_EQ(failures.load(), 0);
+}
+
+TYPED_TEST(RingTest, ReserveCommitIsZeroCopyAndMayShrink) {
+    ScopedName name("zc");
+    auto w = Writer::create(name, this->seg(1), this->writer_options());
+    auto r = Reader::attach(name, 0, this->reader_options());
+    Reservation res = w.reserve(1000, 1s);
+    ASSERT_EQ(res.status, Status::ok);
+    ASSERT_EQ(res.bytes.size(), 1000u);
+    // The span points into the shared data ring.
+    EXPECT_GE(res.bytes.data(), w.segment().data());
+    EXPECT_LT(res.bytes.data(), w.segment().data() + w.capacity());
+    fill_message(res.bytes.first(600), 7);
+    w.commit(600, 42);
+    const Message m = r.peek(1s);
+    ASSERT_EQ(m.status, Status::ok);
+    EXPECT_EQ(m.tag, 42u);
+    EXPECT_EQ(check_message(m.bytes, 7, 600), "");
+    EXPECT_EQ(r.peek(1s).bytes.data(), m.bytes.data()) << "peek before release returns the same message";
+    r.release();
+    EXPECT_THROW(r.release(), Error);
+    EXPECT_THROW(w.commit(1), Error) << "commit without reserve";
+    try {
+        (void)w.reserve(w.max_reserve() + 1, 1s);
+        FAIL() << "oversize reserve must throw";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::message_too_large);
+        EXPECT_NE(std::string(e.what()).find("write()"), std::string::npos) << e.what();
+    }
+}
+
+TYPED_TEST(RingTest, BackPressureNeverOverwritesUnreadBytes) {
+    ScopedName name("bp");
+    auto w = Writer::create(name, this->seg(2), this->writer_options());
+    auto fast = Reader::attach(name, 0, this->reader_options());
+    auto slow = Reader::attach(name, 1, this->reader_options());
+    // Fill the ring while the slow reader reads nothing: the writer must time out, not overwrite.
+    std::uint64_t written = 0;
+    std::vector<std::byte> got;
+    for (;; ++written) {
+        const Status s = w.write(make(1000, written), 20ms);
+        if (s == Status::timed_out) break;
+        ASSERT_EQ(s, Status::ok);
+        ASSERT_EQ(fast.read(got, 1s), Status::ok);
+        ASSERT_LT(written, 1000u) << "the writer never blocked: back-pressure is broken";
+    }
+    EXPECT_GE(written * 1016, w.capacity() - 2048) << "the ring should have been (almost) full";
+    // Everything the slow reader has not read is intact.
+    for (std::uint64_t seq = 0; seq < written; ++seq) {
+        ASSERT_EQ(slow.read(got, 1s), Status::ok);
+        ASSERT_EQ(check_message(got, seq, 1000), "");
+    }
+    // The message that timed out was not published.
+    EXPECT_EQ(slow.read(got, 10ms), Status::timed_out);
+    EXPECT_EQ(fast.read(got, 10ms), Status::timed_out);
+}
+
+TYPED_TEST(RingTest, SlowReadersHoldTheWriterAndMissNothing) {
+    ScopedName name("slow");
+    auto w = Writer::create(name, this->seg(3), this->writer_options());
+    const std::uint64_t n = this->scaled(3000);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> readers;
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+        readers.emplace_back([&, rank] {
+            auto r = Reader::attach(name, rank, this->reader_options());
+            std::vector<std::byte> got;
+            for (std::uint64_t seq = 0; seq < n; ++seq) {
+                if (r.read(got, 30s) != Status::ok || !check_message(got, seq, message_size(seq)).empty()) {
+                    ++failures;
+                    return;
+                }
+                if (rank == 2 && seq % 64 == 0) std::this_thread::sleep_for(200us);  // the laggard
+            }
+            if (r.read(got, 30s) != Status::closed) ++failures;
+        });
+    }
+    for (std::uint64_t seq = 0; seq < n; ++seq) ASSERT_EQ(w.write(make(message_size(seq), seq), 30s), Status::ok);
+    w.close();
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(failures.load(), 0);
+}
+
+TYPED_TEST(RingTest, LateReaderGetsEverythingFromTheStart) {
+    ScopedName name("late");
+    auto w = Writer::create(name, this->seg(2), this->writer_options());
+    auto early = Reader::attach(name, 0, this->reader_options());
+    std::vector<std::byte> got;
+    for (std::uint64_t seq = 0; seq < 20; ++seq) {
+        ASSERT_EQ(w.write(make(500, seq), 1s), Status::ok);
+        ASSERT_EQ(early.read(got, 1s), Status::ok);
+    }
+    auto late = Reader::attach(name, 1, this->reader_options());
+    for (std::uint64_t seq = 0; seq < 20; ++seq) {
+        ASSERT_EQ(late.read(got, 1s), Status::ok);
+        ASSERT_EQ(check_message(got, seq, 500), "");
+    }
+}
+
+TYPED_TEST(RingTest, CloseLetsReadersDrainThenReportsClosed) {
+    ScopedName name("close");
+    auto w = Writer::create(name, this->seg(2), this->writer_options());
+    auto r0 = Reader::attach(name, 0, this->reader_options());
+    std::atomic<int> state{0};
+    std::thread blocked([&] {
+        auto r1 = Reader::attach(name, 1, this->reader_options());
+        std::vector<std::byte> got;
+        state = 1;
+        const Status first = r1.read(got, 10s);  // blocks until the write below
+        const Status second = r1.read(got, 10s);  // blocks until close
+        state = (first == Status::ok && second == Status::closed) ? 2 : 3;
+    });
+    while (state.load() == 0) std::this_thread::yield();
+    std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(w.write(make(64, 0), 1s), Status::ok);
+    std::this_thread::sleep_for(20ms);
+    w.close();
+    blocked.join();
+    EXPECT_EQ(state.load(), 2);
+    std::vector<std::byte> got;
+    ASSERT_EQ(r0.read(got, 1s), Status::ok) << "published before close: still delivered";
+    EXPECT_EQ(r0.read(got, 1s), Status::closed);
+    EXPECT_EQ(r0.read(got, 1s), Status::closed) << "closed is sticky";
+}
+
+TYPED_TEST(RingTest, TimeoutsOnBothSides) {
+    ScopedName name("to");
+    auto w = Writer::create(name, this->seg(1), this->writer_options());
+    auto r = Reader::attach(name, 0, this->reader_options());
+    std::vector<std::byte> got;
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(r.read(got, 30ms), Status::timed_out);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 30ms);
+    EXPECT_EQ(r.read(got, 0ms), Status::timed_out) << "zero timeout polls";
+    while (w.write(make(4000, 1), 0ms) == Status::ok) {
+    }
+    t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(w.write(make(4000, 1), 30ms), Status::timed_out);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 30ms);
+    EXPECT_EQ(w.reserve(4000, 5ms).status, Status::timed_out);
+}
+
+TYPED_TEST(RingTest, CancelFromAnotherThread) {
+    ScopedName name("cancel");
+    auto w = Writer::create(name, this->seg(1), this->writer_options());
+    auto r = Reader::attach(name, 0, this->reader_options());
+    {
+        std::thread t([&] { std::this_thread::sleep_for(30ms); r.cancel(); });
+        std::vector<std::byte> got;
+        EXPECT_EQ(r.read(got, 20s), Status::cancelled);
+        t.join();
+        EXPECT_EQ(r.read(got, 20s), Status::cancelled) << "cancel is sticky";
+        r.clear_cancel();
+        EXPECT_EQ(r.read(got, 5ms), Status::timed_out);
+    }
+    while (w.write(make(4000, 1), 0ms) == Status::ok) {
+    }
+    std::thread t([&] { std::this_thread::sleep_for(30ms); w.cancel(); });
+    EXPECT_EQ(w.write(make(4000, 1), 20s), Status::cancelled);
+    t.join();
+    w.clear_cancel();
+    EXPECT_EQ(w.write(make(4000, 1), 5ms), Status::timed_out);
+}
+
+TYPED_TEST(RingTest, FragmentedWriteTimingOutIsWithdrawn) {
+    ScopedName name("abort");
+    auto w = Writer::create(name, this->seg(1), this->writer_options());
+    auto r = Reader::attach(name, 0, this->reader_options());
+    // No one reads: a 1 MiB message cannot finish through a 64 KiB ring.
+    EXPECT_EQ(w.write(make(1u << 20, 0), 30ms), Status::timed_out);
+    // The reader drains the published fragments but never sees the half message ...
+    std::vector<std::byte> got;
+    EXPECT_EQ(r.read(got, 30ms), Status::timed_out);
+    // ... and the next message arrives whole after the writer's abort record.
+    std::thread t([&] { EXPECT_EQ(w.write(make(100, 1), 5s), Status::ok); });
+    ASSERT_EQ(r.read(got, 5s), Status::ok);
+    EXPECT_EQ(check_message(got, 1, 100), "");
+    t.join();
+}
+
+TYPED_TEST(RingTest, ThreeReadersStressWithFragments) {
+    ScopedName name("stress");
+    auto w = Writer::create(name, this->seg(3, 256 * 1024), this->writer_options());
+    const std::uint64_t n = this->scaled(20000);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> readers;
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+        readers.emplace_back([&, rank] {
+            auto r = Reader::attach(name, rank, this->reader_options());
+            for (std::uint64_t seq = 0; seq < n; ++seq) {
+                const Message m = r.peek(60s);
+                if (m.status != Status::ok || !check_message(m.bytes, seq, message_size(seq, 997)).empty()) {
+                    ++failures;
+                    return;
+                }
+                r.release();
+            }
+            if (r.peek(60s).status != Status::closed) ++failures;
+        });
+    }
+    for (std::uint64_t seq = 0; seq < n; ++seq) {
+        const std::size_t size = message_size(seq, 997);
+        if (size <= w.max_reserve() && seq % 2 == 0) {
+            Reservation res = w.reserve(size, 60s);
+            ASSERT_EQ(res.status, Status::ok);
+            fill_message(res.bytes, seq);
+            w.commit();
+        } else {
+            ASSERT_EQ(w.write(make(size, seq), 60s), Status::ok);
+        }
+    }
+    w.close();
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(failures.load(), 0);
+}
+
+// ---- the futex protocol's promise: no wake system call while nobody sleeps -------------------------
+
+TEST(WakeAccounting, NoWakeSyscallWhenNobodySleeps) {
+    ScopedName name("nowake");
+    WriterOptions wo;
+    wo.wait.kind = WaitKind::futex;
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::futex;
+    auto w = Writer::create(name, SegmentOptions{.readers = 2, .capacity = 1 << 20}, wo);
+    auto r0 = Reader::attach(name, 0, ro);
+    auto r1 = Reader::attach(name, 1, ro);
+    std::vector<std::byte> got;
+    for (std::uint64_t seq = 0; seq < 5000; ++seq) {
+        ASSERT_EQ(w.write(make(200, seq), 1s), Status::ok);
+        ASSERT_EQ(r0.read(got, 1s), Status::ok);
+        ASSERT_EQ(r1.read(got, 1s), Status::ok);
+    }
+    EXPECT_EQ(w.wake_calls(), 0u) << "the writer made wake syscalls with no reader asleep";
+    EXPECT_EQ(r0.wake_calls() + r1.wake_calls(), 0u) << "readers woke a writer that was not asleep";
+    EXPECT_EQ(r0.waits() + r1.waits(), 0u);
+    EXPECT_EQ(w.space_waits(), 0u);
+}
+
+TEST(WakeAccounting, ASleepingReaderIsWokenExactlyWhenItSleeps) {
+    // The positive control for the test above: the counters do move when someone sleeps.
+    ScopedName name("wake");
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::futex;
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0, ro);
+    std::thread t([&] {
+        std::vector<std::byte> got;
+        EXPECT_EQ(r.read(got, 10s), Status::ok);
+    });
+    while (w.segment().writer_line().reader_sleepers.load() == 0) std::this_thread::yield();
+    ASSERT_EQ(w.write(make(10, 0), 1s), Status::ok);
+    t.join();
+    EXPECT_EQ(w.wake_calls(), 1u);
+    EXPECT_GE(r.waits(), 1u);
+}
+
+TEST(WakeAccounting, WriterWaitingForSpaceIsTheMirrorImage) {
+    ScopedName name("space");
+    WriterOptions wo;
+    wo.wait.kind = WaitKind::futex;
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16}, wo);
+    auto r = Reader::attach(name, 0);
+    while (w.write(make(4000, 0), 0ms) == Status::ok) {
+    }
+    std::thread t([&] { EXPECT_EQ(w.write(make(4000, 0), 10s), Status::ok); });
+    while (w.segment().space_line().writer_sleeping.load() == 0) std::this_thread::yield();
+    std::vector<std::byte> got;
+    ASSERT_EQ(r.read(got, 1s), Status::ok);
+    t.join();
+    EXPECT_EQ(r.wake_calls(), 1u);
+    EXPECT_GE(w.space_waits(), 1u);
+}
+
+// ---- ranks ----------------------------------------------------------------------------------------
+
+TEST(Ranks, SameRankTwiceWhileAliveIsAnError) {
+    ScopedName name("rank");
+    auto w = Writer::create(name, SegmentOptions{.readers = 2});
+    auto r = Reader::attach(name, 1);
+    try {
+        auto again = Reader::attach(name, 1);
+        FAIL() << "duplicate rank attached";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::rank_in_use);
+        EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+    }
+    try {
+        auto bad = Reader::attach(name, 2);
+        FAIL() << "rank out of range attached";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    }
+    try {
+        auto w2 = Writer::open(name);
+        FAIL() << "second writer";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::writer_in_use);
+    }
+}
+
+TEST(Ranks, ADetachedRankMayReattachAndResumes) {
+    ScopedName name("reattach");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1});
+    std::vector<std::byte> got;
+    for (std::uint64_t seq = 0; seq < 4; ++seq) ASSERT_EQ(w.write(make(100, seq), 1s), Status::ok);
+    {
+        auto r = Reader::attach(name, 0);
+        ASSERT_EQ(r.read(got, 1s), Status::ok);
+        ASSERT_EQ(check_message(got, 0, 100), "");
+    }
+    auto r = Reader::attach(name, 0);
+    ASSERT_EQ(r.read(got, 1s), Status::ok);
+    EXPECT_EQ(check_message(got, 1, 100), "") << "resumes after the last released message";
+}
+
+}  // namespace
+}  // namespace ringcast::test

@@ -1,0 +1,204 @@
+// Segment creation and validation: layout constants, permissions, space, and every way an attach
+// must refuse a segment with a clear error instead of crashing or hanging.
+#include <cstring>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "ringcast/ring.hpp"
+#include "test_util.hpp"
+
+namespace ringcast::test {
+namespace {
+
+using namespace layout;
+
+// Expects `fn` to throw Error with `code` and a message containing `needle`.
+template <class Fn>
+void expect_error(Fn&& fn, ErrorCode code, const std::string& needle) {
+    try {
+        fn();
+        ADD_FAILURE() << "expected an error containing '" << needle << "'";
+    } catch (const Error& e) {
+        EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+TEST(Layout, LinesAndOffsetsAreFixed) {
+    EXPECT_EQ(kWriterLineOffset, 128u);
+    EXPECT_EQ(kSpaceLineOffset, 256u);
+    EXPECT_EQ(kReaderSlotsOffset, 384u);
+    EXPECT_EQ(data_offset(3), 384u + 3 * 128u);
+    EXPECT_EQ(data_offset(1) % kLine, 0u) << "the data ring starts on its own line";
+    EXPECT_EQ(offsetof(WriterLine, tail), 0u);
+    EXPECT_EQ(offsetof(ReaderSlot, head), 0u);
+    EXPECT_EQ(sizeof(RecordHeader), 16u);
+    EXPECT_EQ(record_size(0), 16u);
+    EXPECT_EQ(record_size(1), 32u);
+    EXPECT_EQ(record_size(16), 32u);
+    EXPECT_EQ(max_record_payload(64 * 1024), 16 * 1024 - 16u);
+    EXPECT_NE(kLayoutHash, 0u);
+}
+
+TEST(Segment, CreatedOwnerOnlyByDefaultAndModeIsSelectable) {
+    ScopedName a("mode"), b("mode");
+    auto w = Writer::create(a, SegmentOptions{});
+    struct stat st {};
+    const int fd = ::shm_open(("/" + a.str()).c_str(), O_RDONLY, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fstat(fd, &st), 0);
+    ::close(fd);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    const mode_t old = ::umask(0077);  // the requested mode wins over the umask
+    auto w2 = Writer::create(b, SegmentOptions{.mode = 0640});
+    ::umask(old);
+    const int fd2 = ::shm_open(("/" + b.str()).c_str(), O_RDONLY, 0);
+    ASSERT_GE(fd2, 0);
+    ASSERT_EQ(::fstat(fd2, &st), 0);
+    ::close(fd2);
+    EXPECT_EQ(st.st_mode & 0777, 0640u);
+    expect_error([&] { (void)Segment::create("rc-x", SegmentOptions{.mode = 0666}); }, ErrorCode::invalid_argument,
+                 "world-writable");
+}
+
+TEST(Segment, BadArgumentsAreRejected) {
+    expect_error([] { (void)Segment::create("rc-x", SegmentOptions{.capacity = 100000}); },
+                 ErrorCode::invalid_argument, "power of two");
+    expect_error([] { (void)Segment::create("rc-x", SegmentOptions{.capacity = 32 * 1024}); },
+                 ErrorCode::invalid_argument, "64 KiB");
+    expect_error([] { (void)Segment::create("rc-x", SegmentOptions{.readers = 0}); }, ErrorCode::invalid_argument,
+                 "reader count");
+    expect_error([] { (void)Segment::create("a/b", SegmentOptions{}); }, ErrorCode::invalid_argument, "letters");
+    expect_error([] { (void)Segment::create("", SegmentOptions{}); }, ErrorCode::invalid_argument, "1..200");
+    expect_error([] { (void)Segment::create(std::string(201, 'x'), SegmentOptions{}); }, ErrorCode::invalid_argument,
+                 "1..200");
+    expect_error([] { (void)Segment::open("rc-does-not-exist-xyz"); }, ErrorCode::not_found, "does not exist");
+}
+
+TEST(Segment, CreateTwiceIsAnErrorUnlessReplacing) {
+    ScopedName n("twice");
+    auto w = Writer::create(n, SegmentOptions{});
+    expect_error([&] { (void)Segment::create(n, SegmentOptions{}); }, ErrorCode::already_exists, "already exists");
+}
+
+TEST(Segment, RefusesWhenDevShmLacksTheSpace) {
+    const std::uint64_t free_bytes = shm_free_bytes();
+    std::uint64_t cap = 1ULL << 20;
+    while (cap <= free_bytes) cap <<= 1;
+    ASSERT_LE(cap, kMaxCapacity) << "/dev/shm is larger than any ring: cannot test";
+    ScopedName n("space");
+    expect_error([&] { (void)Segment::create(n, SegmentOptions{.capacity = cap}); }, ErrorCode::no_space, "free");
+    EXPECT_THROW((void)Segment::open(n), Error) << "no half-made segment is left behind";
+}
+
+// Writes raw bytes as a shm object, then attaches to it.
+void make_raw(const std::string& name, const std::vector<std::byte>& image) {
+    const int fd = ::shm_open(("/" + name).c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, image.data(), image.size()), static_cast<ssize_t>(image.size()));
+    ::close(fd);
+}
+
+std::vector<std::byte> good_image() {
+    ScopedName n("img");
+    auto seg = Segment::create(n, SegmentOptions{.readers = 2, .capacity = 64 * 1024});
+    return {seg.base(), seg.base() + seg.size()};
+}
+
+template <class T>
+void poke(std::vector<std::byte>& image, std::size_t offset, T value) {
+    std::memcpy(image.data() + offset, &value, sizeof value);
+}
+
+TEST(Segment, AttachValidatesEverything) {
+    {
+        ScopedName n("foreign");
+        std::vector<std::byte> junk(100000, std::byte{0x5a});
+        make_raw(n.str(), junk);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::not_ringcast, "foreign magic");
+    }
+    {
+        ScopedName n("tiny");
+        make_raw(n.str(), std::vector<std::byte>(10));
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::not_ringcast, "too small");
+    }
+    {
+        ScopedName n("uninit");
+        make_raw(n.str(), std::vector<std::byte>(100000));
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::not_ringcast, "not initialised");
+    }
+    {
+        ScopedName n("older");
+        auto img = good_image();
+        poke<std::uint32_t>(img, offsetof(SegmentHeader, abi_version), kAbiVersion - 1);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::version_mismatch, "older segment");
+    }
+    {
+        ScopedName n("newer");
+        auto img = good_image();
+        poke<std::uint32_t>(img, offsetof(SegmentHeader, abi_version), kAbiVersion + 1);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::version_mismatch, "newer segment");
+    }
+    {
+        ScopedName n("hash");
+        auto img = good_image();
+        poke<std::uint32_t>(img, offsetof(SegmentHeader, layout_hash), kLayoutHash ^ 1);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::version_mismatch, "layout hash");
+    }
+    {
+        ScopedName n("trunc");
+        auto img = good_image();
+        img.resize(img.size() - 4096);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "truncated");
+    }
+    {
+        ScopedName n("cap");
+        auto img = good_image();
+        poke<std::uint64_t>(img, offsetof(SegmentHeader, capacity), 3 * 64 * 1024);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "capacity");
+    }
+    {
+        ScopedName n("readers");
+        auto img = good_image();
+        poke<std::uint32_t>(img, offsetof(SegmentHeader, reader_count), 5);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "total size");
+    }
+    {
+        ScopedName n("head");
+        auto img = good_image();
+        poke<std::uint64_t>(img, kReaderSlotsOffset + offsetof(ReaderSlot, head), 12345);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "head");
+    }
+}
+
+TEST(Segment, CorruptRecordHeaderIsAnErrorNotACrash) {
+    ScopedName n("rec");
+    auto w = Writer::create(n, SegmentOptions{.readers = 1});
+    auto r = Reader::attach(n, 0);
+    ASSERT_EQ(w.write(std::vector<std::byte>(100), std::chrono::seconds(1)), Status::ok);
+    auto* h = reinterpret_cast<RecordHeader*>(w.segment().data());
+    h->length = 0x7fffffff;
+    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "exceeds the maximum");
+    h->length = 100;
+    h->kind = 99;
+    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "unknown record kind");
+    h->kind = static_cast<std::uint32_t>(RecordKind::message);
+    h->length = 500;  // beyond the published tail
+    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "past the published tail");
+}
+
+}  // namespace
+}  // namespace ringcast::test
