@@ -1,0 +1,209 @@
+// Cross-process tests: real processes (fork), each with its own mapping of the segment.
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include "ringcast/ring.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::test {
+namespace {
+
+struct BroadcastParam {
+    WaitKind kind;
+    std::uint64_t messages;  // before RINGCAST_TEST_SCALE
+};
+
+class Broadcast : public ::testing::TestWithParam<BroadcastParam> {};
+
+// 1 writer → 3 reader processes; random sizes 0..64 KiB (log-uniform) plus one of 2..5 MiB every
+// 100,000 messages (fragmented through the 1 MiB ring). Every reader checks order and checksum of
+// every message, then the closed result.
+TEST_P(Broadcast, OneWriterThreeReaderProcesses) {
+    const auto [kind, base_messages] = GetParam();
+    const std::uint64_t n = std::max<std::uint64_t>(1000, static_cast<std::uint64_t>(double(base_messages) * test_scale()));
+    const std::uint64_t big_every = std::min<std::uint64_t>(100'000, n / 4);
+    ScopedName name("bcast");
+    WriterOptions wo;
+    wo.wait.kind = kind;
+    auto w = Writer::create(name, SegmentOptions{.readers = 3, .capacity = 1 << 20}, wo);
+
+    std::vector<pid_t> children;
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+        children.push_back(fork_child([&, rank] {
+            ReaderOptions ro;
+            ro.wait.kind = kind;
+            auto r = Reader::attach(name, rank, ro);
+            std::uint64_t bytes = 0;
+            for (std::uint64_t seq = 0; seq < n; ++seq) {
+                const Message m = r.peek(60s);
+                ASSERT_EQ(m.status, Status::ok) << "rank " << rank << " seq " << seq;
+                const std::string err = check_message(m.bytes, seq, message_size(seq, big_every));
+                ASSERT_TRUE(err.empty()) << "rank " << rank << ": " << err;
+                ASSERT_EQ(m.tag, seq);
+                bytes += m.bytes.size();
+                r.release();
+            }
+            ASSERT_EQ(r.peek(60s).status, Status::closed);
+            std::printf("rank %u: %llu messages, %.1f MiB verified\n", rank, static_cast<unsigned long long>(n),
+                        double(bytes) / double(1 << 20));
+        }));
+    }
+    std::vector<std::byte> big;
+    for (std::uint64_t seq = 0; seq < n; ++seq) {
+        const std::size_t size = message_size(seq, big_every);
+        if (size <= w.max_reserve()) {  // zero-copy path
+            Reservation res = w.reserve(size, 60s);
+            ASSERT_EQ(res.status, Status::ok) << "seq " << seq;
+            fill_message(res.bytes, seq);
+            w.commit(size, seq);
+        } else {  // fragmented path
+            big.resize(size);
+            fill_message(big, seq);
+            ASSERT_EQ(w.write(big, 60s, seq), Status::ok) << "seq " << seq;
+        }
+    }
+    w.close();
+    for (pid_t c : children) EXPECT_EQ(wait_child(c), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, Broadcast,
+                         ::testing::Values(BroadcastParam{WaitKind::futex, 1'000'000},
+                                           BroadcastParam{WaitKind::hybrid, 1'000'000},
+                                           BroadcastParam{WaitKind::spin, 20'000},
+                                           BroadcastParam{WaitKind::spin_yield, 20'000}),
+                         [](const auto& info) { return std::string(to_string(info.param.kind)); });
+
+TEST(Processes, CloseWakesReadersBlockedInOtherProcesses) {
+    ScopedName name("pclose");
+    auto w = Writer::create(name, SegmentOptions{.readers = 2});
+    std::vector<pid_t> children;
+    for (std::uint32_t rank = 0; rank < 2; ++rank) {
+        children.push_back(fork_child([&, rank] {
+            ReaderOptions ro;
+            ro.wait.kind = WaitKind::futex;
+            auto r = Reader::attach(name, rank, ro);
+            std::vector<std::byte> got;
+            ASSERT_EQ(r.read(got, 30s), Status::ok);
+            ASSERT_EQ(check_message(got, 9, 123), "");
+            ASSERT_EQ(r.read(got, 30s), Status::closed);  // blocked here when the writer closes
+        }));
+    }
+    std::vector<std::byte> msg(123);
+    fill_message(msg, 9);
+    ASSERT_EQ(w.write(msg, 5s), Status::ok);
+    // Let both readers go to sleep in the kernel before closing.
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (w.segment().writer_line().reader_sleepers.load() < 2 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(1ms);
+    w.close();
+    for (pid_t c : children) EXPECT_EQ(wait_child(c, 30s), 0);
+}
+
+TEST(Processes, LateReaderProcessMissesNothing) {
+    ScopedName name("plate");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1});
+    std::vector<std::byte> msg;
+    for (std::uint64_t seq = 0; seq < 40; ++seq) {  // fits: 40 × ~1 KiB < 1 MiB
+        msg.resize(1000);
+        fill_message(msg, seq);
+        ASSERT_EQ(w.write(msg, 1s), Status::ok);
+    }
+    const pid_t child = fork_child([&] {
+        auto r = Reader::attach(name, 0);
+        std::vector<std::byte> got;
+        for (std::uint64_t seq = 0; seq < 40; ++seq) {
+            ASSERT_EQ(r.read(got, 5s), Status::ok);
+            ASSERT_EQ(check_message(got, seq, 1000), "");
+        }
+    });
+    EXPECT_EQ(wait_child(child, 30s), 0);
+}
+
+TEST(Processes, SameRankInTwoLiveProcessesIsAnError) {
+    ScopedName name("prank");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1});
+    auto r = Reader::attach(name, 0);
+    const pid_t child = fork_child([&] {
+        try {
+            auto again = Reader::attach(name, 0);
+            ADD_FAILURE() << "a second process attached rank 0";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::rank_in_use) << e.what();
+        }
+    });
+    EXPECT_EQ(wait_child(child, 30s), 0);
+}
+
+TEST(Processes, RankOfADeadProcessCanBeTakenOver) {
+    ScopedName name("ptake");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1});
+    const pid_t holder = fork_child([&] {
+        auto r = Reader::attach(name, 0);
+        ::raise(SIGKILL);  // dies holding the rank
+    });
+    EXPECT_EQ(wait_child(holder, 30s), -SIGKILL);
+    EXPECT_NO_THROW({ auto r = Reader::attach(name, 0); });
+}
+
+TEST(Processes, WriterBlockedOnADeadReaderFailsNamingIt) {
+    ScopedName name("pdead");
+    WriterOptions wo;
+    wo.liveness_interval = 50ms;
+    auto w = Writer::create(name, SegmentOptions{.readers = 2}, wo);
+    auto alive = Reader::attach(name, 1);
+    const pid_t doomed = fork_child([&] {
+        auto r = Reader::attach(name, 0);
+        ::raise(SIGKILL);
+    });
+    ASSERT_EQ(wait_child(doomed, 30s), -SIGKILL);
+    std::vector<std::byte> msg(4000);
+    try {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 1000; ++i) (void)w.write(msg, 10s);
+        ADD_FAILURE() << "the writer never noticed the dead reader";
+        (void)t0;
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::peer_dead);
+        EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::to_string(doomed)), std::string::npos) << e.what();
+    }
+}
+
+TEST(Processes, ReaderBlockedOnADeadWriterFails) {
+    ScopedName name("pwdead");
+    {
+        auto seg = Segment::create(name, SegmentOptions{.readers = 1});
+    }
+    const pid_t writer = fork_child([&] {
+        WriterOptions wo;
+        wo.unlink_on_destroy = false;
+        auto w = Writer::open(name, wo);
+        std::vector<std::byte> msg(10);
+        (void)w.write(msg, 1s);
+        ::raise(SIGKILL);  // dies without closing
+    });
+    ASSERT_EQ(wait_child(writer, 30s), -SIGKILL);
+    ReaderOptions ro;
+    ro.liveness_interval = 50ms;
+    auto r = Reader::attach(name, 0, ro);
+    std::vector<std::byte> got;
+    ASSERT_EQ(r.read(got, 1s), Status::ok) << "what was published before the death is delivered";
+    try {
+        (void)r.read(got, 10s);
+        ADD_FAILURE() << "the reader never noticed the dead writer";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::to_string(writer)), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace ringcast::test

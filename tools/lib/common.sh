@@ -1,0 +1,42 @@
+# Shared by tools/test and tools/demo: install what is missing (Debian apt), configure and build.
+# shellcheck shell=bash
+set -euo pipefail
+
+RINGCAST_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The Python the binding is built for and tested with: Debian's own, because apt's pybind11-dev,
+# python3-pytest and python3-numpy are packaged for it (the pyenv python3 on PATH has none of them).
+RINGCAST_PYTHON=/usr/bin/python3
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+# Package → why. Only missing ones are installed.
+RINGCAST_PACKAGES=(
+  g++ cmake ninja-build pkg-config      # build
+  libgtest-dev                          # C++ tests
+  spin                                  # Promela model check of the futex protocol
+  libbenchmark-dev libboost-dev         # microbenchmarks, Boost.Interprocess peer
+  cppzmq-dev libzmq3-dev                # ZeroMQ peer in the benchmark harness
+  gnuplot-nox                           # plots under build/report/
+  python3 python3-dev pybind11-dev python3-pytest python3-numpy   # the Python binding and its tests
+  clang libclang-rt-14-dev              # libFuzzer targets
+  util-linux procps                     # setpriv (security test), ps
+)
+
+ensure_packages() {
+  local missing=() p
+  for p in "${RINGCAST_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# configure_build DIR [cmake args...]
+configure_build() {
+  local dir=$1; shift
+  cmake -S "$RINGCAST_ROOT" -B "$RINGCAST_ROOT/$dir" -G Ninja -DPython_EXECUTABLE="$RINGCAST_PYTHON" "$@" >/dev/null
+  cmake --build "$RINGCAST_ROOT/$dir" -j "$JOBS"
+}
