@@ -45,6 +45,7 @@ enum class ErrorCode : std::uint8_t {
     message_too_large,  // reserve(n) beyond the largest contiguous record
     protocol,           // API misuse (commit without reserve, release without peek, ...)
     peer_dead,          // the writer or a reader died
+    stale_reply,        // a reply carried another request's tag
     system,             // an unexpected system call failure; message names the call and errno
 };
 

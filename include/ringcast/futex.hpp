@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 
@@ -24,13 +25,15 @@ namespace ringcast {
 using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC on Linux, the clock futex deadlines use
 using Deadline = Clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
+// A zero (or negative) timeout: look once, never spin, never sleep, never read the clock.
+inline constexpr Deadline kPollOnly = Deadline::min();
 
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
               "a futex word must be a plain 32-bit word");
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
               "a lock-based atomic cannot be shared between processes");
 
-enum class FutexWaitResult : std::uint8_t { woken, value_changed, timed_out, interrupted };
+enum class FutexWaitResult : std::uint8_t { woken, value_changed, timed_out, interrupted, unsupported };
 
 // Sleeps while *word == expected, until a wake, the deadline, or a signal.
 // Thread-safety: any thread, any process mapping the word.
@@ -38,6 +41,7 @@ inline FutexWaitResult futex_wait(std::atomic<std::uint32_t>* word, std::uint32_
                                   Deadline deadline) noexcept {
     timespec ts{};
     const timespec* tsp = nullptr;
+    if (deadline == kPollOnly) return FutexWaitResult::timed_out;
     if (deadline != kNoDeadline) {
         const auto ns =
             std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
@@ -66,8 +70,43 @@ inline int futex_wake(std::atomic<std::uint32_t>* word, int count = INT_MAX) noe
     return rc < 0 ? 0 : static_cast<int>(rc);
 }
 
+// futex_waitv (Linux 5.16, syscall 449): sleep until any of up to 128 words is woken or differs from
+// its expected value. glibc has no wrapper and linux-libc-dev 6.1 lacks FUTEX2_SIZE_U32 (PLATFORM.md).
+inline constexpr unsigned kFutex2SizeU32 = 0x02;  // FUTEX2_SIZE_U32; FUTEX2_PRIVATE (128) never: shared
+inline constexpr std::size_t kFutexWaitvMax = 128;
+inline constexpr long kSysFutexWaitv = 449;
+
+struct FutexWaitvEntry {  // struct futex_waitv of <linux/futex.h>
+    std::uint64_t val;
+    std::uint64_t uaddr;
+    std::uint32_t flags;
+    std::uint32_t reserved;
+};
+static_assert(sizeof(FutexWaitvEntry) == 24);
+
+inline FutexWaitResult futex_waitv(FutexWaitvEntry* entries, unsigned count, Deadline deadline) noexcept {
+    if (deadline == kPollOnly) return FutexWaitResult::timed_out;
+    timespec ts{};
+    const timespec* tsp = nullptr;
+    if (deadline != kNoDeadline) {
+        const auto ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
+        ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+        ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+        tsp = &ts;
+    }
+    const long rc = ::syscall(kSysFutexWaitv, entries, count, 0, tsp, CLOCK_MONOTONIC);
+    if (rc >= 0) return FutexWaitResult::woken;
+    switch (errno) {
+        case EAGAIN: return FutexWaitResult::value_changed;
+        case ETIMEDOUT: return FutexWaitResult::timed_out;
+        case ENOSYS: return FutexWaitResult::unsupported;
+        default: return FutexWaitResult::interrupted;
+    }
+}
+
 [[nodiscard]] inline Deadline deadline_after(std::chrono::nanoseconds timeout) noexcept {
-    if (timeout < std::chrono::nanoseconds::zero()) timeout = std::chrono::nanoseconds::zero();
+    if (timeout <= std::chrono::nanoseconds::zero()) return kPollOnly;
     const auto now = Clock::now();
     if (timeout >= Deadline::max() - now) return kNoDeadline;
     return now + timeout;

@@ -144,6 +144,8 @@ private:
 
 // ===================================================================================================
 // Reader of one rank. Thread-safety: one thread at a time uses a Reader, except cancel()/clear_cancel().
+class GatherCollector;
+
 class Reader {
 public:
     // Throws Error: rank_in_use when another live process holds the rank; invalid_argument for a rank
@@ -175,7 +177,10 @@ public:
     [[nodiscard]] std::uint64_t wake_calls() const noexcept;  // space wakes this rank made
 
 private:
+    friend class GatherCollector;  // waits on many readers at once (gather.hpp)
     Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options);
+    // One look, no waiting: loads tail and the closed flag. True if peek() would not block.
+    [[nodiscard]] bool poll_acquire() noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
     [[nodiscard]] SleepSite space_site() const noexcept;
     [[nodiscard]] Status wait_for_data(Deadline deadline);

@@ -166,6 +166,7 @@ template <WaitStrategy S, class Ready>
     // Case 1: the condition already holds — the fast path: no clock read, no fence.
     if (ready()) return WaitOutcome::ready;
     if (is_cancelled()) return WaitOutcome::cancelled;
+    if (ctx.deadline == kPollOnly) return WaitOutcome::timed_out;
 
     auto now = Clock::now();
     auto next_check = ctx.check_every.count() > 0 ? now + ctx.check_every : kNoDeadline;

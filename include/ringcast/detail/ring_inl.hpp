@@ -163,19 +163,20 @@ inline void Reader::store_head(std::uint64_t new_head) noexcept {
     notify_sleepers(space_site(), slot_->wake_calls);
 }
 
+inline bool Reader::poll_acquire() noexcept {
+    if (has_pending_ || head_ < cached_tail_) return true;
+    const bool closed = (segment_.header().flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
+    cached_tail_ = line_->tail.load(std::memory_order_acquire);  // pairs with Writer::commit_record
+    return head_ < cached_tail_ || closed;
+}
+
 // Waits until the writer published past head_, or closed. ok: a record is at head_ (cached_tail_ >
 // head_); closed: closed and nothing left.
 inline Status Reader::wait_for_data(Deadline deadline) {
     if (head_ < cached_tail_) return Status::ok;
-    auto& header = segment_.header();
-    bool saw_closed = false;
-    const auto has_data = [&] {
-        // closed is read before tail: the writer stores its final tail before the closed flag, so
-        // closed + (tail == head_) means drained.
-        saw_closed = (header.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
-        cached_tail_ = line_->tail.load(std::memory_order_acquire);  // pairs with Writer::commit_record
-        return head_ < cached_tail_ || saw_closed;
-    };
+    // poll_acquire reads closed before tail: the writer stores its final tail before the closed flag,
+    // so closed + (tail == head_) means drained.
+    const auto has_data = [&] { return poll_acquire(); };
     WaitContext ctx{data_site(), deadline, &cancelled_, options_.wait.before_sleep,
                     options_.liveness_interval, &Reader::check_writer_thunk, this};
     switch (block_until(options_.wait, ctx, has_data)) {

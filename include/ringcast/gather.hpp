@@ -1,0 +1,162 @@
+// ringcast/gather.hpp — N→1 replies: one reply ring per worker rank, collected with ONE wait.
+//
+//   worker 0 ──reply ring "G.r0"──┐
+//   worker 1 ──reply ring "G.r1"──┼──► collector: collect(tag, ranks, timeout)
+//   worker N ──reply ring "G.rN"──┘          ▲
+//                   └──── doorbell "G.bell" ──┘  (rung only while the collector sleeps)
+//
+// Each reply ring is an ordinary one-reader broadcast ring (ring.hpp): the worker is its writer, the
+// collector its reader rank 0. Every reply carries the request's tag in its record header; collect()
+// refuses a reply with another tag (Error stale_reply naming the rank and both tags).
+//
+// Two ways to wait for "any of the pending ranks has a reply", selectable and benchmarked:
+//  * doorbell: the collector announces itself on one shared line (collector_sleeping) and sleeps on
+//    doorbell_seq. A worker, after publishing its reply (release store of the ring's tail), does
+//    fence(seq_cst) and rings only if collector_sleeping != 0 — the same handshake as wait.hpp
+//    (3a..3f / w1..w4) with "condition" = any pending ring's tail moved.
+//  * futex_waitv: the collector announces itself as a sleeper on every pending ring (their own
+//    reader_sleepers), snapshots each ring's notify_seq, re-checks all tails, then sleeps in one
+//    futex_waitv over all notify_seq words. The workers' ordinary publish path (notify_sleepers)
+//    wakes it: no doorbell needed. At most 128 ranks (FUTEX_WAITV_MAX).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringcast/ring.hpp"
+
+namespace ringcast {
+
+enum class GatherWait : std::uint8_t { doorbell, futex_waitv };
+
+struct GatherOptions {
+    std::uint32_t ranks = 1;                // worker ranks 0..ranks-1
+    std::uint64_t capacity = 1ULL << 20;    // bytes per reply ring (replies of any size still work)
+    mode_t mode = 0600;
+    WaitOptions wait{};                     // spin phase (if any) before the kernel wait
+    GatherWait method = GatherWait::doorbell;
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
+};
+
+namespace layout {
+// The doorbell object "<group>.bell": one line.
+inline constexpr std::uint64_t kDoorbellMagic = 0x4c4c'4542'4347'5243ULL;  // "RCGCBELL"
+struct alignas(kLine) DoorbellLine {  // its own line: workers load collector_sleeping on every reply
+    std::atomic<std::uint64_t> magic;               // stored last (release) by the creator
+    std::atomic<std::uint32_t> doorbell_seq;        // futex word the collector sleeps on
+    std::atomic<std::uint32_t> collector_sleeping;  // 1 while the collector may be asleep on it
+    std::atomic<std::uint64_t> rings;               // futex_wake calls by workers (diagnostics)
+    std::atomic<std::uint64_t> waits;               // futex_wait calls by the collector
+    std::atomic<std::uint32_t> ranks;               // group size, checked on attach
+};
+static_assert(sizeof(DoorbellLine) == kLine);
+}  // namespace layout
+
+struct GatherResult {
+    Status status = Status::timed_out;             // ok: every requested rank answered
+    std::vector<std::optional<std::vector<std::byte>>> replies;  // indexed by rank; set for answers
+    std::vector<std::uint32_t> missing;            // requested ranks without an answer (status != ok)
+    // "timed out after 2.0 s waiting for ranks 1, 3" — for exceptions and logs.
+    [[nodiscard]] std::string describe() const;
+};
+
+// Shared mapping of the doorbell object.
+class DoorbellMapping {
+public:
+    static DoorbellMapping create(const std::string& name, std::uint32_t ranks, mode_t mode);
+    static DoorbellMapping open(const std::string& name, std::uint32_t ranks);
+    DoorbellMapping(DoorbellMapping&& o) noexcept : line_(std::exchange(o.line_, nullptr)) {}
+    DoorbellMapping& operator=(DoorbellMapping&&) = delete;
+    DoorbellMapping(const DoorbellMapping&) = delete;
+    DoorbellMapping& operator=(const DoorbellMapping&) = delete;
+    ~DoorbellMapping();
+    [[nodiscard]] layout::DoorbellLine& line() const noexcept { return *line_; }
+
+private:
+    explicit DoorbellMapping(layout::DoorbellLine* line) noexcept : line_(line) {}
+    layout::DoorbellLine* line_ = nullptr;
+};
+
+// The executor side. Thread-safety: one thread at a time (cancel() from any thread).
+class GatherCollector {
+public:
+    // Creates "<name>.r<rank>" reply rings and "<name>.bell"; removes them when destroyed.
+    [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
+    GatherCollector(GatherCollector&&) noexcept = default;
+    GatherCollector& operator=(GatherCollector&&) = delete;
+    ~GatherCollector();
+
+    // Waits ONCE for replies tagged `tag` from `ranks` (empty: all ranks), draining whichever is ready
+    // in any order. Throws Error(stale_reply) for a reply with another tag (it is consumed),
+    // Error(peer_dead) when a pending worker died. A worker that closed its ring while a reply from it
+    // is pending gives status closed, with that rank in `missing`.
+    [[nodiscard]] GatherResult collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
+                                       std::chrono::nanoseconds timeout = kForever);
+    [[nodiscard]] GatherResult collect_all(std::uint64_t tag, std::chrono::nanoseconds timeout = kForever) {
+        return collect(tag, {}, timeout);
+    }
+    void cancel() noexcept;
+    void clear_cancel() noexcept { cancelled_->store(false, std::memory_order_release); }
+
+    [[nodiscard]] std::uint32_t ranks() const noexcept { return static_cast<std::uint32_t>(readers_.size()); }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] std::uint64_t kernel_waits() const noexcept { return kernel_waits_; }
+    [[nodiscard]] GatherWait method() const noexcept { return options_.method; }
+
+private:
+    GatherCollector(std::string name, const GatherOptions& options, DoorbellMapping bell)
+        : name_(std::move(name)), options_(options), bell_(std::move(bell)) {}
+    // Waits until a pending rank has a record (or closed) — the one wait of collect().
+    [[nodiscard]] WaitOutcome wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline);
+    [[nodiscard]] WaitOutcome wait_any_waitv(const std::vector<std::uint32_t>& pending, Deadline deadline);
+    void check_pending_alive(const std::vector<std::uint32_t>& pending);
+
+    std::string name_;
+    GatherOptions options_;
+    DoorbellMapping bell_;
+    std::vector<Reader> readers_;  // reader rank 0 of each worker's reply ring
+    std::uint64_t kernel_waits_ = 0;
+    std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
+};
+
+// The worker side: the writer of its rank's reply ring. Thread-safety: one thread at a time.
+class GatherWorker {
+public:
+    [[nodiscard]] static GatherWorker attach(std::string_view name, std::uint32_t rank,
+                                             const WriterOptions& options = {});
+    // Publishes one reply for request `tag`, then rings the doorbell if the collector sleeps.
+    [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
+                               std::chrono::nanoseconds timeout = kForever);
+    // Zero-copy: reserve on the reply ring, then commit_reply(used, tag).
+    [[nodiscard]] Reservation reserve(std::size_t n, std::chrono::nanoseconds timeout = kForever) {
+        return writer_.reserve(n, timeout);
+    }
+    void commit_reply(std::size_t used, std::uint64_t tag);
+    void close() noexcept { writer_.close(); ring_bell_always(); }
+    GatherWorker(GatherWorker&& o) noexcept
+        : writer_(std::move(o.writer_)), bell_(std::move(o.bell_)), rank_(o.rank_), active_(std::exchange(o.active_, false)) {}
+    GatherWorker& operator=(GatherWorker&&) = delete;
+    ~GatherWorker();
+    [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
+    [[nodiscard]] std::uint64_t bell_rings() const noexcept { return bell_.line().rings.load(std::memory_order_relaxed); }
+
+private:
+    GatherWorker(Writer writer, DoorbellMapping bell, std::uint32_t rank)
+        : writer_(std::move(writer)), bell_(std::move(bell)), rank_(rank) {}
+    void ring_bell() noexcept;
+    void ring_bell_always() noexcept;
+    Writer writer_;
+    DoorbellMapping bell_;
+    std::uint32_t rank_;
+    bool active_ = true;
+};
+
+[[nodiscard]] std::string gather_ring_name(std::string_view group, std::uint32_t rank);
+[[nodiscard]] std::string gather_bell_name(std::string_view group);
+
+}  // namespace ringcast

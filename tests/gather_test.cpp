@@ -1,0 +1,217 @@
+// The gather group: one wait for all replies, tags, timeouts, dead workers — both wait methods.
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include "ringcast/gather.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::test {
+namespace {
+
+class Gather : public ::testing::TestWithParam<GatherWait> {
+protected:
+    GatherOptions options(std::uint32_t ranks, WaitKind kind = WaitKind::hybrid) const {
+        GatherOptions o;
+        o.ranks = ranks;
+        o.capacity = 64 * 1024;
+        o.method = GetParam();
+        o.wait.kind = kind;
+        o.liveness_interval = 50ms;
+        return o;
+    }
+};
+
+std::vector<std::byte> reply_bytes(std::uint32_t rank, std::uint64_t tag, std::size_t n = 24) {
+    std::vector<std::byte> v(n);
+    fill_message(v, tag * 1000 + rank);
+    return v;
+}
+
+TEST_P(Gather, CollectsEveryRankInAnyOrderWithOneCall) {
+    ScopedName name("g");
+    auto c = GatherCollector::create(name, options(4, WaitKind::futex));
+    std::vector<std::thread> workers;
+    for (std::uint32_t r = 0; r < 4; ++r) {
+        workers.emplace_back([&, r] {
+            auto w = GatherWorker::attach(name, r);
+            std::mt19937 rng(r);
+            for (std::uint64_t tag = 1; tag <= 200; ++tag) {
+                if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+                // Rank 2's replies are sometimes larger than the ring: fragmented replies work too.
+                const std::size_t n = (r == 2 && tag % 50 == 0) ? 200'000 : 24 + r;
+                EXPECT_EQ(w.reply(tag, reply_bytes(r, tag, n), 10s), Status::ok);
+            }
+        });
+    }
+    for (std::uint64_t tag = 1; tag <= 200; ++tag) {
+        const GatherResult res = c.collect_all(tag, 10s);
+        ASSERT_EQ(res.status, Status::ok) << res.describe();
+        for (std::uint32_t r = 0; r < 4; ++r) {
+            ASSERT_TRUE(res.replies[r].has_value());
+            const std::size_t n = (r == 2 && tag % 50 == 0) ? 200'000 : 24 + r;
+            ASSERT_EQ(check_message(*res.replies[r], tag * 1000 + r, n), "");
+        }
+    }
+    for (auto& t : workers) t.join();
+}
+
+TEST_P(Gather, SingleRankRoutingLeavesOtherRanksAlone) {
+    ScopedName name("g1");
+    auto c = GatherCollector::create(name, options(3));
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    ASSERT_EQ(w1.reply(7, reply_bytes(1, 7)), Status::ok);
+    const std::uint32_t only[] = {1};
+    const GatherResult res = c.collect(7, only, 1s);
+    ASSERT_EQ(res.status, Status::ok);
+    EXPECT_FALSE(res.replies[0].has_value());
+    EXPECT_EQ(check_message(*res.replies[1], 7000 + 1, 24), "");
+    EXPECT_FALSE(res.replies[2].has_value());
+}
+
+TEST_P(Gather, StaleReplyIsAnErrorNamingRankAndBothTags) {
+    ScopedName name("gs");
+    auto c = GatherCollector::create(name, options(2));
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    ASSERT_EQ(w0.reply(5, reply_bytes(0, 5)), Status::ok);  // a late answer to an old request
+    ASSERT_EQ(w1.reply(6, reply_bytes(1, 6)), Status::ok);
+    try {
+        (void)c.collect_all(6, 1s);
+        FAIL() << "a reply tagged 5 was accepted for request 6";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::stale_reply);
+        const std::string what = e.what();
+        EXPECT_NE(what.find("rank 0"), std::string::npos) << what;
+        EXPECT_NE(what.find("tag 5"), std::string::npos) << what;
+        EXPECT_NE(what.find("tag 6"), std::string::npos) << what;
+    }
+    // The stale reply was consumed; rank 0 answers request 6 now and the collect completes.
+    ASSERT_EQ(w0.reply(6, reply_bytes(0, 6)), Status::ok);
+    const GatherResult res = c.collect_all(6, 1s);
+    ASSERT_EQ(res.status, Status::ok) << res.describe();
+}
+
+TEST_P(Gather, TimeoutNamesExactlyTheRanksThatDidNotAnswer) {
+    ScopedName name("gt");
+    auto c = GatherCollector::create(name, options(4));
+    std::vector<GatherWorker> workers;
+    for (std::uint32_t r = 0; r < 4; ++r) workers.push_back(GatherWorker::attach(name, r));
+    ASSERT_EQ(workers[0].reply(1, reply_bytes(0, 1)), Status::ok);
+    ASSERT_EQ(workers[2].reply(1, reply_bytes(2, 1)), Status::ok);
+    const auto t0 = std::chrono::steady_clock::now();
+    const GatherResult res = c.collect_all(1, 50ms);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 50ms);
+    EXPECT_EQ(res.status, Status::timed_out);
+    EXPECT_EQ(res.missing, (std::vector<std::uint32_t>{1, 3}));
+    EXPECT_NE(res.describe().find("ranks 1, 3"), std::string::npos) << res.describe();
+    EXPECT_TRUE(res.replies[0].has_value());
+    EXPECT_TRUE(res.replies[2].has_value());
+}
+
+TEST_P(Gather, AWorkerThatDiedIsNamed) {
+    ScopedName name("gd");
+    auto c = GatherCollector::create(name, options(2));
+    auto alive = GatherWorker::attach(name, 0);
+    const pid_t doomed = fork_child([&] {
+        auto w = GatherWorker::attach(name, 1);
+        ::raise(SIGKILL);
+    });
+    ASSERT_EQ(wait_child(doomed, 30s), -SIGKILL);
+    ASSERT_EQ(alive.reply(3, reply_bytes(0, 3)), Status::ok);
+    try {
+        (void)c.collect_all(3, 10s);
+        FAIL() << "collect did not notice the dead worker";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::peer_dead);
+        EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::to_string(doomed)), std::string::npos) << e.what();
+    }
+}
+
+TEST_P(Gather, AWorkerThatClosedIsReportedAsClosed) {
+    ScopedName name("gc");
+    auto c = GatherCollector::create(name, options(2, WaitKind::futex));
+    auto w0 = GatherWorker::attach(name, 0);
+    std::thread t([&] {
+        std::this_thread::sleep_for(30ms);  // the collector is asleep by now
+        auto w1 = GatherWorker::attach(name, 1);
+        w1.close();
+    });
+    ASSERT_EQ(w0.reply(4, reply_bytes(0, 4)), Status::ok);
+    const GatherResult res = c.collect_all(4, 10s);
+    t.join();
+    EXPECT_EQ(res.status, Status::closed);
+    EXPECT_EQ(res.missing, (std::vector<std::uint32_t>{1}));
+}
+
+TEST_P(Gather, CancelWakesABlockedCollect) {
+    ScopedName name("gx");
+    auto c = GatherCollector::create(name, options(2, WaitKind::futex));
+    std::thread t([&] { std::this_thread::sleep_for(30ms); c.cancel(); });
+    const GatherResult res = c.collect_all(1, 20s);
+    t.join();
+    EXPECT_EQ(res.status, Status::cancelled);
+}
+
+TEST_P(Gather, WorkersInOtherProcesses) {
+    ScopedName name("gp");
+    auto c = GatherCollector::create(name, options(3, WaitKind::hybrid));
+    constexpr std::uint64_t kSteps = 2000;
+    std::vector<pid_t> kids;
+    for (std::uint32_t r = 0; r < 3; ++r) {
+        kids.push_back(fork_child([&, r] {
+            auto w = GatherWorker::attach(name, r);
+            for (std::uint64_t tag = 1; tag <= kSteps; ++tag) ASSERT_EQ(w.reply(tag, reply_bytes(r, tag), 30s), Status::ok);
+        }));
+    }
+    for (std::uint64_t tag = 1; tag <= kSteps; ++tag) {
+        const GatherResult res = c.collect_all(tag, 30s);
+        ASSERT_EQ(res.status, Status::ok) << "tag " << tag << ": " << res.describe();
+        for (std::uint32_t r = 0; r < 3; ++r) ASSERT_EQ(check_message(*res.replies[r], tag * 1000 + r, 24), "");
+    }
+    for (pid_t k : kids) EXPECT_EQ(wait_child(k), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, Gather, ::testing::Values(GatherWait::doorbell, GatherWait::futex_waitv),
+                         [](const auto& info) { return info.param == GatherWait::doorbell ? "doorbell" : "futex_waitv"; });
+
+TEST(GatherDoorbell, NoBellRingWhenTheCollectorIsAwake) {
+    ScopedName name("gb");
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    auto c = GatherCollector::create(name, o);
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    for (std::uint64_t tag = 1; tag <= 500; ++tag) {
+        ASSERT_EQ(w0.reply(tag, reply_bytes(0, tag)), Status::ok);
+        ASSERT_EQ(w1.reply(tag, reply_bytes(1, tag)), Status::ok);
+        ASSERT_EQ(c.collect_all(tag, 1s).status, Status::ok);
+    }
+    EXPECT_EQ(w0.bell_rings() , 0u);
+    EXPECT_EQ(c.kernel_waits(), 0u);
+}
+
+TEST(GatherDoorbell, BadArguments) {
+    EXPECT_THROW((void)GatherCollector::create("rc-gbad", GatherOptions{.ranks = 0}), Error);
+    EXPECT_THROW((void)GatherCollector::create("rc-gbad", GatherOptions{.ranks = 200, .method = GatherWait::futex_waitv}), Error);
+    EXPECT_THROW((void)GatherWorker::attach("rc-gbad-none", 0), Error);
+    ScopedName name("gr");
+    auto c = GatherCollector::create(name, GatherOptions{.ranks = 2});
+    EXPECT_THROW((void)GatherWorker::attach(name, 2), Error);
+    const std::uint32_t bad[] = {5};
+    EXPECT_THROW((void)c.collect(1, bad, 1s), Error);
+}
+
+}  // namespace
+}  // namespace ringcast::test
