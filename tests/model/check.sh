@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# check.sh -- model-check tests/model/ring.pml with spin (see the header of
+# ring.pml for what is modelled and what each property means).
+#
+#   * every check of the correct model must find 0 errors, with the search
+#     complete (no "max search depth too small", no out-of-memory);
+#   * every negative variant (a -DBUG_* switch that breaks the protocol) must
+#     make pan report an error OF THE EXPECTED KIND.
+#
+# Prints one line per check; exits non-zero if any line is FAIL.
+# Works from any cwd; builds in a temporary directory (removed at exit; set
+# KEEP=1 to keep it).  JOBS=n runs n checks at once (default: nproc, max 4).
+# Needs spin (Debian package `spin`) and a C compiler (CC, default gcc).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+model="${MODEL:-$here/ring.pml}"   # MODEL=path: check another copy (to test this script)
+CC="${CC:-gcc}"
+
+for tool in spin "$CC"; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "FAIL  $tool not found (install the Debian package 'spin' / a C compiler)" >&2
+        exit 1
+    fi
+done
+[[ -r "$model" ]] || { echo "FAIL  $model not readable" >&2; exit 1; }
+
+jobs_max="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+(( jobs_max > 4 )) && jobs_max=4
+(( jobs_max < 1 )) && jobs_max=1
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/ringcast-model.XXXXXX")"
+if [[ "${KEEP:-0}" == 1 ]]; then
+    echo "(keeping build dir $work)"
+else
+    trap 'rm -rf "$work"' EXIT
+fi
+
+# One check per line:
+#   name | expect | spin -D flags | cc flags | pan flags | what
+# (cc flags after the default -O0 override it: -O1 pays off only for the
+#  largest searches; pan.c takes ~1.5 s to compile at -O1, ~0.5 s at -O0)
+# expect: "pass"  -> pan must report errors: 0, search complete
+#         a regex -> pan must report an error whose "pan:1:" line matches it
+MAIN="-DN=2 -DCAP=2 -DM=4"
+DEAD="-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DNO_MONITOR"   # deadlock check alone
+P3R='assertion violated .*r_blocked'                  # P3, reader half
+P3W='assertion violated .*w_blocked'                  # P3, writer half
+SAFE="-DSAFETY -DNOFAIR -DNOCLAIM"                    # safety-only pan (asserts + invalid end states)
+CHECKS=(
+"safety-cap2       |pass|$MAIN|$SAFE -O1|-m200000 -w22|P1 no overwrite, P2 all delivered, P3 no lost wake-up, P4 no deadlock (close path)"
+"safety-cap1       |pass|-DN=2 -DCAP=1 -DM=4|$SAFE -O1|-m200000 -w22|P1-P4, ring full at every message"
+"noclose-cap1      |pass|-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE|$SAFE|-m200000 -w22|P1-P4, writer never closes: the *-dl configuration, correct model"
+"spurious          |pass|-DN=2 -DCAP=2 -DM=3 -DSPURIOUS|$SAFE|-m200000 -w22|P1-P4 with futex_wait timeouts/EINTR/spurious returns"
+"nonprogress       |pass|-DN=2 -DCAP=1 -DM=2 -DSPURIOUS|-DNP|-m200000 -w22 -l -f|P5 no non-progress cycle under weak fairness, with early returns"
+"neg-np-unfair     |non-progress cycle|-DN=2 -DCAP=1 -DM=2 -DSPURIOUS|-DNP|-m200000 -w22 -l|sanity: without fairness a reader may time out forever (progress labels are live)"
+"neg-no-recheck    |$P3R|$MAIN -DBUG_NO_RECHECK|$SAFE|-m200000 -w20|Reader::wait_for_data without step 5: P3"
+"neg-no-recheck-dl |invalid end state|$DEAD -DBUG_NO_RECHECK|$SAFE|-m200000 -w20|same, deadlock check alone"
+"neg-no-fence      |$P3R|$MAIN -DBUG_NO_FENCE|$SAFE|-m200000 -w20|Writer::publish without the fence: P3"
+"neg-no-fence-dl   |invalid end state|$DEAD -DBUG_NO_FENCE|$SAFE|-m200000 -w20|same, deadlock check alone"
+"neg-rel-fence     |$P3W|$MAIN -DBUG_NO_FENCE_RELEASE|$SAFE|-m200000 -w20|Reader::release without the fence: P3"
+"neg-rel-fence-dl  |invalid end state|$DEAD -DBUG_NO_FENCE_RELEASE|$SAFE|-m200000 -w20|same, deadlock check alone"
+"neg-space-recheck |$P3W|$MAIN -DBUG_SPACE_NO_RECHECK|$SAFE|-m200000 -w20|Writer::wait_for_space without its re-check: P3"
+"neg-space-rchk-dl |invalid end state|$DEAD -DBUG_SPACE_NO_RECHECK|$SAFE|-m200000 -w20|same, deadlock check alone"
+"neg-room-off-by-1 |assertion violated .*tail-head|$MAIN -DBUG_ROOM_OFF_BY_ONE|$SAFE|-m200000 -w20|room test off by one: P1 overwrite"
+"neg-close-order   |assertion violated .*head\[_pid\]==|$MAIN -DBUG_CLOSE_ORDER|$SAFE|-m200000 -w20|reader loads tail before closed: P2 messages dropped"
+)
+
+trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; echo "${s%"${s##*[![:space:]]}"}"; }
+
+# run_one INDEX: runs check INDEX in $work/INDEX, writes $work/INDEX/result
+run_one() {
+    local idx="$1" line name expect sflags cflags pflags what dir t0 t1 out
+    line="${CHECKS[$idx]}"
+    IFS='|' read -r name expect sflags cflags pflags what <<<"$line"
+    name="$(trim "$name")"
+    dir="$work/$idx"
+    mkdir -p "$dir"
+    cp "$model" "$dir/ring.pml"
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086  # flag lists are split on purpose
+    (
+        cd "$dir"
+        spin -a $sflags ring.pml >spin.log 2>&1 &&
+        "$CC" -O0 -w $cflags -o pan pan.c >cc.log 2>&1 &&
+        ./pan $pflags -n >pan.out 2>&1
+    ) || true
+    t1=$(date +%s.%N)
+    local secs states errors first verdict detail
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1fs", b-a}')
+    out="$dir/pan.out"
+    states=$(awk '/states, stored/{print $1; exit}' "$out" 2>/dev/null || true)
+    errors=$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$out" 2>/dev/null | head -n1 || true)
+    first=$(grep -m1 '^pan:1:' "$out" 2>/dev/null || true)
+    verdict=FAIL
+    if [[ -z "$errors" ]]; then
+        detail="no pan result (see spin.log / cc.log / pan.out below)"
+    elif [[ "$expect" == pass ]]; then
+        if [[ "$errors" != 0 ]]; then
+            detail="$first"
+        elif grep -qE 'max search depth too small|out of memory|search not completed' "$out"; then
+            detail="search incomplete: $(grep -m1 -E 'max search depth too small|out of memory|search not completed' "$out")"
+        else
+            verdict=PASS; detail="0 errors"
+        fi
+    else
+        if [[ "$errors" == 0 ]]; then
+            detail="bug NOT found (0 errors)"
+        elif grep -qE -- "$expect" <<<"$first"; then
+            verdict=PASS; detail="caught: ${first#pan:1: }"
+        else
+            detail="wrong error: $first (expected /$expect/)"
+        fi
+    fi
+    printf '%-4s  %-17s  %9s states  %6s  %s -- %s\n' \
+        "$verdict" "$name" "${states:-?}" "$secs" "$what" "$detail" >"$dir/result"
+    if [[ "$verdict" == FAIL ]]; then
+        {
+            echo "      spin flags: $sflags | cc: $cflags | pan: $pflags"
+            tail -n 15 "$dir/spin.log" "$dir/cc.log" "$out" 2>/dev/null | sed 's/^/      | /'
+            if [[ "$expect" == pass && -n "$errors" && "$errors" != 0 ]]; then
+                echo "      trail (spin -t -p):"
+                # shellcheck disable=SC2086
+                (cd "$dir" && spin -t -p $sflags ring.pml 2>&1 | tail -n 60 | sed 's/^/      | /') || true
+            fi
+        } >>"$dir/result"
+    fi
+}
+
+start=$(date +%s.%N)
+echo "ringcast protocol model: $model ($(spin -V | head -n1), $jobs_max jobs)"
+for idx in "${!CHECKS[@]}"; do
+    while (( $(jobs -rp | wc -l) >= jobs_max )); do wait -n || true; done
+    run_one "$idx" &
+done
+wait || true
+
+fails=0
+for idx in "${!CHECKS[@]}"; do
+    if [[ -f "$work/$idx/result" ]]; then
+        cat "$work/$idx/result"
+        grep -q '^FAIL' "$work/$idx/result" && fails=$((fails + 1))
+    else
+        echo "FAIL  check $idx produced no result"
+        fails=$((fails + 1))
+    fi
+done
+end=$(date +%s.%N)
+total=$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
+if (( fails )); then
+    echo "model check: $fails of ${#CHECKS[@]} checks FAILED (${total}s)"
+    exit 1
+fi
+echo "model check: all ${#CHECKS[@]} checks passed (${total}s)"
