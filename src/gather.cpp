@@ -231,7 +231,7 @@ WaitOutcome GatherCollector::wait_any_waitv(const std::vector<std::uint32_t>& pe
 
 GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
                                       std::chrono::nanoseconds timeout) {
-    const Deadline deadline = deadline_after(timeout);
+    Timeout lazy_deadline(timeout);
     GatherResult result;
     result.replies.resize(readers_.size());
     std::vector<std::uint32_t> pending;
@@ -275,7 +275,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         }
         if (pending.empty()) break;
         // ONE wait for the whole pending set.
-        const WaitOutcome o = wait_any(pending, deadline);
+        const WaitOutcome o = wait_any(pending, lazy_deadline.deadline());
         if (o == WaitOutcome::ready) continue;
         result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
         result.missing = pending;
@@ -302,8 +302,8 @@ GatherWorker GatherWorker::attach(std::string_view name, std::uint32_t rank, con
     return GatherWorker(Writer::open(gather_ring_name(name, rank), wo), std::move(bell), rank);
 }
 
-// After the reply's release store of tail (Writer::commit_record, which also did fence(seq_cst)):
-// w2..w4 of wait.hpp against the collector's announce on collector_sleeping.
+// Right after the reply's seq_cst exchange of tail (Writer::commit_record): w2..w3 of wait.hpp against
+// the collector's announce on collector_sleeping (same argument, with the tail exchange as w1).
 void GatherWorker::ring_bell() noexcept {
     auto& b = bell_.line();
     notify_sleepers({&b.doorbell_seq, &b.collector_sleeping, &b.waits}, b.rings);

@@ -112,4 +112,23 @@ inline FutexWaitResult futex_waitv(FutexWaitvEntry* entries, unsigned count, Dea
     return now + timeout;
 }
 
+// A relative timeout that becomes an absolute deadline on first use: a call that never has to wait
+// never reads the clock.
+class Timeout {
+public:
+    explicit Timeout(std::chrono::nanoseconds timeout) noexcept : timeout_(timeout) {}
+    [[nodiscard]] Deadline deadline() noexcept {
+        if (!resolved_) {
+            deadline_ = deadline_after(timeout_);
+            resolved_ = true;
+        }
+        return deadline_;
+    }
+
+private:
+    std::chrono::nanoseconds timeout_;
+    Deadline deadline_{};
+    bool resolved_ = false;
+};
+
 }  // namespace ringcast

@@ -1,16 +1,17 @@
 // ringcast/ring.hpp — the broadcast ring: one Writer, N Readers (ranks 0..N-1), each reader receives
 // every message in order, exactly once.
 //
-// Publish order (Writer::commit_record → Writer::publish), the one place bytes become visible:
+// Publish order (Writer::commit_record), the one place bytes become visible:
 //   1. payload bytes written into the ring (plain stores)
 //   2. record header written (plain stores)
-//   3. tail.store(new_tail, release)        ← publishes 1 and 2; pairs with the readers' acquire loads
-//   4. fence(seq_cst); if reader_sleepers: notify_seq += 1; futex_wake   (wait.hpp, w2..w4)
-// Release order (Reader::release):
+//   3. tail.exchange(new_tail, seq_cst)     ← publishes 1 and 2 (a release; pairs with the readers'
+//                                              acquire loads of tail); w1 of wait.hpp
+//   4. if reader_sleepers (seq_cst load): notify_seq += 1; futex_wake      (wait.hpp, w2..w3)
+// Release order (Reader::release → Reader::store_head):
 //   1. the reader is done with the bytes (plain loads)
-//   2. head.store(new_head, release)        ← pairs with the writer's acquire loads of heads; the
-//                                              writer overwrites those bytes only after seeing this
-//   3. fence(seq_cst); if writer_sleeping: space_seq += 1; futex_wake
+//   2. head.exchange(new_head, seq_cst)     ← a release; pairs with the writer's acquire loads of
+//                                              heads: it overwrites those bytes only after seeing this
+//   3. if writer_sleeping (seq_cst load): space_seq += 1; futex_wake
 //
 // Back-pressure: the writer may use bytes up to min(head over non-evicted ranks) + capacity. Ranks
 // that never attached have head 0 and hold the writer: a late reader misses nothing.
@@ -117,10 +118,10 @@ private:
     [[nodiscard]] SleepSite space_site() const noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
     [[nodiscard]] std::uint64_t min_reader_head_acquire() const noexcept;
-    [[nodiscard]] Status wait_for_space(std::uint64_t need, Deadline deadline);
-    [[nodiscard]] Status reserve_record(std::uint64_t payload, Deadline deadline);
+    [[nodiscard]] Status wait_for_space(std::uint64_t need, Timeout& timeout);
+    [[nodiscard]] Status reserve_record(std::uint64_t payload, Timeout& timeout);
     void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
-    [[nodiscard]] Status finish_broken_stream(Deadline deadline);
+    [[nodiscard]] Status finish_broken_stream(Timeout& timeout);
     void check_lagging_readers();
     static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
 
@@ -183,7 +184,7 @@ private:
     [[nodiscard]] bool poll_acquire() noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
     [[nodiscard]] SleepSite space_site() const noexcept;
-    [[nodiscard]] Status wait_for_data(Deadline deadline);
+    [[nodiscard]] Status wait_for_data(Timeout& timeout);
     void store_head(std::uint64_t new_head) noexcept;
     void check_writer();
     static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }

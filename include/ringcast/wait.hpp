@@ -11,21 +11,23 @@
 //
 // The sleeping protocol ("Waiting without lost wake-ups", DESIGN.md; model: tests/model/ring.pml):
 //
-//   waiter (block_until, case 3)              waker (notify_sleepers)
-//   3a sleepers += 1           (seq_cst RMW)  w1 make the condition true (release store)
-//   3b fence(seq_cst)                         w2 fence(seq_cst)
-//   3c s = seq                                w3 if sleepers > 0:
-//   3d if condition: sleepers -= 1, done      w4     seq += 1; futex_wake(seq, all)
+//   waiter (block_until, case 3)              waker (publish_and_notify)
+//   3a sleepers += 1           (seq_cst RMW)  w1 make the condition true: cursor.exchange (seq_cst)
+//   3b fence(seq_cst)                         w2 if sleepers.load(seq_cst) > 0:
+//   3c s = seq                                w3     seq += 1; futex_wake(seq, all)
+//   3d if condition: sleepers -= 1, done
 //   3e futex_wait(seq, s)   (sleeps only if seq == s, atomically in the kernel)
 //   3f sleepers -= 1, back to the top
 //
-// Why no wake can be lost: the two fences order {3a before 3d} and {w1 before w3} in the single
-// total order of seq_cst operations. Either w3 comes after 3a in that order — then the waker sees
-// sleepers > 0 and bumps seq; if the bump (w4) is after 3c, futex_wait's value check fails or the
-// wake finds the sleeper; if it is before 3c, the waiter's 3d sees the condition (w1 precedes w4) —
-// or w3 comes before 3a, and then w1 precedes 3d, so the re-check sees the condition. In both
-// cases no waiter sleeps while the condition holds. When sleepers == 0 the waker does a fence
-// and a load: no system call on the fast path.
+// Why no wake can be lost. All of 3a, 3b, w1 and w2 are seq_cst, so they sit in the one total order
+// S, each thread's in program order. If w1 precedes 3b in S, the re-check 3d (a load after the
+// seq_cst fence 3b) must see w1's cursor or a later one: the waiter does not sleep. Otherwise
+// 3a < 3b < w1 < w2 in S, so the seq_cst load w2 sees the announce of 3a and the waker bumps seq
+// (w3) — after the waiter's snapshot 3c, since 3c may only have read an older value, so the
+// kernel's value check in 3e fails, or the wake finds the sleeper. When nobody sleeps the waker's
+// hot path is one exchange (xchg on x86: cheaper than a store + mfence) and one plain load.
+// Model-checked in tests/model/ring.pml (spin explores sequentially consistent interleavings,
+// which is what the seq_cst operations above guarantee).
 #pragma once
 
 #include <atomic>
@@ -85,15 +87,22 @@ struct SleepSite {
     std::atomic<std::uint64_t>* waits;     // futex_wait calls (diagnostics; relaxed)
 };
 
-// Waker side, steps w2..w4 above; call right after the release store that made the condition true.
-// Returns true if a wake system call was made.
+// Steps w2..w3 alone, for a waker whose condition was made true by a seq_cst RMW just before (the
+// gather doorbell is rung right after the reply ring's publish_and_notify).
 inline bool notify_sleepers(const SleepSite& site, std::atomic<std::uint64_t>& wake_calls) noexcept {
-    std::atomic_thread_fence(std::memory_order_seq_cst);                   // w2
-    if (site.sleepers->load(std::memory_order_relaxed) == 0) return false;  // w3: fast path
-    site.seq->fetch_add(1, std::memory_order_release);                      // w4
+    if (site.sleepers->load(std::memory_order_seq_cst) == 0) return false;  // w2: the fast path
+    site.seq->fetch_add(1, std::memory_order_release);                      // w3
     futex_wake(site.seq);
-    wake_calls.fetch_add(1, std::memory_order_relaxed);
+    wake_calls.fetch_add(1, std::memory_order_relaxed);  // slow path (a syscall follows); may have many storers
     return true;
+}
+
+// Waker side, steps w1..w3 above: publishes `value` into `cursor` and wakes sleepers if any.
+// Returns true if a wake system call was made.
+inline bool publish_and_notify(std::atomic<std::uint64_t>& cursor, std::uint64_t value, const SleepSite& site,
+                               std::atomic<std::uint64_t>& wake_calls) noexcept {
+    cursor.exchange(value, std::memory_order_seq_cst);  // w1 (also a release: publishes the bytes)
+    return notify_sleepers(site, wake_calls);
 }
 
 // Unconditional wake (close, cancel): bump seq so a waiter between 3c and 3e cannot sleep.
@@ -200,7 +209,7 @@ template <WaitStrategy S, class Ready>
         // Case 3: the sleep phase (steps 3a..3f above).
         for (;;) {
             ctx.site.sleepers->fetch_add(1, std::memory_order_seq_cst);  // 3a announce
-            std::atomic_thread_fence(std::memory_order_seq_cst);          // 3b pairs with w2
+            std::atomic_thread_fence(std::memory_order_seq_cst);          // 3b: see the argument above
             const std::uint32_t seen = ctx.site.seq->load(std::memory_order_acquire);  // 3c
             if (ready()) {                                                // 3d re-check
                 ctx.site.sleepers->fetch_sub(1, std::memory_order_relaxed);

@@ -5,6 +5,11 @@
 
 namespace ringcast {
 
+// Diagnostics counter with one storer: a load and a store, no locked read-modify-write.
+inline void bump_counter(std::atomic<std::uint64_t>& counter) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 // ---- Writer hot path ------------------------------------------------------------------------------
 
 inline SleepSite Writer::space_site() const noexcept {
@@ -29,13 +34,14 @@ inline std::uint64_t Writer::min_reader_head_acquire() const noexcept {
 }
 
 // Waits until tail_ + need <= min(head) + capacity (the mirror image of Reader::wait_for_data).
-inline Status Writer::wait_for_space(std::uint64_t need, Deadline deadline) {
+inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
     if (tail_ + need <= known_free_end_) return Status::ok;  // fast path: no shared load at all
     const auto has_room = [&] {
         known_free_end_ = min_reader_head_acquire() + capacity_;
         return tail_ + need <= known_free_end_;
     };
-    WaitContext ctx{space_site(), deadline, &cancelled_, options_.wait.before_sleep,
+    if (has_room()) return Status::ok;  // readers moved on: still no clock read
+    WaitContext ctx{space_site(), timeout.deadline(), &cancelled_, options_.wait.before_sleep,
                     options_.liveness_interval, &Writer::check_lagging_readers_thunk, this};
     switch (block_until(options_.wait, ctx, has_room)) {
         case WaitOutcome::ready: return Status::ok;
@@ -47,11 +53,11 @@ inline Status Writer::wait_for_space(std::uint64_t need, Deadline deadline) {
 
 // Makes room for one record of `payload` bytes at tail_ (after a padding record if it would cross the
 // ring's end). Sets reserved_pos_. Nothing is visible to readers until commit_record().
-inline Status Writer::reserve_record(std::uint64_t payload, Deadline deadline) {
+inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
     const std::uint64_t rec = layout::record_size(payload);
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);  // >= kRecordAlign: tail_ stays aligned
     const std::uint64_t pad = rec > to_end ? to_end : 0;
-    if (const Status s = wait_for_space(pad + rec, deadline); s != Status::ok) return s;
+    if (const Status s = wait_for_space(pad + rec, timeout); s != Status::ok) return s;
     if (pad != 0) {
         auto* h = reinterpret_cast<layout::RecordHeader*>(data_ + (tail_ & mask_));
         h->length = static_cast<std::uint32_t>(pad - sizeof(layout::RecordHeader));
@@ -69,21 +75,21 @@ inline void Writer::commit_record(layout::RecordKind kind, std::uint64_t payload
     h->kind = static_cast<std::uint32_t>(kind);
     h->tag = tag;
     tail_ = reserved_pos_ + layout::record_size(payload);
-    line_->tail.store(tail_, std::memory_order_release);  // 3: publish (pairs with readers' acquire)
-    notify_sleepers(data_site(), line_->wake_calls);     // 4: w2..w4 of wait.hpp
+    // 3 + 4: seq_cst exchange (a release: pairs with the readers' acquire loads of tail), then w2..w3.
+    publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls);
 }
 
-inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeout) {
+inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeout_ns) {
     if (n > max_payload_)
         throw Error(ErrorCode::message_too_large,
                     "reserve(" + std::to_string(n) + ") exceeds the largest contiguous record of this ring (" +
                         std::to_string(max_payload_) + " bytes = capacity/4 - header); use write() for larger messages");
     has_reservation_ = false;
-    const Deadline deadline = deadline_after(timeout);
+    Timeout timeout(timeout_ns);
     if (stream_broken_) {
-        if (const Status s = finish_broken_stream(deadline); s != Status::ok) return {s, {}};
+        if (const Status s = finish_broken_stream(timeout); s != Status::ok) return {s, {}};
     }
-    if (const Status s = reserve_record(n, deadline); s != Status::ok) return {s, {}};
+    if (const Status s = reserve_record(n, timeout); s != Status::ok) return {s, {}};
     has_reservation_ = true;
     reserved_size_ = n;
     return {Status::ok, {data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader), n}};
@@ -96,28 +102,28 @@ inline void Writer::commit(std::size_t used, std::uint64_t tag) {
                                              std::to_string(reserved_size_) + " bytes");
     has_reservation_ = false;
     commit_record(layout::RecordKind::message, used, tag);
-    line_->messages.fetch_add(1, std::memory_order_relaxed);
+    bump_counter(line_->messages);
 }
 
-inline Status Writer::finish_broken_stream(Deadline deadline) {
-    if (const Status s = reserve_record(0, deadline); s != Status::ok) return s;
+inline Status Writer::finish_broken_stream(Timeout& timeout) {
+    if (const Status s = reserve_record(0, timeout); s != Status::ok) return s;
     commit_record(layout::RecordKind::fragment_abort, 0, 0);
     stream_broken_ = false;
     return Status::ok;
 }
 
-inline Status Writer::write(std::span<const std::byte> message, std::chrono::nanoseconds timeout, std::uint64_t tag) {
+inline Status Writer::write(std::span<const std::byte> message, std::chrono::nanoseconds timeout_ns, std::uint64_t tag) {
     has_reservation_ = false;
-    const Deadline deadline = deadline_after(timeout);
+    Timeout timeout(timeout_ns);
     if (stream_broken_) {
-        if (const Status s = finish_broken_stream(deadline); s != Status::ok) return s;
+        if (const Status s = finish_broken_stream(timeout); s != Status::ok) return s;
     }
     if (message.size() <= max_payload_) {
-        if (const Status s = reserve_record(message.size(), deadline); s != Status::ok) return s;
+        if (const Status s = reserve_record(message.size(), timeout); s != Status::ok) return s;
         if (!message.empty())
             std::memcpy(data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader), message.data(), message.size());
         commit_record(layout::RecordKind::message, message.size(), tag);
-        line_->messages.fetch_add(1, std::memory_order_relaxed);
+        bump_counter(line_->messages);
         return Status::ok;
     }
     // Fragmented: fragment_first carries the total length in front of its payload.
@@ -127,7 +133,7 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
         const std::size_t prefix = first ? layout::kFragmentPrefix : 0;
         const std::size_t chunk = std::min<std::size_t>(message.size() - offset, max_payload_ - prefix);
         const bool last = offset + chunk == message.size();
-        if (const Status s = reserve_record(prefix + chunk, deadline); s != Status::ok) {
+        if (const Status s = reserve_record(prefix + chunk, timeout); s != Status::ok) {
             stream_broken_ = !first;  // fragments are out: readers must be told to drop them
             return s;
         }
@@ -143,7 +149,7 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
         offset += chunk;
         first = false;
     }
-    line_->messages.fetch_add(1, std::memory_order_relaxed);
+    bump_counter(line_->messages);
     return Status::ok;
 }
 
@@ -159,8 +165,8 @@ inline SleepSite Reader::space_site() const noexcept {
 
 // Steps 2..3 of the release order (header comment of ring.hpp).
 inline void Reader::store_head(std::uint64_t new_head) noexcept {
-    slot_->head.store(new_head, std::memory_order_release);
-    notify_sleepers(space_site(), slot_->wake_calls);
+    // seq_cst exchange (a release: pairs with the writer's acquire loads of heads), then w2..w3.
+    publish_and_notify(slot_->head, new_head, space_site(), slot_->wake_calls);
 }
 
 inline bool Reader::poll_acquire() noexcept {
@@ -172,12 +178,13 @@ inline bool Reader::poll_acquire() noexcept {
 
 // Waits until the writer published past head_, or closed. ok: a record is at head_ (cached_tail_ >
 // head_); closed: closed and nothing left.
-inline Status Reader::wait_for_data(Deadline deadline) {
+inline Status Reader::wait_for_data(Timeout& timeout) {
     if (head_ < cached_tail_) return Status::ok;
     // poll_acquire reads closed before tail: the writer stores its final tail before the closed flag,
     // so closed + (tail == head_) means drained.
     const auto has_data = [&] { return poll_acquire(); };
-    WaitContext ctx{data_site(), deadline, &cancelled_, options_.wait.before_sleep,
+    if (has_data()) return head_ < cached_tail_ ? Status::ok : Status::closed;  // no clock read
+    WaitContext ctx{data_site(), timeout.deadline(), &cancelled_, options_.wait.before_sleep,
                     options_.liveness_interval, &Reader::check_writer_thunk, this};
     switch (block_until(options_.wait, ctx, has_data)) {
         case WaitOutcome::ready: break;
@@ -188,11 +195,11 @@ inline Status Reader::wait_for_data(Deadline deadline) {
     return Status::closed;
 }
 
-inline Message Reader::peek(std::chrono::nanoseconds timeout) {
+inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
     if (has_pending_) return pending_;
-    const Deadline deadline = deadline_after(timeout);
+    Timeout timeout(timeout_ns);
     for (;;) {
-        const Status s = wait_for_data(deadline);
+        const Status s = wait_for_data(timeout);
         if (s != Status::ok) {
             if (s == Status::closed) assembling_ = false;  // an unfinished stream never completes
             return {s, {}, 0};
@@ -280,7 +287,7 @@ inline void Reader::release() {
         head_ = pending_end_;
         store_head(head_);
     }
-    slot_->messages.fetch_add(1, std::memory_order_relaxed);
+    bump_counter(slot_->messages);
 }
 
 inline Status Reader::read(std::vector<std::byte>& into, std::chrono::nanoseconds timeout, std::uint64_t* tag) {
