@@ -1,0 +1,253 @@
+// The systems under test: ringcast with each wait strategy, and the two floors (bare atomic and bare
+// futex hand-off through one shared buffer). The peers live in peer_boost.cpp / peer_zmq.cpp.
+#include <atomic>
+#include <climits>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common.hpp"
+#include "ringcast/futex.hpp"
+#include "ringcast/ring.hpp"
+
+namespace rcbench {
+
+std::unique_ptr<System> make_boost_mq();  // peer_boost.cpp
+#ifdef RINGCAST_BENCH_HAVE_ZMQ
+std::unique_ptr<System> make_zmq_pair();  // peer_zmq.cpp
+#endif
+
+std::string unique_name(const char* what) {
+    static int counter = 0;
+    return std::string("rcb-") + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kTimeout = std::chrono::nanoseconds(kStepTimeoutNs);
+
+void expect_ok(ringcast::Status s, const char* what) {
+    if (s != ringcast::Status::ok)
+        throw BenchError(std::string(what) + ": " + ringcast::to_string(s));
+}
+
+// ---- ringcast -------------------------------------------------------------------------------------
+// Request ring: 1 writer → R readers. Reply ring r: reader r → the writer (a one-reader ring each, as
+// gather.hpp's per-rank reply rings).
+class RingcastSystem final : public System {
+public:
+    explicit RingcastSystem(ringcast::WaitKind kind) { wait_.kind = kind; }
+
+    void prepare(std::size_t max_message, std::uint32_t readers) override {
+        readers_ = readers;
+        // Room for >= 8 messages in flight (one record each: max record = capacity / 4), >= 1 MiB.
+        std::uint64_t cap = 1ULL << 20;
+        while (cap < 8 * (max_message + 64)) cap <<= 1;
+        req_name_ = unique_name("req");
+        ringcast::WriterOptions wo;
+        wo.wait = wait_;
+        wo.unlink_on_destroy = false;  // cleanup() unlinks, also after a failure
+        writer_ = std::make_unique<ringcast::Writer>(
+            ringcast::Writer::create(req_name_, {.readers = readers, .capacity = cap}, wo));
+        for (std::uint32_t r = 0; r < readers; ++r) {
+            reply_names_.push_back(unique_name("rep"));
+            reply_segs_.push_back(ringcast::Segment::create(reply_names_.back(), {.readers = 1, .capacity = 64 * 1024}));
+        }
+    }
+
+    std::unique_ptr<ReaderEnd> make_reader(std::uint32_t rank) override {
+        struct End final : ReaderEnd {
+            ringcast::Reader in;
+            ringcast::Writer out;
+            std::vector<std::byte> buf;
+            End(ringcast::Reader i, ringcast::Writer o) : in(std::move(i)), out(std::move(o)) {}
+            std::span<const std::byte> receive() override {
+                expect_ok(in.read(buf, kTimeout), "reader read");
+                return buf;
+            }
+            void reply(std::span<const std::byte> b) override { expect_ok(out.write(b, kTimeout), "reply write"); }
+        };
+        ringcast::ReaderOptions ro;
+        ro.wait = wait_;
+        ringcast::WriterOptions wo;
+        wo.wait = wait_;
+        wo.unlink_on_destroy = false;
+        return std::make_unique<End>(ringcast::Reader::attach(req_name_, rank, ro),
+                                     ringcast::Writer::open(reply_names_[rank], wo));
+    }
+
+    std::unique_ptr<WriterEnd> make_writer() override {
+        struct End final : WriterEnd {
+            ringcast::Writer* out;
+            std::vector<ringcast::Reader> replies;
+            void broadcast(std::span<const std::byte> m) override { expect_ok(out->write(m, kTimeout), "broadcast"); }
+            void collect(const std::function<void(std::uint32_t, std::span<const std::byte>)>& f) override {
+                for (std::uint32_t r = 0; r < replies.size(); ++r) {
+                    const ringcast::Message m = replies[r].peek(kTimeout);
+                    expect_ok(m.status, "reply peek");
+                    f(r, m.bytes);
+                    replies[r].release();
+                }
+            }
+        };
+        auto e = std::make_unique<End>();
+        e->out = writer_.get();
+        ringcast::ReaderOptions ro;
+        ro.wait = wait_;
+        for (std::uint32_t r = 0; r < readers_; ++r) e->replies.push_back(ringcast::Reader::attach(reply_names_[r], 0, ro));
+        return e;
+    }
+
+    void cleanup() noexcept override {
+        writer_.reset();
+        reply_segs_.clear();
+        try {
+            ringcast::Segment::remove(req_name_);
+            for (auto& n : reply_names_) ringcast::Segment::remove(n);
+        } catch (...) {
+        }
+    }
+
+private:
+    ringcast::WaitOptions wait_{};
+    std::uint32_t readers_ = 0;
+    std::string req_name_;
+    std::vector<std::string> reply_names_;
+    std::unique_ptr<ringcast::Writer> writer_;
+    std::vector<ringcast::Segment> reply_segs_;
+};
+
+// ---- floors ---------------------------------------------------------------------------------------
+// One shared buffer handed back and forth: the writer copies the message in and bumps `seq`; each
+// reader waits for the bump, copies the message out, writes its reply into its own ack line and
+// stores `seq` there. The writer touches the buffer again only after every ack (lock-step), so no
+// further synchronisation is needed. Spin: pause loop. Futex: no spinning at all, the waker always
+// calls futex_wake (the textbook ping-pong; ringcast skips the wake when nobody sleeps).
+class FloorSystem final : public System {
+public:
+    explicit FloorSystem(bool futex) : futex_(futex) {}
+    bool can_stream() const override { return false; }
+
+    void prepare(std::size_t max_message, std::uint32_t readers) override {
+        readers_ = readers;
+        max_ = std::max<std::size_t>(max_message, 8);
+        bytes_ = sizeof(Line) * (1 + readers) + max_;
+        void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw BenchError("mmap of the floor buffer failed");
+        base_ = static_cast<std::byte*>(p);
+        new (base_) Line[1 + readers]{};
+    }
+    std::unique_ptr<ReaderEnd> make_reader(std::uint32_t rank) override {
+        struct End final : ReaderEnd {
+            FloorSystem* s;
+            std::uint32_t rank;
+            std::uint32_t seen = 0;
+            std::vector<std::byte> buf;
+            std::span<const std::byte> receive() override {
+                Line& req = s->line(0);
+                seen = s->wait_change(req.seq, seen);
+                buf.resize(req.len);
+                std::memcpy(buf.data(), s->data(), req.len);
+                return buf;
+            }
+            void reply(std::span<const std::byte> b) override {
+                Line& ack = s->line(1 + rank);
+                std::memcpy(ack.payload, b.data(), b.size());
+                ack.len = std::uint32_t(b.size());
+                ack.seq.store(seen, std::memory_order_release);
+                if (s->futex_) ringcast::futex_wake(&ack.seq, 1);
+            }
+        };
+        auto e = std::make_unique<End>();
+        e->s = this;
+        e->rank = rank;
+        e->buf.reserve(max_);
+        return e;
+    }
+    std::unique_ptr<WriterEnd> make_writer() override {
+        struct End final : WriterEnd {
+            FloorSystem* s;
+            std::uint32_t seq = 0;
+            void broadcast(std::span<const std::byte> m) override {
+                if (m.size() > s->max_) throw BenchError("floor message too large");
+                std::memcpy(s->data(), m.data(), m.size());
+                Line& req = s->line(0);
+                req.len = std::uint32_t(m.size());
+                req.seq.store(++seq, std::memory_order_release);
+                if (s->futex_) ringcast::futex_wake(&req.seq, INT_MAX);
+            }
+            void collect(const std::function<void(std::uint32_t, std::span<const std::byte>)>& f) override {
+                for (std::uint32_t r = 0; r < s->readers_; ++r) {
+                    Line& ack = s->line(1 + r);
+                    std::uint32_t v = ack.seq.load(std::memory_order_acquire);
+                    while (v != seq) v = s->wait_change(ack.seq, v);
+                    f(r, {ack.payload, ack.len});
+                }
+            }
+        };
+        auto e = std::make_unique<End>();
+        e->s = this;
+        return e;
+    }
+    void cleanup() noexcept override {
+        if (base_) ::munmap(base_, bytes_);
+        base_ = nullptr;
+    }
+
+private:
+    struct alignas(128) Line {
+        std::atomic<std::uint32_t> seq{0};
+        std::uint32_t len = 0;
+        std::byte payload[kReplyMax]{};
+    };
+    Line& line(std::uint32_t i) { return reinterpret_cast<Line*>(base_)[i]; }
+    std::byte* data() { return base_ + sizeof(Line) * (1 + readers_); }
+
+    // Waits until `word` differs from `old`; returns the new value (acquire).
+    std::uint32_t wait_change(std::atomic<std::uint32_t>& word, std::uint32_t old) {
+        const std::int64_t give_up = now_ns() + kStepTimeoutNs;
+        for (std::uint32_t i = 1;; ++i) {
+            const std::uint32_t v = word.load(std::memory_order_acquire);
+            if (v != old) return v;
+            if (futex_) {
+                (void)ringcast::futex_wait(&word, old, ringcast::deadline_after(std::chrono::seconds(1)));
+            } else {
+                ringcast::cpu_relax();
+            }
+            if ((i & 4095u) == 0 || futex_) {
+                if (now_ns() > give_up) throw BenchError("floor: peer did not answer within the step timeout");
+            }
+        }
+    }
+
+    bool futex_;
+    std::uint32_t readers_ = 0;
+    std::size_t max_ = 0, bytes_ = 0;
+    std::byte* base_ = nullptr;
+};
+
+}  // namespace
+
+std::vector<SystemInfo> all_systems() {
+    using ringcast::WaitKind;
+    std::vector<SystemInfo> v;
+    for (WaitKind k : {WaitKind::spin, WaitKind::spin_yield, WaitKind::futex, WaitKind::hybrid})
+        v.push_back({std::string(ringcast::to_string(k)), "ringcast", [k] { return std::make_unique<RingcastSystem>(k); }});
+    v.push_back({"floor_atomic", "floor", [] { return std::make_unique<FloorSystem>(false); }});
+    v.push_back({"floor_futex", "floor", [] { return std::make_unique<FloorSystem>(true); }});
+    v.push_back({"boost_mq", "peer", [] { return make_boost_mq(); }});
+#ifdef RINGCAST_BENCH_HAVE_ZMQ
+    v.push_back({"zmq_pair", "peer", [] { return make_zmq_pair(); }});
+#endif
+    return v;
+}
+
+const SystemInfo* find_system(const std::string& name) {
+    static const std::vector<SystemInfo> systems = all_systems();
+    for (const auto& s : systems)
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+}  // namespace rcbench

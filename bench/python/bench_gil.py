@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""How much a waiting ringcast reader costs the rest of the interpreter.
+
+The main thread runs a pure-Python loop for --seconds; stretch = its wall time / its own CPU time
+(1.00: it never waited for the GIL; every 1% over 1.00 is time lost to waiting threads or the OS).
+Scenarios: solo; T = 1, 2 threads blocked in dequeue (idle queue); T = 2 threads dequeuing from a writer
+process that sends every 1 ms; and, for contrast, T = 2 threads polling in Python with sched_yield (the
+spin-and-yield wait of today's popular shared-memory queue). Each waiting thread's own CPU% is reported.
+Medians over --runs runs. Usage: PYTHONPATH=<build>/python python3 bench/python/bench_gil.py
+"""
+import argparse
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import threading
+import time
+
+import ringcast
+
+
+def main_loop(seconds):
+    wall0, cpu0 = time.perf_counter(), time.thread_time()
+    n = 0
+    end = wall0 + seconds
+    while time.perf_counter() < end:
+        for _ in range(1000):
+            n += 1
+    wall, cpu = time.perf_counter() - wall0, time.thread_time() - cpu0
+    return wall / cpu, n / wall
+
+
+def paced_writer(handle_conn, period_s, stop_after_s):
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=64 * 1024, max_chunks=4)
+    handle_conn.send(q.export_handle())
+    q.wait_until_ready(timeout=30)
+    handle_conn.recv()  # go
+    end = time.monotonic() + stop_after_s
+    nxt = time.monotonic()
+    i = 0
+    while time.monotonic() < end:
+        q.enqueue({"step": i, "payload": b"x" * 256})
+        i += 1
+        nxt += period_s
+        delay = nxt - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    q.shutdown()
+
+
+def run_scenario(kind, threads, seconds):
+    """Returns (stretch, main rate, [waiter CPU%])."""
+    stop = threading.Event()
+    cpu_pct = []
+    lock = threading.Lock()
+    writer_proc = None
+    readers = []
+    if kind == "idle":
+        q = ringcast.MessageQueue(threads, threads, max_chunk_bytes=64 * 1024, max_chunks=4)
+        readers = [ringcast.MessageQueue.create_from_handle(q.export_handle(), r) for r in range(threads)]
+    elif kind == "paced":
+        ctx = mp.get_context("fork")
+        parent, child = ctx.Pipe()
+        writer_proc = ctx.Process(target=paced_writer, args=(child, 0.001, seconds + 5))
+        writer_proc.start()
+        handle = parent.recv()
+        readers = [ringcast.MessageQueue.create_from_handle(handle, r) for r in range(threads)]
+
+    def waiter(r):
+        w0, c0 = time.perf_counter(), time.thread_time()
+        got = 0
+        while not stop.is_set():
+            if kind == "pyspin":  # today's baseline: poll a flag in Python, sched_yield between polls
+                os.sched_yield()
+                continue
+            try:
+                got += len(r.dequeue_many(64, timeout=0.5))
+            except TimeoutError:
+                pass
+            except ringcast.ClosedError:
+                break
+        with lock:
+            cpu_pct.append(100.0 * (time.thread_time() - c0) / (time.perf_counter() - w0))
+
+    ts = [threading.Thread(target=waiter, args=(readers[i] if readers else None,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    if writer_proc is not None:
+        for r in readers:
+            r.wait_until_ready()
+        parent.send("go")
+    time.sleep(0.1)  # waiters settle into their wait
+    stretch, rate = main_loop(seconds)
+    stop.set()
+    for r in readers:
+        r.shutdown()  # wakes a waiter blocked in dequeue
+    for t in ts:
+        t.join()
+    if kind == "idle":
+        q.shutdown()
+    if writer_proc is not None:
+        writer_proc.kill()
+        writer_proc.join()
+        ringcast._core.remove_segment(handle.name)
+    return stretch, rate, cpu_pct
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    scenarios = [("solo", 0), ("idle", 1), ("idle", 2), ("paced", 2), ("pyspin", 2)]
+    labels = {"solo": "no other thread", "idle": "T={t} blocked in dequeue (idle)",
+              "paced": "T={t} in dequeue, writer process every 1 ms",
+              "pyspin": "T={t} Python sched_yield pollers (baseline)"}
+    print(f"# bench_gil: {platform.node()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}, {args.runs} runs x {args.seconds} s, medians")
+    print("| main thread beside | stretch (wall/CPU) | loop rate vs solo | waiter CPU% each |")
+    print("|---|---|---|---|")
+    solo_rate = None
+    for kind, t in scenarios:
+        res = [run_scenario(kind, t, args.seconds) for _ in range(args.runs)]
+        stretch = statistics.median(r[0] for r in res)
+        rate = statistics.median(r[1] for r in res)
+        if solo_rate is None:
+            solo_rate = rate
+        cpus = [c for r in res for c in r[2]]
+        cpu = f"{statistics.median(cpus):.2f}" if cpus else "-"
+        print(f"| {labels[kind].format(t=t)} | {stretch:.3f} | {rate / solo_rate:.3f} | {cpu} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Worker functions for multiprocessing (spawn needs them importable by module name) and the
+deterministic message generators both sides use to check order and content."""
+import os
+import time
+import traceback
+
+try:
+    import numpy as np
+except ImportError:  # numpy is optional: the mixed stream then has no arrays
+    np = None
+
+import ringcast
+
+
+def mixed_object(i):
+    """Message i of the executor-style stream: dicts, lists, strings, bytes, numpy arrays."""
+    k = i % 6
+    if k == 0:
+        return {"step": i, "req": [f"r{i}-{j}" for j in range(i % 7)], "flag": i % 2 == 0}
+    if k == 1:
+        return [i, float(i) / 3, None, ("t", i)]
+    if k == 2:
+        return "s" * (i % 300) + str(i)
+    if k == 3:
+        return bytes((i + j) % 256 for j in range(i % 9000))
+    if k == 4 and np is not None:
+        return np.arange(i % 5000, dtype=np.float32) * i
+    return {"seq": i, "blob": bytearray(b"%d" % i) * (i % 2000)}
+
+
+def same(a, b):
+    if np is not None and isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all())
+    return type(a) is type(b) and a == b
+
+
+def pattern(n, seed):
+    """n deterministic bytes (numpy-fast when available)."""
+    if np is not None:
+        period = ((np.arange(251, dtype=np.uint32) * 7 + seed) % 251).astype(np.uint8)  # period 251
+        return np.resize(period, n).tobytes()
+    return bytes((j * 7 + seed) % 251 for j in range(n))
+
+
+def mixed_reader(handle, rank, count, results):
+    try:
+        q = ringcast.MessageQueue.create_from_handle(handle, rank)
+        q.wait_until_ready()
+        for i in range(count):
+            got = q.dequeue(timeout=60)
+            if not same(got, mixed_object(i)):
+                raise AssertionError(f"rank {rank}: message {i} differs: {got!r:.200}")
+        try:
+            q.dequeue(timeout=60)
+            raise AssertionError("expected ClosedError after the last message")
+        except ringcast.ClosedError:
+            pass
+        results.put((rank, "ok", count))
+    except BaseException:
+        results.put((rank, "error", traceback.format_exc()))
+
+
+def sized_reader(handle, rank, sizes, results):
+    try:
+        q = ringcast.MessageQueue.create_from_handle(handle, rank)
+        for i, (n, as_array) in enumerate(sizes):
+            got = q.dequeue(timeout=120)
+            want = pattern(n, i)
+            if as_array and np is not None:
+                ok = isinstance(got, np.ndarray) and got.nbytes == n and got.tobytes() == want
+            else:
+                ok = isinstance(got, bytes) and got == want
+            if not ok:
+                raise AssertionError(f"rank {rank}: message {i} ({n} bytes) differs")
+        results.put((rank, "ok", len(sizes)))
+    except BaseException:
+        results.put((rank, "error", traceback.format_exc()))
+
+
+def attach_and_sleep(handle, rank, ready):
+    q = ringcast.MessageQueue.create_from_handle(handle, rank)
+    ready.put(os.getpid())
+    time.sleep(600)
+    del q
+
+
+def writer_then_sleep(conn, liveness):
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4, liveness_interval=liveness)
+    conn.send(q.export_handle())
+    time.sleep(600)

@@ -1,0 +1,196 @@
+"""MessageQueue in one process: objects, framing, raw chunks, errors, handles."""
+import pickle
+
+import pytest
+
+import ringcast
+from _workers import mixed_object, np, pattern, same
+
+
+def test_round_trip_types(queue_pair):
+    q, (r0, r1) = queue_pair(2)
+    objs = [None, 0, -5, 3.5, "", "text", b"", b"x" * 10, b"y" * 100_000, bytearray(b"z" * 50_000),
+            memoryview(b"m" * 20_000), [1, [2, [3]]], {"k": (1, 2), 3: {4}}, bytearray(), ValueError("e")]
+    if np is not None:
+        objs += [np.arange(10), np.zeros((300, 70)), np.arange(1000, dtype=np.int16)[::3], np.float64(2.5)]
+    for o in objs:
+        q.enqueue(o, timeout=5)
+        for r in (r0, r1):
+            got = r.dequeue(timeout=5)
+            if isinstance(o, memoryview):
+                assert bytes(got) == o.tobytes()  # a read-only memoryview over the received copy
+            elif isinstance(o, Exception):
+                assert type(got) is ValueError and got.args == o.args
+            else:
+                assert same(o, got), (o, got)
+
+
+@pytest.mark.skipif(np is None, reason="numpy absent")
+def test_out_of_band_arrays_own_their_memory(queue_pair):
+    q, (r,) = queue_pair(1)
+    a = np.arange(100_000, dtype=np.float64)
+    q.enqueue({"a": a, "b": a[:10]}, timeout=5)
+    got = r.dequeue(timeout=5)
+    # The ring space is released and overwritten by later messages; the array must not change.
+    for i in range(50):
+        q.enqueue(np.full(100_000, -1.0), timeout=5)
+        r.dequeue(timeout=5)
+    assert (got["a"] == a).all() and (got["b"] == a[:10]).all()
+    assert got["a"].flags.writeable  # rebuilt on a bytearray the object owns
+
+
+def test_messages_larger_than_the_ring(queue_pair):
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)  # 64 KiB ring
+    import threading
+    sizes = [0, 1, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 100_000, 1_000_003]
+    t = threading.Thread(target=lambda: [q.enqueue(pattern(n, i), timeout=10) for i, n in enumerate(sizes)])
+    t.start()
+    for i, n in enumerate(sizes):
+        assert r.dequeue(timeout=10) == pattern(n, i)
+    t.join()
+
+
+def test_dequeue_many(queue_pair):
+    q, (r,) = queue_pair(1)
+    for i in range(20):
+        q.enqueue(mixed_object(i), timeout=5)
+    got = r.dequeue_many(8, timeout=5)
+    assert len(got) == 8 and all(same(g, mixed_object(i)) for i, g in enumerate(got))
+    got = r.dequeue_many(100, timeout=5)
+    assert len(got) == 12 and all(same(g, mixed_object(i + 8)) for i, g in enumerate(got))
+    with pytest.raises(TimeoutError):
+        r.dequeue_many(5, timeout=0.05)
+    q.enqueue("last", timeout=5)
+    q.shutdown()
+    assert r.dequeue_many(5, timeout=5) == ["last"]  # delivered; the close is reported next
+    with pytest.raises(ringcast.ClosedError):
+        r.dequeue_many(5, timeout=5)
+
+
+def test_acquire_write_read(queue_pair):
+    q, (r0, r1) = queue_pair(2)
+    with q.acquire_write(timeout=5) as buf:
+        assert len(buf) == q.max_chunk_bytes and not buf.readonly
+        buf[:5] = b"hello"
+    with q.acquire_write(timeout=5, size=3) as buf:
+        buf[:] = b"abc"
+    with pytest.raises(KeyError):
+        with q.acquire_write(timeout=5, size=3) as buf:
+            buf[:] = b"xxx"
+            raise KeyError("dropped")
+    q.enqueue("obj", timeout=5)
+    for r in (r0, r1):
+        with r.acquire_read(timeout=5) as buf:
+            assert buf.readonly and bytes(buf[:5]) == b"hello" and len(buf) == q.max_chunk_bytes
+        with r.acquire_read(timeout=5) as buf:
+            assert bytes(buf) == b"abc"
+        with pytest.raises(ringcast.RingcastError, match="dequeue"):
+            with r.acquire_read(timeout=5):
+                pass
+        assert r.dequeue(timeout=5) == "obj"  # left in place by the refused acquire_read
+
+
+def test_broadcast_object(queue_pair):
+    q, (r,) = queue_pair(1)
+    assert q.broadcast_object({"x": 1}) == {"x": 1}
+    assert r.broadcast_object() == {"x": 1}
+
+
+def test_timeouts(queue_pair):
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0.05)
+    with pytest.raises(ValueError):
+        r.dequeue(timeout=-1)
+    # Fill the 64 KiB ring: the writer times out instead of overwriting unread data.
+    with pytest.raises(TimeoutError):
+        for _ in range(100):
+            q.enqueue(b"f" * 10_000, timeout=0.05)
+    n = 0
+    while True:
+        try:
+            assert r.dequeue(timeout=0) == b"f" * 10_000
+            n += 1
+        except TimeoutError:
+            break
+    assert n >= 4
+    # A message that timed out half way is withdrawn: readers never see a torn one.
+    with pytest.raises(TimeoutError):
+        q.enqueue(pattern(1_000_000, 1), timeout=0.05)
+    for _ in range(8):
+        with pytest.raises(TimeoutError):
+            r.dequeue(timeout=0.01)
+    q.enqueue("after", timeout=5)
+    assert r.dequeue(timeout=5) == "after"
+
+
+def test_closed_after_drain(queue_pair):
+    q, (r,) = queue_pair(1)
+    q.enqueue(1, timeout=5)
+    q.enqueue(2, timeout=5)
+    q.shutdown()
+    assert r.dequeue(timeout=5) == 1 and r.dequeue(timeout=5) == 2
+    with pytest.raises(ringcast.ClosedError):
+        r.dequeue(timeout=5)
+    with pytest.raises(ringcast.ClosedError):
+        q.enqueue(3)
+    assert issubclass(ringcast.ClosedError, ringcast.RingcastError)
+    assert issubclass(ringcast.PeerDeadError, ringcast.RingcastError)
+
+
+def test_constructor_validation():
+    with pytest.raises(NotImplementedError, match=r"remote readers \(ZeroMQ\) issue"):
+        ringcast.MessageQueue(3, 2)
+    with pytest.raises(ValueError):
+        ringcast.MessageQueue(1, 2)
+    with pytest.raises(ValueError, match="duplicates"):
+        ringcast.MessageQueue(2, 2, local_reader_ranks=[1, 1])
+    with pytest.raises(ValueError):
+        ringcast.MessageQueue(2, 2, local_reader_ranks=[1])
+    with pytest.raises(TypeError):
+        ringcast.MessageQueue("2", 2)
+    with pytest.raises(ValueError):
+        ringcast.MessageQueue(1, 1, wait="bogus")
+
+
+def test_handles(queue_pair):
+    q, _ = queue_pair(2)
+    h = pickle.loads(pickle.dumps(q.export_handle()))
+    assert h == q.export_handle() and h.buffer_handle[3] == q.name
+    with pytest.raises(ValueError, match="not a local reader"):
+        ringcast.MessageQueue.create_from_handle(h, 7)
+    with pytest.raises(ValueError, match="already attached"):  # queue_pair attached both ranks
+        ringcast.MessageQueue.create_from_handle(h, 0)
+    with pytest.raises(ValueError):
+        ringcast.MessageQueue.create_from_handle("not a handle", 0)
+
+
+def test_custom_ranks_and_stale_handle():
+    q = ringcast.MessageQueue(2, 2, local_reader_ranks=[4, 9], max_chunk_bytes=16 * 1024, max_chunks=4)
+    h = q.export_handle()
+    r = ringcast.MessageQueue.create_from_handle(h, 9)
+    assert r.local_reader_rank == 1
+    q.enqueue("x", timeout=5)
+    assert r.dequeue(timeout=5) == "x"
+    with pytest.raises(TimeoutError, match="never attached"):
+        q.wait_until_ready(timeout=0.1)  # rank 4 never came
+    q.shutdown()
+    with pytest.raises(ValueError, match="stale handle"):
+        ringcast.MessageQueue.create_from_handle(h, 4)
+    # Same name, re-created: the old handle is recognised as stale.
+    q2 = ringcast.MessageQueue(2, 2, local_reader_ranks=[4, 9], name=h.name, max_chunk_bytes=16 * 1024, max_chunks=4)
+    try:
+        with pytest.raises(ValueError, match="re-created"):
+            ringcast.MessageQueue.create_from_handle(h, 4)
+    finally:
+        q2.shutdown()
+
+
+def test_role_errors(queue_pair):
+    q, (r,) = queue_pair(1)
+    with pytest.raises(RuntimeError):
+        q.dequeue(timeout=0)
+    with pytest.raises(RuntimeError):
+        r.enqueue(1)
