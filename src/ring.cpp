@@ -212,7 +212,7 @@ std::uint64_t Reader::waits() const noexcept { return slot_->waits.load(std::mem
 std::uint64_t Reader::wake_calls() const noexcept { return slot_->wake_calls.load(std::memory_order_relaxed); }
 
 // Runs every liveness_interval while blocked for data: a dead writer will never publish.
-void Reader::check_writer() {
+void Reader::check_writer() const {
     auto& h = segment_.header();
     const std::uint32_t pid = h.writer_pid.load(std::memory_order_acquire);
     if (pid == 0) return;  // no writer right now (not yet, or between writers): not a death

@@ -500,28 +500,8 @@ private:
         broken_ = false;
     }
 
-    // The mirror image of Writer::check_lagging_readers (private in the core): a dead reader at the
-    // minimum head can never release, so waiting for it is an error that names it.
-    void check_readers() {
-        const Segment& seg = writer_->segment();
-        std::uint64_t min_head = UINT64_MAX;
-        for (std::uint32_t r = 0; r < writer_->reader_count(); ++r) {
-            auto& slot = seg.reader_slot(r);
-            if (slot.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(layout::SlotState::evicted))
-                continue;
-            min_head = std::min(min_head, slot.head.load(std::memory_order_acquire));
-        }
-        for (std::uint32_t r = 0; r < writer_->reader_count(); ++r) {
-            auto& slot = seg.reader_slot(r);
-            if (slot.head.load(std::memory_order_acquire) != min_head) continue;
-            const std::uint32_t pid = slot.owner_pid.load(std::memory_order_acquire);
-            if (pid == 0) continue;  // never attached or detached cleanly: it may still come
-            if (process_alive(static_cast<pid_t>(pid), slot.owner_start_time.load(std::memory_order_acquire)))
-                continue;
-            throw Error(ErrorCode::peer_dead, "reader rank index " + std::to_string(r) + " (pid " + std::to_string(pid) +
-                                                  ") of queue '" + name_ + "' died without reading; enqueue cannot proceed");
-        }
-    }
+    // A dead reader at the minimum head can never release: waiting for it is an error that names it.
+    void check_readers() { writer_->check_liveness(); }
 
     std::unique_ptr<Writer> writer_;
     std::string name_;
@@ -661,14 +641,7 @@ private:
                                             ": " + why);
     }
 
-    void check_writer() {
-        const auto& h = reader_->segment().header();
-        const std::uint32_t pid = h.writer_pid.load(std::memory_order_acquire);
-        if (pid == 0) return;  // no writer right now: not a death (a clean close sets the closed flag)
-        if (process_alive(static_cast<pid_t>(pid), h.writer_start_time.load(std::memory_order_acquire))) return;
-        throw Error(ErrorCode::peer_dead, "the writer of queue '" + name_ + "' (pid " + std::to_string(pid) +
-                                              ") died without shutting the queue down");
-    }
+    void check_writer() { reader_->check_liveness(); }
 
     // The next record: probe first with the GIL as the caller holds it; then, unless `probe_only`,
     // sliced waits without it. Returns ok or timed_out; closed/cancelled become ClosedError.

@@ -105,6 +105,11 @@ public:
     void cancel() noexcept;
     void clear_cancel() noexcept { cancelled_.store(false, std::memory_order_release); }
 
+    // The liveness check a blocked write() runs every liveness_interval, for callers that wait in
+    // their own slices (the Python binding): throws Error(peer_dead) naming a dead lagging reader, or
+    // evicts it under evict_dead_readers.
+    void check_liveness() { check_lagging_readers(); }
+
     [[nodiscard]] std::size_t max_reserve() const noexcept { return max_payload_; }
     [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
     [[nodiscard]] std::uint32_t reader_count() const noexcept { return readers_; }
@@ -172,6 +177,10 @@ public:
     void cancel() noexcept;
     void clear_cancel() noexcept { cancelled_.store(false, std::memory_order_release); }
 
+    // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
+    // writer died without closing.
+    void check_liveness() const { check_writer(); }
+
     [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
     [[nodiscard]] const Segment& segment() const noexcept { return segment_; }
     [[nodiscard]] std::uint64_t waits() const noexcept;       // futex_wait calls of this rank
@@ -186,7 +195,7 @@ private:
     [[nodiscard]] SleepSite space_site() const noexcept;
     [[nodiscard]] Status wait_for_data(Timeout& timeout);
     void store_head(std::uint64_t new_head) noexcept;
-    void check_writer();
+    void check_writer() const;
     static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
     [[noreturn]] void corrupt(const std::string& why) const;
 
