@@ -131,6 +131,15 @@ void GatherCollector::cancel() noexcept {
     for (auto& rd : readers_) wake_all(rd.data_site());  // the futex_waitv path sleeps on these
 }
 
+void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) {
+    std::vector<std::uint32_t> which(ranks.begin(), ranks.end());
+    if (which.empty())
+        for (std::uint32_t r = 0; r < readers_.size(); ++r) which.push_back(r);
+    for (std::uint32_t r : which)
+        if (r >= readers_.size()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
+    check_pending_alive(which);
+}
+
 // A pending rank whose worker died will never answer: fail naming it (runs every liveness_interval).
 void GatherCollector::check_pending_alive(const std::vector<std::uint32_t>& pending) {
     for (std::uint32_t r : pending) {

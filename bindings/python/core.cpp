@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ringcast/gather.hpp"
 #include "ringcast/ring.hpp"
 
 namespace py = pybind11;
@@ -49,6 +50,7 @@ namespace {
 PyObject* g_ringcast_error = nullptr;   // ringcast.RingcastError(Exception)
 PyObject* g_closed_error = nullptr;     // ringcast.ClosedError(RingcastError)
 PyObject* g_peer_dead_error = nullptr;  // ringcast.PeerDeadError(RingcastError)
+PyObject* g_stale_reply_error = nullptr;  // ringcast.StaleReplyError(RingcastError)
 
 struct TimedOut {
     std::string what;
@@ -85,9 +87,9 @@ void translate(std::exception_ptr p) {
             case ErrorCode::permission_denied: type = PyExc_PermissionError; break;
             case ErrorCode::system: type = PyExc_OSError; break;
             case ErrorCode::no_space: type = PyExc_MemoryError; break;
+            case ErrorCode::stale_reply: type = g_stale_reply_error; break;
             case ErrorCode::corrupt:
-            case ErrorCode::protocol:
-            case ErrorCode::stale_reply: type = g_ringcast_error; break;
+            case ErrorCode::protocol: type = g_ringcast_error; break;
         }
         PyErr_SetString(type, e.what());
     }
@@ -793,6 +795,131 @@ private:
     bool raw_peeked_ = false;
 };
 
+// ---- the gather group: replies from N workers, collected with one GIL release -----------------------
+// The executor side. collect() probes with the GIL held, then waits for the whole pending set in
+// slices with the GIL released (one release per slice, not per rank); replies arriving in any order
+// are kept across slices.
+class PyGatherCollector : public Endpoint {
+public:
+    PyGatherCollector(const std::string& name, std::uint32_t ranks, std::uint64_t capacity, std::uint32_t mode,
+                      const std::string& method, const std::string& wait, double spin_us, double liveness_s)
+        : Endpoint(liveness_from(liveness_s)), name_(name) {
+        GatherOptions o;
+        o.ranks = ranks;
+        o.capacity = capacity;
+        o.mode = static_cast<mode_t>(mode);
+        if (method == "doorbell") o.method = GatherWait::doorbell;
+        else if (method == "futex_waitv") o.method = GatherWait::futex_waitv;
+        else throw Failure{PyExc_ValueError, "method must be 'doorbell' or 'futex_waitv', got '" + method + "'"};
+        o.wait = wait_options(wait, spin_us);
+        o.liveness_interval = liveness_;
+        collector_ = std::make_unique<GatherCollector>(GatherCollector::create(name, o));
+    }
+
+    // Replies (bytes) for `ranks` (empty: all), in the order of `ranks`.
+    py::list collect(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout) {
+        Busy busy(*this);
+        check_usable("collect");
+        if (ranks.empty())
+            for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
+        std::vector<std::optional<std::vector<std::byte>>> got(collector_->ranks());
+        std::vector<std::uint32_t> pending = ranks;
+        GatherResult last;
+        const auto attempt = [&](std::chrono::nanoseconds t) {
+            last = collector_->collect(tag, pending, t);
+            for (std::uint32_t r = 0; r < last.replies.size(); ++r)
+                if (last.replies[r]) got[r] = std::move(last.replies[r]);
+            pending = last.missing;
+            return last.status;
+        };
+        Gil gil;
+        const Deadline deadline = deadline_after(to_timeout(timeout));
+        Status s = attempt(0ns);  // probe with the GIL held: no release when everything is there
+        if (s == Status::timed_out && deadline != kPollOnly)
+            s = wait_sliced(gil, deadline, attempt, [&] { collector_->check_liveness(pending); });
+        gil.acquire();
+        if (s != Status::ok) {
+            GatherResult r;
+            r.status = s;
+            r.missing = pending;
+            const std::string what = "collect(tag=" + std::to_string(tag) + ") on '" + name_ + "': " + r.describe();
+            if (s == Status::timed_out) throw TimedOut{what + " (timeout " + timeout_text(timeout) + ")"};
+            if (s == Status::cancelled) throw Closed{what + " (shut down)"};
+            throw Closed{what + " (those workers closed their reply rings)"};
+        }
+        py::list out(ranks.size());
+        for (std::size_t i = 0; i < ranks.size(); ++i) {
+            const auto& v = got[ranks[i]];
+            out[i] = py::bytes(reinterpret_cast<const char*>(v->data()), v->size());
+        }
+        return out;
+    }
+
+    void shutdown() {
+        if (forked_child()) return;
+        if (shut_.exchange(true, std::memory_order_acq_rel)) return;
+        collector_->cancel();
+    }
+    [[nodiscard]] const std::string& name() const { return name_; }
+    [[nodiscard]] std::uint32_t ranks() const { return collector_->ranks(); }
+    [[nodiscard]] std::uint64_t kernel_waits() const { return collector_->kernel_waits(); }
+
+    ~PyGatherCollector() {
+        if (forked_child()) (void)collector_.release();  // the parent owns the names: never remove them here
+    }
+
+private:
+    std::string name_;
+    std::unique_ptr<GatherCollector> collector_;
+};
+
+// The worker side: reply(tag, bytes) onto this rank's reply ring, then ring the doorbell if needed.
+class PyGatherWorker : public Endpoint {
+public:
+    PyGatherWorker(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us, double liveness_s)
+        : Endpoint(liveness_from(liveness_s)), name_(name) {
+        WriterOptions wo;
+        wo.wait = wait_options(wait, spin_us);
+        wo.liveness_interval = liveness_;
+        worker_ = std::make_unique<GatherWorker>(GatherWorker::attach(name, rank, wo));
+    }
+
+    void reply(std::uint64_t tag, py::buffer data, const std::optional<double>& timeout) {
+        Busy busy(*this);
+        check_usable("reply");
+        PyBuf buf(data);
+        const std::span<const std::byte> bytes(buf.data(), buf.size());
+        Gil gil;
+        const Deadline deadline = deadline_after(to_timeout(timeout));
+        Status s = worker_->reply(tag, bytes, 0ns);  // probe: room now → no GIL release
+        if (s == Status::timed_out && deadline != kPollOnly) {
+            if (bytes.size() > worker_->max_reserve()) {
+                // A fragmented reply is withdrawn when its write times out, so it is not sliced: one
+                // GIL-released wait for the whole timeout (Ctrl-C is seen when it returns).
+                gil.release();
+                s = worker_->reply(tag, bytes, deadline == kNoDeadline ? kForever : std::chrono::nanoseconds(deadline - Clock::now()));
+            } else {
+                s = wait_sliced(gil, deadline, [&](std::chrono::nanoseconds t) { return worker_->reply(tag, bytes, t); },
+                                [&] { worker_->check_liveness(); });
+            }
+        }
+        gil.acquire();
+        if (s == Status::timed_out) throw TimedOut{"reply(tag=" + std::to_string(tag) + ") on '" + name_ + "': timed out after " + timeout_text(timeout)};
+        if (s != Status::ok) throw Closed{"reply on '" + name_ + "': shut down"};
+    }
+
+    void close() {
+        if (forked_child()) return;
+        shut_.store(true, std::memory_order_release);
+        worker_->close();
+    }
+    [[nodiscard]] std::uint32_t rank() const { return worker_->rank(); }
+
+private:
+    std::string name_;
+    std::unique_ptr<GatherWorker> worker_;
+};
+
 }  // namespace
 }  // namespace ringcast::python
 
@@ -810,6 +937,9 @@ PYBIND11_MODULE(_core, m) {
     m.attr("RingcastError") = py::handle(g_ringcast_error);
     m.attr("ClosedError") = py::handle(g_closed_error);
     m.attr("PeerDeadError") = py::handle(g_peer_dead_error);
+    g_stale_reply_error = PyErr_NewExceptionWithDoc(
+        "ringcast.StaleReplyError", "A reply carried another request's tag.", g_ringcast_error, nullptr);
+    m.attr("StaleReplyError") = py::handle(g_stale_reply_error);
     py::register_exception_translator(&translate);
 
     g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
@@ -876,4 +1006,23 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("capacity", &PyReader::capacity)
         .def_property_readonly("creation_time_ns", &PyReader::creation_time_ns)
         .def_property_readonly("waits", &PyReader::waits);
+
+    py::class_<PyGatherCollector>(m, "GatherCollector")
+        .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&,
+                      const std::string&, double, double>(),
+             py::arg("name"), py::arg("ranks"), py::arg("capacity"), py::arg("mode") = 0600,
+             py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0,
+             py::arg("liveness_s") = 1.0)
+        .def("collect", &PyGatherCollector::collect, py::arg("tag"), py::arg("ranks"), py::arg("timeout") = py::none())
+        .def("shutdown", &PyGatherCollector::shutdown)
+        .def_property_readonly("name", &PyGatherCollector::name)
+        .def_property_readonly("ranks", &PyGatherCollector::ranks)
+        .def_property_readonly("kernel_waits", &PyGatherCollector::kernel_waits);
+
+    py::class_<PyGatherWorker>(m, "GatherWorker")
+        .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double>(), py::arg("name"),
+             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("liveness_s") = 1.0)
+        .def("reply", &PyGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none())
+        .def("close", &PyGatherWorker::close)
+        .def_property_readonly("rank", &PyGatherWorker::rank);
 }

@@ -102,6 +102,9 @@ public:
     }
     void cancel() noexcept;
     void clear_cancel() noexcept { cancelled_->store(false, std::memory_order_release); }
+    // The check collect() runs every liveness_interval, for callers that wait in their own slices:
+    // throws Error(peer_dead) naming a dead worker among `ranks` (empty: all).
+    void check_liveness(std::span<const std::uint32_t> ranks);
 
     [[nodiscard]] std::uint32_t ranks() const noexcept { return static_cast<std::uint32_t>(readers_.size()); }
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -138,6 +141,9 @@ public:
     }
     void commit_reply(std::size_t used, std::uint64_t tag);
     void close() noexcept { writer_.close(); ring_bell_always(); }
+    // Throws Error(peer_dead) if the collector (the reply ring's reader) died.
+    void check_liveness() { writer_.check_liveness(); }
+    [[nodiscard]] std::size_t max_reserve() const noexcept { return writer_.max_reserve(); }
     GatherWorker(GatherWorker&& o) noexcept
         : writer_(std::move(o.writer_)), bell_(std::move(o.bell_)), rank_(o.rank_), active_(std::exchange(o.active_, false)) {}
     GatherWorker& operator=(GatherWorker&&) = delete;

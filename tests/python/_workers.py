@@ -1,6 +1,7 @@
 """Worker functions for multiprocessing (spawn needs them importable by module name) and the
 deterministic message generators both sides use to check order and content."""
 import os
+import signal
 import time
 import traceback
 
@@ -88,3 +89,22 @@ def writer_then_sleep(conn, liveness):
     q = ringcast.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4, liveness_interval=liveness)
     conn.send(q.export_handle())
     time.sleep(600)
+
+
+# ---- ReplyGather workers ------------------------------------------------------------------------------
+
+def gather_worker(handle, rank, steps, start_tag):
+    """Replies to tags start_tag..start_tag+steps-1 with (rank, tag, payload)."""
+    import time
+    g = ringcast.ReplyGather.create_from_handle(handle, rank)
+    for i in range(steps):
+        tag = start_tag + i
+        if (tag + rank) % 7 == 0:
+            time.sleep(0.0005 * rank)  # ranks finish in varying order
+        g.reply(tag, {"rank": rank, "tag": tag, "payload": pattern(100 + 37 * rank, tag)}, timeout=30)
+    g.close()
+
+
+def gather_worker_dies(handle, rank):
+    g = ringcast.ReplyGather.create_from_handle(handle, rank)  # noqa: F841 — attached, then killed
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -5,7 +5,8 @@ executor code can switch by changing an import. Every blocking call waits in the
 released. See docs/python.md.
 """
 
-from ringcast._core import ClosedError, PeerDeadError, RingcastError
+from ringcast._core import ClosedError, PeerDeadError, RingcastError, StaleReplyError
+from ringcast._gather import GatherHandle, ReplyGather
 from ringcast._queue import Handle, MessageQueue, OOB_THRESHOLD
 
 __all__ = [
@@ -14,6 +15,9 @@ __all__ = [
     "RingcastError",
     "ClosedError",
     "PeerDeadError",
+    "StaleReplyError",
+    "ReplyGather",
+    "GatherHandle",
     "OOB_THRESHOLD",
 ]
 __version__ = "0.1.0"

@@ -1,0 +1,133 @@
+"""ReplyGather: replies from N worker processes collected with one wait; tags; timeouts; dead workers."""
+import multiprocessing as mp
+import threading
+import time
+
+import pytest
+
+import ringcast
+from _workers import gather_worker, gather_worker_dies, pattern
+
+METHODS = ["doorbell", "futex_waitv"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_collect_all_from_worker_processes(method, start):
+    ctx = mp.get_context(start)
+    g = ringcast.ReplyGather(3, method=method, max_reply_bytes=4096)
+    steps = 300
+    procs = [ctx.Process(target=gather_worker, args=(g.export_handle(), r, steps, 1)) for r in range(3)]
+    for p in procs:
+        p.start()
+    try:
+        for tag in range(1, steps + 1):
+            replies = g.collect(tag, timeout=30)
+            assert [r["rank"] for r in replies] == [0, 1, 2]
+            for r in replies:
+                assert r["tag"] == tag
+                assert r["payload"] == pattern(100 + 37 * r["rank"], tag)
+    finally:
+        for p in procs:
+            p.join(30)
+    assert all(p.exitcode == 0 for p in procs)
+    g.close()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_single_rank_and_subsets(method):
+    g = ringcast.ReplyGather(3, method=method)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(3)]
+    w[0].reply(5, "only rank 0")
+    assert g.collect(5, 0, timeout=1) == ["only rank 0"]
+    w[2].reply(6, "two")
+    w[1].reply(6, "one")
+    assert g.collect(6, [2, 1], timeout=1) == ["two", "one"]  # in the order asked for
+    for x in w:
+        x.close()
+    g.close()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_stale_reply_is_an_error_naming_rank_and_tags(method):
+    g = ringcast.ReplyGather(2, method=method)
+    w0 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    w1 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    w0.reply(41, "late answer to request 41")
+    w1.reply(42, "fresh")
+    with pytest.raises(ringcast.StaleReplyError, match=r"rank 0.*tag 41.*tag 42"):
+        g.collect(42, timeout=1)
+    assert issubclass(ringcast.StaleReplyError, ringcast.RingcastError)
+    w0.reply(42, "fresh too")
+    assert g.collect(42, timeout=1) == ["fresh too", "fresh"]
+    g.close()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_timeout_names_the_missing_ranks(method):
+    g = ringcast.ReplyGather(4, method=method)
+    ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(4)]
+    ws[1].reply(9, 1)
+    ws[3].reply(9, 3)
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"ranks 0, 2"):
+        g.collect(9, timeout=0.1)
+    assert time.monotonic() - t0 >= 0.1
+    # A timeout ends the request: replies that arrive for it later are reported as stale by the
+    # next collect (see test_stale_reply_is_an_error_naming_rank_and_tags).
+    g.close()
+
+
+def test_dead_worker_is_named():
+    ctx = mp.get_context("fork")
+    g = ringcast.ReplyGather(2, liveness_interval=0.05)
+    alive = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    p = ctx.Process(target=gather_worker_dies, args=(g.export_handle(), 1))
+    p.start()
+    p.join(10)
+    alive.reply(1, "here")
+    with pytest.raises(ringcast.PeerDeadError, match=rf"rank 1.*{p.pid}"):
+        g.collect(1, timeout=10)
+    g.close()
+
+
+def test_collect_releases_the_gil_once_for_the_whole_wait():
+    g = ringcast.ReplyGather(2, wait="futex")
+    ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    ringcast._core.gil_probe_reset()
+
+    def late_replies():
+        time.sleep(0.05)
+        ws[1].reply(3, "b")
+        time.sleep(0.05)
+        ws[0].reply(3, "a")
+
+    t = threading.Thread(target=late_replies)
+    t.start()
+    assert g.collect(3, timeout=5) == ["a", "b"]
+    t.join()
+    sleeps, holding = ringcast._core.gil_probe()
+    assert sleeps >= 1 and holding == 0
+    g.close()
+
+
+def test_shutdown_wakes_a_blocked_collect():
+    g = ringcast.ReplyGather(2, wait="futex")
+    threading.Timer(0.05, g.close).start()
+    with pytest.raises(ringcast.ClosedError):
+        g.collect(1, timeout=10)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        ringcast.ReplyGather(0)
+    g = ringcast.ReplyGather(2)
+    with pytest.raises(ValueError):
+        g.collect(1, 5, timeout=0)
+    with pytest.raises(ValueError):
+        ringcast.ReplyGather.create_from_handle(g.export_handle(), 2)
+    with pytest.raises(ValueError):
+        ringcast.ReplyGather.create_from_handle("not a handle", 0)
+    with pytest.raises(ValueError, match="method"):
+        ringcast.ReplyGather(2, method="poll")
+    g.close()
