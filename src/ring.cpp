@@ -52,7 +52,9 @@ Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
                                                   std::to_string(holder) + ")");
     tail_ = line_->tail.load(std::memory_order_acquire);  // a previous writer's records stay published
     known_free_end_ = tail_;  // unknown: the first reservation scans the heads
-    stream_broken_ = false;   // a previous writer's half stream: readers drop it on close / abort
+    // A previous writer may have died in the middle of a fragmented message, its first fragments
+    // held by readers: owe them an abort record (a reader that is not mid-stream ignores it).
+    stream_broken_ = tail_ != 0;
 }
 
 Writer Writer::create(std::string_view name, const SegmentOptions& segment_options, const WriterOptions& options) {
@@ -132,6 +134,9 @@ void Writer::check_lagging_readers() {
         const std::uint32_t pid = slot.owner_pid.load(std::memory_order_acquire);
         if (pid == 0) continue;  // never attached, or detached cleanly: it may still come
         if (process_alive(static_cast<pid_t>(pid), slot.owner_start_time.load(std::memory_order_acquire))) continue;
+        // It may have detached cleanly (owner cleared) and exited between our load and the probe, or
+        // been replaced by a new owner: only a slot still claimed by the dead process is a death.
+        if (slot.owner_pid.load(std::memory_order_acquire) != pid) continue;
         if (options_.evict_dead_readers) {
             slot.state.store(state_value(SlotState::evicted), std::memory_order_release);
             continue;
@@ -217,6 +222,11 @@ void Reader::check_writer() const {
     const std::uint32_t pid = h.writer_pid.load(std::memory_order_acquire);
     if (pid == 0) return;  // no writer right now (not yet, or between writers): not a death
     if (process_alive(static_cast<pid_t>(pid), h.writer_start_time.load(std::memory_order_acquire))) return;
+    // The writer may have closed the queue and exited between our load of its pid and the probe: its
+    // destructor stores closed, then clears writer_pid, before exiting. Only a claim still held by a
+    // dead process, on a queue that is not closed, is a death (a close lets us drain, then `closed`).
+    if ((h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0) return;
+    if (h.writer_pid.load(std::memory_order_acquire) != pid) return;
     throw Error(ErrorCode::peer_dead, "the writer of segment '" + segment_.name() + "' (pid " + std::to_string(pid) +
                                           ") died without closing the queue");
 }

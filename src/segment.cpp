@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -180,18 +181,26 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     if (size > expect)
         throw Error(ErrorCode::corrupt, "segment size " + std::to_string(size) + " does not match header (" +
                                             std::to_string(expect) + ")");
-    // Cursor sanity: a reader can never be ahead of the tail nor lag it by more than the capacity.
+    // Cursor sanity: a reader can never be ahead of the tail nor lag it by more than the capacity. The
+    // segment may be live: the tail is read before and after the heads, so a head that moved past
+    // the first tail read is still judged against a tail at least as new (tail_before <= tail_after).
     const auto* wl = reinterpret_cast<const WriterLine*>(image + kWriterLineOffset);
-    const std::uint64_t tail = wl->tail.load(std::memory_order_acquire);
     const auto* slots = reinterpret_cast<const ReaderSlot*>(image + kReaderSlotsOffset);
+    const std::uint64_t tail_before = wl->tail.load(std::memory_order_acquire);
+    std::vector<std::uint64_t> heads(h.reader_count);
+    std::vector<std::uint32_t> states(h.reader_count);
     for (std::uint32_t r = 0; r < h.reader_count; ++r) {
-        const std::uint64_t head = slots[r].head.load(std::memory_order_acquire);
-        const std::uint32_t state = slots[r].state.load(std::memory_order_relaxed);
-        if (state > static_cast<std::uint32_t>(SlotState::evicted))
-            throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": state " + std::to_string(state));
-        if (state != static_cast<std::uint32_t>(SlotState::evicted) && (head > tail || tail - head > h.capacity))
+        states[r] = slots[r].state.load(std::memory_order_acquire);
+        heads[r] = slots[r].head.load(std::memory_order_acquire);
+    }
+    const std::uint64_t tail_after = wl->tail.load(std::memory_order_acquire);
+    for (std::uint32_t r = 0; r < h.reader_count; ++r) {
+        if (states[r] > static_cast<std::uint32_t>(SlotState::evicted))
+            throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": state " + std::to_string(states[r]));
+        if (states[r] == static_cast<std::uint32_t>(SlotState::evicted)) continue;
+        if (heads[r] > tail_after || (tail_before > heads[r] && tail_before - heads[r] > h.capacity))
             throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": head " +
-                                                std::to_string(head) + " vs tail " + std::to_string(tail));
+                                                std::to_string(heads[r]) + " vs tail " + std::to_string(tail_after));
     }
 }
 

@@ -146,6 +146,9 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
         commit_record(first ? layout::RecordKind::fragment_first
                             : (last ? layout::RecordKind::fragment_last : layout::RecordKind::fragment_middle),
                       prefix + chunk, tag);
+        // Readers are mid-stream from the first fragment until the last: any way out of this loop
+        // from here on (timeout, cancel, or an exception such as peer_dead) owes them an abort record.
+        stream_broken_ = !last;
         offset += chunk;
         first = false;
     }
@@ -154,6 +157,21 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
 }
 
 // ---- Reader hot path ------------------------------------------------------------------------------
+
+namespace detail {
+// Grows a reassembly buffer to hold `need` bytes (need <= total), keeping its first `filled` bytes.
+// Memory follows the fragments that actually arrived (first 1 MiB or the need, then doubling, never
+// beyond the announced total): a corrupt or hostile total cannot make the reader allocate it up front.
+inline void grow_assembly(std::unique_ptr<std::byte[]>& buffer, std::uint64_t& capacity, std::uint64_t filled,
+                          std::uint64_t need, std::uint64_t total) {
+    if (need <= capacity && buffer) return;  // (allocated even for need 0: memcpy wants a real pointer)
+    const std::uint64_t grown = std::min(total, std::max({need, 2 * capacity, std::uint64_t{1} << 20}));
+    auto bigger = std::make_unique_for_overwrite<std::byte[]>(grown);  // no zero-fill of GiBs
+    if (filled != 0) std::memcpy(bigger.get(), buffer.get(), filled);
+    buffer = std::move(bigger);
+    capacity = grown;
+}
+}  // namespace detail
 
 inline SleepSite Reader::data_site() const noexcept {
     return {&line_->notify_seq, &line_->reader_sleepers, &slot_->waits};
@@ -236,11 +254,8 @@ inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
                 const std::uint64_t chunk = length - layout::kFragmentPrefix;
                 if (total <= chunk) corrupt("fragmented message total " + std::to_string(total) + " too small");
                 if (total > kMaxMessage) corrupt("fragmented message total " + std::to_string(total) + " is absurd");
-                if (total > assembly_capacity_) {
-                    assembly_ = std::make_unique_for_overwrite<std::byte[]>(total);  // no zero-fill of GiBs
-                    assembly_capacity_ = total;
-                }
                 assembly_size_ = total;
+                detail::grow_assembly(assembly_, assembly_capacity_, 0, chunk, total);
                 std::memcpy(assembly_.get(), payload + layout::kFragmentPrefix, chunk);
                 assembly_filled_ = chunk;
                 assembly_tag_ = tag;
@@ -254,6 +269,8 @@ inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
                 }
                 if (tag != assembly_tag_) corrupt("fragment tag changed within a message");
                 if (assembly_filled_ + length > assembly_size_) corrupt("fragments exceed the announced total");
+                detail::grow_assembly(assembly_, assembly_capacity_, assembly_filled_, assembly_filled_ + length,
+                                      assembly_size_);
                 std::memcpy(assembly_.get() + assembly_filled_, payload, length);
                 assembly_filled_ += length;
                 if (kind == static_cast<std::uint32_t>(layout::RecordKind::fragment_last)) {

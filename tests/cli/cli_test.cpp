@@ -1,0 +1,272 @@
+// Tests of every `ringcast` subcommand (tools/ringcast_cli.cpp) on real segments. Each test works only
+// on names with its own prefix (ls/gc --prefix), so segments of concurrently running programs are
+// never listed nor collected.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli_util.hpp"
+#include "ringcast/ring.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::test {
+namespace {
+
+RunResult cli(std::vector<std::string> args) {
+    args.insert(args.begin(), RINGCAST_CLI);
+    return run_program(args);
+}
+
+bool shm_exists(const std::string& name) { return ::access(("/dev/shm/" + name).c_str(), F_OK) == 0; }
+
+// A per-test prefix: "rc-cli-<pid>-<test>-".
+std::string prefix_for(const char* test) { return "rc-cli-" + std::to_string(::getpid()) + "-" + test + "-"; }
+
+// A non-ringcast shm object (random bytes), removed at scope exit.
+struct ForeignFile {
+    std::string name;
+    explicit ForeignFile(std::string n) : name(std::move(n)) {
+        std::ofstream f("/dev/shm/" + name, std::ios::binary);
+        const std::string junk(4096, 'x');
+        f << junk;
+    }
+    ~ForeignFile() { ::unlink(("/dev/shm/" + name).c_str()); }
+};
+
+// A segment whose creator process is gone (created in a child that exited): abandoned.
+void create_in_dead_child(const std::string& name) {
+    const pid_t pid = fork_child([&] { (void)Segment::create(name, SegmentOptions{.readers = 2, .capacity = 64 << 10}); });
+    ASSERT_EQ(wait_child(pid, 30s), 0);
+}
+
+// Attaches `rank` in a child that is then SIGKILLed: the slot keeps a dead owner.
+void attach_in_killed_child(const std::string& name, std::uint32_t rank) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const pid_t pid = fork_child([&] {
+        auto r = Reader::attach(name, rank);
+        const char c = 1;
+        (void)!::write(p[1], &c, 1);
+        for (;;) ::pause();
+    });
+    char c = 0;
+    ASSERT_EQ(::read(p[0], &c, 1), 1);
+    ::close(p[0]);
+    ::close(p[1]);
+    ::kill(pid, SIGKILL);
+    ASSERT_EQ(wait_child(pid, 30s), -SIGKILL);
+}
+
+bool python_ok() { return std::system("python3 -c 'import json' >/dev/null 2>&1") == 0; }
+
+// Checks that `json` is valid JSON and that the Python expression `expr` over it (as `d`) is true.
+bool json_check(const std::string& json, const std::string& expr) {
+    char path[] = "/tmp/rc-cli-json-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) return false;
+    (void)!::write(fd, json.data(), json.size());
+    ::close(fd);
+    ::setenv("RC_JSON_EXPR", expr.c_str(), 1);  // no shell quoting of the expression
+    const std::string cmd = std::string("python3 -c 'import json,os,sys; d=json.load(open(sys.argv[1])); "
+                                        "sys.exit(0 if eval(os.environ[\"RC_JSON_EXPR\"]) else 1)' ") + path;
+    const int rc = std::system(cmd.c_str());
+    ::unlink(path);
+    return rc == 0;
+}
+
+TEST(CliLs, ListsRingcastSegmentsWithOwnerSizeReadersAndLiveness) {
+    const std::string prefix = prefix_for("ls");
+    const std::string live = prefix + "live", dead = prefix + "dead";
+    auto w = Writer::create(live, SegmentOptions{.readers = 2, .capacity = 64 << 10});
+    auto r = Reader::attach(live, 0);
+    create_in_dead_child(dead);
+    ForeignFile foreign(prefix + "foreign");
+
+    const RunResult res = cli({"ls", "--prefix", prefix});
+    ASSERT_EQ(res.exit_code, 0) << res.err;
+    std::string live_line, dead_line;
+    std::size_t pos = 0;
+    while (pos < res.out.size()) {
+        const std::size_t end = res.out.find('\n', pos);
+        const std::string line = res.out.substr(pos, end - pos);
+        if (line.rfind(live, 0) == 0) live_line = line;
+        if (line.rfind(dead, 0) == 0) dead_line = line;
+        pos = end == std::string::npos ? res.out.size() : end + 1;
+    }
+    EXPECT_EQ(res.out.find("foreign"), std::string::npos) << "a non-ringcast file was listed:\n" << res.out;
+    ASSERT_FALSE(live_line.empty()) << res.out;
+    ASSERT_FALSE(dead_line.empty()) << res.out;
+    EXPECT_NE(live_line.find(" root "), std::string::npos) << live_line;  // owner (tests run as root or the same user)
+    EXPECT_NE(live_line.find(" 0600 "), std::string::npos) << live_line;
+    EXPECT_NE(live_line.find(" 1/2 "), std::string::npos) << "live readers / ranks: " << live_line;
+    EXPECT_NE(live_line.find(std::to_string(::getpid()) + " (alive)"), std::string::npos) << live_line;
+    EXPECT_NE(live_line.find(" open"), std::string::npos) << live_line;
+    EXPECT_NE(dead_line.find("(dead)"), std::string::npos) << dead_line;
+    EXPECT_NE(dead_line.find("abandoned"), std::string::npos) << dead_line;
+    Segment::remove(dead);
+
+    const RunResult js = cli({"ls", "--json", "--prefix", prefix});
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    if (python_ok()) {
+        const std::string want = "len(d)==1 and d[0]['name']=='" + live + "' and d[0]['readers']==2 and "
+                                 "d[0]['live_readers']==1 and d[0]['creator_alive'] and d[0]['size']==" +
+                                 std::to_string(w.segment().size()) + " and not d[0]['abandoned']";
+        EXPECT_TRUE(json_check(js.out, want)) << js.out;
+    }
+}
+
+TEST(CliStat, ShowsTailHeadsLagStatesAndCounters) {
+    ScopedName name("clistat");
+    auto w = Writer::create(name, SegmentOptions{.readers = 3, .capacity = 64 << 10});
+    auto r0 = Reader::attach(name, 0);
+    attach_in_killed_child(name.str(), 1);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(w.write(std::vector<std::byte>(100), 1s), Status::ok);
+    std::vector<std::byte> buf;
+    ASSERT_EQ(r0.read(buf, 1s), Status::ok);
+    const std::uint64_t tail = w.segment().writer_line().tail.load();
+    const std::uint64_t head0 = w.segment().reader_slot(0).head.load();
+    ASSERT_EQ(tail, 3 * layout::record_size(100));
+
+    const RunResult text = cli({"stat", name.str()});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("tail      " + std::to_string(tail) + " bytes published, 3 messages"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("RANK"), std::string::npos);
+    EXPECT_NE(text.out.find("dead"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("never_attached"), std::string::npos) << text.out;
+
+    const RunResult js = cli({"stat", name.str(), "--json"});
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    // Fixed field order: substring checks work without a JSON parser; python3 checks the syntax too.
+    EXPECT_NE(js.out.find("\"tail\": " + std::to_string(tail)), std::string::npos) << js.out;
+    EXPECT_NE(js.out.find("\"messages\": 3,"), std::string::npos) << js.out;
+    EXPECT_NE(js.out.find("{\"rank\": 0, \"state\": \"attached\", \"pid\": " + std::to_string(::getpid()) +
+                          ", \"pid_alive\": true, \"head\": " + std::to_string(head0) +
+                          ", \"lag_bytes\": " + std::to_string(tail - head0) + ", \"lag_messages\": 2, \"messages\": 1,"),
+              std::string::npos)
+        << js.out;
+    EXPECT_NE(js.out.find("{\"rank\": 1, \"state\": \"dead\""), std::string::npos) << js.out;
+    EXPECT_NE(js.out.find("\"pid_alive\": false, \"head\": 0, \"lag_bytes\": " + std::to_string(tail) + ", \"lag_messages\": 3"),
+              std::string::npos)
+        << js.out;
+    EXPECT_NE(js.out.find("{\"rank\": 2, \"state\": \"never_attached\", \"pid\": 0"), std::string::npos) << js.out;
+    if (python_ok()) {
+        EXPECT_TRUE(json_check(js.out, "d['reader_count']==3 and len(d['readers'])==3 and d['writer_alive'] and "
+                                       "d['readers'][0]['lag_messages']==2 and not d['closed']"))
+            << js.out;
+    }
+    w.close();
+    const RunResult closed = cli({"stat", name.str(), "--json"});
+    EXPECT_NE(closed.out.find("\"closed\": true"), std::string::npos) << closed.out;
+}
+
+TEST(CliStat, ErrorsAreClear) {
+    const std::string prefix = prefix_for("staterr");
+    RunResult r = cli({"stat", prefix + "missing"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+    r = cli({"stat", "a/b"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("may only contain"), std::string::npos) << r.err;
+    r = cli({"stat", std::string(201, 'a')});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("1..200"), std::string::npos) << r.err;
+    ForeignFile foreign(prefix + "foreign");
+    r = cli({"stat", foreign.name});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("not a ringcast segment"), std::string::npos) << r.err;
+    r = cli({"stat"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("usage"), std::string::npos) << r.err;
+    r = cli({"stat", "x", "--bogus"});
+    EXPECT_EQ(r.exit_code, 2);
+    r = cli({"frobnicate"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("unknown command"), std::string::npos) << r.err;
+    r = cli({});
+    EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(CliRm, RemovesRingcastSegmentsAndRefusesForeignOnesUnlessForced) {
+    const std::string prefix = prefix_for("rm");
+    const std::string name = prefix + "seg";
+    create_in_dead_child(name);
+    ASSERT_TRUE(shm_exists(name));
+    RunResult r = cli({"rm", name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "removed " + name + "\n");
+    EXPECT_FALSE(shm_exists(name));
+    r = cli({"rm", name});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+
+    ForeignFile foreign(prefix + "foreign");
+    r = cli({"rm", foreign.name});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("refusing"), std::string::npos) << r.err;
+    EXPECT_TRUE(shm_exists(foreign.name));
+    r = cli({"rm", "--force", foreign.name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(shm_exists(foreign.name));
+
+    // A segment in use: removed (its users keep their mapping), with a note saying so.
+    ScopedName live("clirm");
+    auto w = Writer::create(live, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    r = cli({"rm", live.str()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
+    EXPECT_FALSE(shm_exists(live.str()));
+    EXPECT_EQ(w.write(std::vector<std::byte>(10), 1s), Status::ok) << "the writer's mapping stays valid";
+}
+
+TEST(CliGc, RemovesOnlySegmentsWhoseCreatorWriterAndReadersAreAllDead) {
+    const std::string prefix = prefix_for("gc");
+    const std::string abandoned = prefix + "abandoned";        // creator exited, nobody attached
+    const std::string dead_reader = prefix + "deadreader";     // creator exited, a reader was SIGKILLed
+    const std::string live_reader = prefix + "livereader";     // creator exited, a reader is alive
+    const std::string live_creator = prefix + "livecreator";   // we created it and are alive
+    create_in_dead_child(abandoned);
+    create_in_dead_child(dead_reader);
+    attach_in_killed_child(dead_reader, 0);
+    create_in_dead_child(live_reader);
+    auto reader = Reader::attach(live_reader, 1);
+    auto seg = Segment::create(live_creator, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    ForeignFile foreign(prefix + "foreign");
+
+    RunResult r = cli({"gc", "--dry-run", "--prefix", prefix});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("would remove " + abandoned + "\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("would remove " + dead_reader + "\n"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(live_reader), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(live_creator), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("2 to remove, 2 kept"), std::string::npos) << r.out;
+    for (const auto& n : {abandoned, dead_reader, live_reader, live_creator}) EXPECT_TRUE(shm_exists(n)) << n;
+
+    r = cli({"gc", "--prefix", prefix});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("removed " + abandoned + "\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("removed " + dead_reader + "\n"), std::string::npos) << r.out;
+    EXPECT_FALSE(shm_exists(abandoned));
+    EXPECT_FALSE(shm_exists(dead_reader));
+    EXPECT_TRUE(shm_exists(live_reader));
+    EXPECT_TRUE(shm_exists(live_creator));
+    EXPECT_TRUE(shm_exists(foreign.name)) << "gc must never touch what is not a ringcast segment";
+    Segment::remove(live_reader);
+    Segment::remove(live_creator);
+
+    r = cli({"gc", "extra"});
+    EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace ringcast::test

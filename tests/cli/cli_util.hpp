@@ -1,0 +1,52 @@
+// Runs the `ringcast` command (or any program) as a child process and captures its output.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace ringcast::test {
+
+struct RunResult {
+    int exit_code = -1;  // -signal if killed
+    std::string out, err;
+};
+
+// argv[0] is the program path. stdout and stderr are captured separately.
+inline RunResult run_program(const std::vector<std::string>& argv) {
+    int out_pipe[2], err_pipe[2];
+    if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) return {};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(out_pipe[1], 1);
+        ::dup2(err_pipe[1], 2);
+        ::close(out_pipe[0]);
+        ::close(err_pipe[0]);
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        std::perror("execv");
+        ::_exit(127);
+    }
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    RunResult r;
+    // Both pipes are drained alternately: outputs here are small (< 64 KiB), so no deadlock.
+    char buf[4096];
+    for (int fd : {out_pipe[0], err_pipe[0]}) {
+        ssize_t n;
+        while ((n = ::read(fd, buf, sizeof buf)) > 0) (fd == out_pipe[0] ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+        ::close(fd);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    return r;
+}
+
+}  // namespace ringcast::test

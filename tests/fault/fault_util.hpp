@@ -1,0 +1,93 @@
+// Helpers for the fault-injection suites: shared anonymous memory for results that survive a
+// SIGKILL, a monotonic clock comparable across processes, a seeded RNG, trial counts.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <string>
+
+#include <sys/mman.h>
+
+#include "test_util.hpp"
+
+namespace ringcast::test {
+
+// steady_clock is CLOCK_MONOTONIC: one time base for every process of a trial.
+inline std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// An object in MAP_SHARED|MAP_ANONYMOUS memory made before fork(): every process of the trial sees it,
+// and what a process stored before it was killed is still there.
+template <class T>
+class SharedBlock {
+public:
+    SharedBlock() {
+        void* p = ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) std::abort();
+        ptr_ = new (p) T{};
+    }
+    ~SharedBlock() {
+        ptr_->~T();
+        ::munmap(ptr_, sizeof(T));
+    }
+    SharedBlock(const SharedBlock&) = delete;
+    SharedBlock& operator=(const SharedBlock&) = delete;
+    T* operator->() const noexcept { return ptr_; }
+    T& operator*() const noexcept { return *ptr_; }
+
+private:
+    T* ptr_ = nullptr;
+};
+
+// A fixed-size message slot for a child's failure text (no heap across processes).
+struct Text {
+    char buf[512]{};
+    void set(const std::string& s) noexcept {
+        const std::size_t n = std::min(s.size(), sizeof buf - 1);
+        std::memcpy(buf, s.data(), n);
+        buf[n] = '\0';
+    }
+    [[nodiscard]] std::string str() const { return buf; }
+};
+
+struct Rng {
+    std::uint64_t state;
+    std::uint64_t next() noexcept { return state = mix(state); }
+    std::uint64_t below(std::uint64_t n) noexcept { return next() % n; }
+};
+
+// Runs fn in a forked child that exits 0 when fn returns (children of these suites report through
+// shared memory, so a gtest failure recorded earlier in the parent must not leak into their status
+// the way test_util's fork_child would), 2 on an escaped exception.
+inline pid_t spawn(const std::function<void()>& fn) {
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    int code = 0;
+    try {
+        fn();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: exception: %s\n", ::getpid(), e.what());
+        code = 2;
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+}
+
+inline int fault_trials() {
+    if (const char* s = std::getenv("RINGCAST_FAULT_TRIALS")) return std::max(1, std::atoi(s));
+    return 200;
+}
+inline std::uint64_t fault_seed() {
+    if (const char* s = std::getenv("RINGCAST_FAULT_SEED")) return std::strtoull(s, nullptr, 0);
+    return static_cast<std::uint64_t>(now_ns());
+}
+
+}  // namespace ringcast::test

@@ -1,0 +1,240 @@
+// Read-only inspection of ringcast segments (see inspect.hpp).
+#include "inspect.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ringcast/error.hpp"
+#include "ringcast/layout.hpp"
+#include "ringcast/segment.hpp"
+
+namespace ringcast::cli {
+
+namespace {
+
+using layout::SlotState;
+
+std::string user_name(uid_t uid) {
+    passwd pw{};
+    passwd* out = nullptr;
+    char buf[1024];
+    if (::getpwuid_r(uid, &pw, buf, sizeof buf, &out) == 0 && out != nullptr) return out->pw_name;
+    return std::to_string(uid);
+}
+
+const char* state_name(std::uint32_t s) {
+    switch (static_cast<SlotState>(s)) {
+        case SlotState::never_attached: return "never_attached";
+        case SlotState::attached: return "attached";
+        case SlotState::detached: return "detached";
+        case SlotState::evicted: return "evicted";
+    }
+    return "invalid";
+}
+
+// A read-only mapping, unmapped on scope exit.
+struct Mapping {
+    void* p = MAP_FAILED;
+    std::size_t size = 0;
+    ~Mapping() {
+        if (p != MAP_FAILED) ::munmap(p, size);
+    }
+};
+
+std::string open_error(int err) {
+    switch (err) {
+        case ENOENT: return "does not exist";
+        case EACCES:
+        case EPERM: return "permission denied (the segment is owner-only unless created with a wider mode)";
+        case ELOOP: return "is a symbolic link; not followed";
+        default: return std::strerror(err);
+    }
+}
+
+}  // namespace
+
+bool SegmentInfo::closed() const noexcept { return (flags & layout::kFlagClosed) != 0; }
+
+std::uint32_t SegmentInfo::live_readers() const noexcept {
+    std::uint32_t n = 0;
+    for (const auto& r : readers) n += r.pid != 0 && r.pid_alive;
+    return n;
+}
+
+bool SegmentInfo::abandoned() const noexcept {
+    if (!error.empty()) return false;  // we cannot tell who uses a segment we cannot read: keep it
+    if (creator_alive || (writer_pid != 0 && writer_alive)) return false;
+    return live_readers() == 0;
+}
+
+SegmentInfo inspect(const std::string& name) {
+    SegmentInfo info;
+    info.name = name;
+    try {
+        Segment::validate_name(name);
+    } catch (const Error& e) {
+        info.error = e.what();
+        return info;
+    }
+    const std::string path = "/" + name;
+    const int fd = ::shm_open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) {
+        info.error = open_error(errno);
+        return info;
+    }
+    struct stat st {};
+    const int stat_rc = ::fstat(fd, &st);
+    const int stat_err = errno;
+    if (stat_rc != 0) {
+        ::close(fd);
+        info.error = std::string("fstat: ") + std::strerror(stat_err);
+        return info;
+    }
+    info.owner_uid = st.st_uid;
+    info.owner = user_name(st.st_uid);
+    info.file_mode = st.st_mode & 07777;
+    info.file_size = static_cast<std::uint64_t>(st.st_size);
+    if (!S_ISREG(st.st_mode) || info.file_size < sizeof(layout::SegmentHeader)) {
+        ::close(fd);
+        info.error = "not a ringcast segment (too small to hold a header)";
+        return info;
+    }
+    Mapping map;
+    map.size = static_cast<std::size_t>(info.file_size);
+    map.p = ::mmap(nullptr, map.size, PROT_READ, MAP_SHARED, fd, 0);
+    const int map_err = errno;
+    ::close(fd);
+    if (map.p == MAP_FAILED) {
+        info.error = std::string("mmap: ") + std::strerror(map_err);
+        return info;
+    }
+    const auto* base = static_cast<const std::byte*>(map.p);
+    const auto& h = *reinterpret_cast<const layout::SegmentHeader*>(base);
+    info.is_ringcast = h.magic.load(std::memory_order_acquire) == layout::kMagic;
+    // validate_image reads the tail, then each head: on a live queue a head can pass the tail it read a
+    // moment before. A real inconsistency persists; a race does not, so retry a few times.
+    for (int attempt = 0;; ++attempt) {
+        try {
+            Segment::validate_image(base, map.size);
+            break;
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::corrupt || attempt >= 20) {
+                info.error = e.what();
+                return info;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    info.abi_version = h.abi_version;
+    info.reader_count = h.reader_count;
+    info.header_mode = h.mode;
+    info.flags = h.flags.load(std::memory_order_acquire);
+    info.capacity = h.capacity;
+    info.creation_time_ns = h.creation_time_ns;
+    info.creator_pid = h.creator_pid;
+    info.creator_alive = process_alive(static_cast<pid_t>(h.creator_pid), h.creator_start_time);
+    info.writer_pid = h.writer_pid.load(std::memory_order_acquire);
+    info.writer_alive = info.writer_pid != 0 &&
+                        process_alive(static_cast<pid_t>(info.writer_pid), h.writer_start_time.load(std::memory_order_acquire));
+    const auto& wl = *reinterpret_cast<const layout::WriterLine*>(base + layout::kWriterLineOffset);
+    const auto& sl = *reinterpret_cast<const layout::SpaceLine*>(base + layout::kSpaceLineOffset);
+    info.messages = wl.messages.load(std::memory_order_relaxed);
+    info.writer_wake_calls = wl.wake_calls.load(std::memory_order_relaxed);
+    info.notify_seq = wl.notify_seq.load(std::memory_order_relaxed);
+    info.reader_sleepers = wl.reader_sleepers.load(std::memory_order_relaxed);
+    info.space_seq = sl.space_seq.load(std::memory_order_relaxed);
+    info.writer_sleeping = sl.writer_sleeping.load(std::memory_order_relaxed);
+    info.writer_waits = sl.writer_waits.load(std::memory_order_relaxed);
+    // Heads are read before the tail (acquire; heads and tail only grow): lag = tail - head >= 0.
+    const auto* slots = reinterpret_cast<const layout::ReaderSlot*>(base + layout::kReaderSlotsOffset);
+    std::vector<std::uint64_t> heads(info.reader_count);
+    for (std::uint32_t r = 0; r < info.reader_count; ++r) heads[r] = slots[r].head.load(std::memory_order_acquire);
+    info.tail = wl.tail.load(std::memory_order_acquire);
+    for (std::uint32_t r = 0; r < info.reader_count; ++r) {
+        const auto& s = slots[r];
+        ReaderInfo ri;
+        ri.rank = r;
+        const std::uint32_t state = s.state.load(std::memory_order_acquire);
+        ri.state = state_name(state);
+        ri.pid = s.owner_pid.load(std::memory_order_acquire);
+        ri.pid_alive = ri.pid != 0 &&
+                       process_alive(static_cast<pid_t>(ri.pid), s.owner_start_time.load(std::memory_order_acquire));
+        if (state == static_cast<std::uint32_t>(SlotState::attached) && ri.pid != 0 && !ri.pid_alive) ri.state = "dead";
+        ri.head = heads[r];
+        ri.messages = s.messages.load(std::memory_order_relaxed);
+        ri.waits = s.waits.load(std::memory_order_relaxed);
+        ri.wake_calls = s.wake_calls.load(std::memory_order_relaxed);
+        if (state != static_cast<std::uint32_t>(SlotState::evicted)) {
+            ri.lag_bytes = info.tail >= ri.head ? info.tail - ri.head : 0;
+            ri.lag_messages = info.messages >= ri.messages ? info.messages - ri.messages : 0;
+        }
+        info.readers.push_back(ri);
+    }
+    return info;
+}
+
+Listing list_segments(const std::string& prefix) {
+    Listing out;
+    DIR* dir = ::opendir(kShmDir);
+    if (dir == nullptr) throw_system_error("opendir(/dev/shm)", errno);
+    const int dfd = ::dirfd(dir);
+    while (const dirent* e = ::readdir(dir)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == ".." || name.compare(0, prefix.size(), prefix) != 0) continue;
+        try {
+            Segment::validate_name(name);  // ringcast never creates any other name
+        } catch (const Error&) {
+            continue;
+        }
+        struct stat st {};
+        if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (st.st_size < static_cast<off_t>(sizeof(layout::SegmentHeader))) continue;
+        const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EACCES || errno == EPERM) ++out.unreadable;
+            continue;
+        }
+        std::uint64_t magic = 0;
+        const ssize_t n = ::pread(fd, &magic, sizeof magic, 0);
+        ::close(fd);
+        if (n == static_cast<ssize_t>(sizeof magic) && magic == layout::kMagic) out.names.push_back(name);
+    }
+    ::closedir(dir);
+    std::sort(out.names.begin(), out.names.end());
+    return out;
+}
+
+std::string json_escape(const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += c;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace ringcast::cli

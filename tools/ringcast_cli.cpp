@@ -1,0 +1,281 @@
+// ringcast — inspect and clean up ringcast segments.
+//
+//   ringcast ls [--json] [--prefix P]   every ringcast segment in /dev/shm: owner, size, readers, liveness
+//   ringcast stat NAME [--json]      header, tail, each rank's head and lag, states, counters
+//   ringcast rm NAME [--force]       remove a segment's name (mapped processes keep their mapping)
+//   ringcast gc [--dry-run] [--prefix P]  remove segments whose creator, writer and readers are all dead
+//
+// Exit status: 0 success, 1 a failure the message explains, 2 bad usage.
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inspect.hpp"
+#include "ringcast/error.hpp"
+#include "ringcast/segment.hpp"
+
+namespace {
+
+using ringcast::cli::SegmentInfo;
+
+constexpr const char* kUsage =
+    "usage: ringcast <command> [options]\n"
+    "\n"
+    "  ls [--json] [--prefix P]      list every ringcast segment in /dev/shm (names starting with P)\n"
+    "  stat NAME [--json]            show a segment: header, tail, each reader's head, lag, state, counters\n"
+    "  rm NAME [--force]             remove a segment (--force: even if it is not a ringcast segment)\n"
+    "  gc [--dry-run] [--prefix P]   remove segments whose creator, writer and readers are all dead\n";
+
+int usage_error(const std::string& why) {
+    std::fprintf(stderr, "ringcast: %s\n\n%s", why.c_str(), kUsage);
+    return 2;
+}
+
+std::string human(std::uint64_t n) {
+    char buf[32];
+    if (n >= (1ULL << 30)) std::snprintf(buf, sizeof buf, "%.1fG", double(n) / double(1ULL << 30));
+    else if (n >= (1ULL << 20)) std::snprintf(buf, sizeof buf, "%.1fM", double(n) / double(1ULL << 20));
+    else if (n >= (1ULL << 10)) std::snprintf(buf, sizeof buf, "%.1fK", double(n) / double(1ULL << 10));
+    else std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+    return buf;
+}
+
+std::string mode_str(unsigned m) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", m);
+    return buf;
+}
+
+std::string utc_time(std::uint64_t ns) {
+    const std::time_t t = static_cast<std::time_t>(ns / 1'000'000'000ULL);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string pid_str(std::uint32_t pid, bool alive) {
+    if (pid == 0) return "-";
+    return std::to_string(pid) + (alive ? " (alive)" : " (dead)");
+}
+
+// ---- ls -----------------------------------------------------------------------------------------
+
+int cmd_ls(bool json, const std::string& prefix) {
+    const auto listing = ringcast::cli::list_segments(prefix);
+    std::vector<SegmentInfo> infos;
+    for (const auto& n : listing.names) infos.push_back(ringcast::cli::inspect(n));
+    if (json) {
+        std::printf("[");
+        for (std::size_t i = 0; i < infos.size(); ++i) {
+            const auto& s = infos[i];
+            std::printf("%s\n  {\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu", i ? "," : "",
+                        ringcast::cli::json_escape(s.name).c_str(), ringcast::cli::json_escape(s.owner).c_str(),
+                        static_cast<unsigned>(s.owner_uid), mode_str(s.file_mode).c_str(),
+                        static_cast<unsigned long long>(s.file_size));
+            if (!s.error.empty()) {
+                std::printf(", \"error\": %s}", ringcast::cli::json_escape(s.error).c_str());
+                continue;
+            }
+            std::printf(", \"capacity\": %llu, \"readers\": %u, \"live_readers\": %u, \"creator_pid\": %u, "
+                        "\"creator_alive\": %s, \"writer_pid\": %u, \"writer_alive\": %s, \"closed\": %s, "
+                        "\"abandoned\": %s}",
+                        static_cast<unsigned long long>(s.capacity), s.reader_count, s.live_readers(), s.creator_pid,
+                        s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
+                        s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
+        }
+        std::printf("%s]\n", infos.empty() ? "" : "\n");
+    } else {
+        std::printf("%-32s %-10s %-5s %8s %8s %-8s %-16s %-16s %s\n", "NAME", "OWNER", "MODE", "SIZE", "RING",
+                    "READERS", "CREATOR", "WRITER", "STATE");
+        for (const auto& s : infos) {
+            if (!s.error.empty()) {
+                std::printf("%-32s %-10s %-5s %8s %8s %-8s %-16s %-16s error: %s\n", s.name.c_str(), s.owner.c_str(),
+                            mode_str(s.file_mode).c_str(), human(s.file_size).c_str(), "-", "-", "-", "-",
+                            s.error.c_str());
+                continue;
+            }
+            const std::string readers = std::to_string(s.live_readers()) + "/" + std::to_string(s.reader_count);
+            const char* state = s.abandoned() ? "abandoned" : (s.closed() ? "closed" : "open");
+            std::printf("%-32s %-10s %-5s %8s %8s %-8s %-16s %-16s %s\n", s.name.c_str(), s.owner.c_str(),
+                        mode_str(s.file_mode).c_str(), human(s.file_size).c_str(), human(s.capacity).c_str(),
+                        readers.c_str(), pid_str(s.creator_pid, s.creator_alive).c_str(),
+                        pid_str(s.writer_pid, s.writer_alive).c_str(), state);
+        }
+    }
+    if (listing.unreadable != 0)
+        std::fprintf(stderr, "ringcast: %zu entr%s in /dev/shm could not be read (permission denied)\n", listing.unreadable,
+                     listing.unreadable == 1 ? "y" : "ies");
+    return 0;
+}
+
+// ---- stat ---------------------------------------------------------------------------------------
+
+int cmd_stat(const std::string& name, bool json) {
+    const SegmentInfo s = ringcast::cli::inspect(name);
+    if (!s.error.empty()) {
+        std::fprintf(stderr, "ringcast: segment '%s': %s\n", name.c_str(), s.error.c_str());
+        return 1;
+    }
+    using ull = unsigned long long;
+    if (json) {
+        std::printf("{\n  \"name\": %s,\n  \"owner\": %s,\n  \"uid\": %u,\n  \"mode\": \"%s\",\n  \"size\": %llu,\n",
+                    ringcast::cli::json_escape(s.name).c_str(), ringcast::cli::json_escape(s.owner).c_str(),
+                    static_cast<unsigned>(s.owner_uid), mode_str(s.file_mode).c_str(), static_cast<ull>(s.file_size));
+        std::printf("  \"abi_version\": %u,\n  \"capacity\": %llu,\n  \"reader_count\": %u,\n  \"created\": \"%s\",\n",
+                    s.abi_version, static_cast<ull>(s.capacity), s.reader_count, utc_time(s.creation_time_ns).c_str());
+        std::printf("  \"creator_pid\": %u,\n  \"creator_alive\": %s,\n  \"writer_pid\": %u,\n  \"writer_alive\": %s,\n"
+                    "  \"closed\": %s,\n  \"abandoned\": %s,\n",
+                    s.creator_pid, s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
+                    s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
+        std::printf("  \"tail\": %llu,\n  \"messages\": %llu,\n  \"writer_wake_calls\": %llu,\n  \"writer_waits\": %llu,\n"
+                    "  \"notify_seq\": %u,\n  \"reader_sleepers\": %u,\n  \"space_seq\": %u,\n  \"writer_sleeping\": %u,\n",
+                    static_cast<ull>(s.tail), static_cast<ull>(s.messages), static_cast<ull>(s.writer_wake_calls),
+                    static_cast<ull>(s.writer_waits), s.notify_seq, s.reader_sleepers, s.space_seq, s.writer_sleeping);
+        std::printf("  \"readers\": [");
+        for (std::size_t i = 0; i < s.readers.size(); ++i) {
+            const auto& r = s.readers[i];
+            std::printf("%s\n    {\"rank\": %u, \"state\": \"%s\", \"pid\": %u, \"pid_alive\": %s, \"head\": %llu, "
+                        "\"lag_bytes\": %llu, \"lag_messages\": %llu, \"messages\": %llu, \"waits\": %llu, "
+                        "\"wake_calls\": %llu}",
+                        i ? "," : "", r.rank, r.state.c_str(), r.pid, r.pid_alive ? "true" : "false",
+                        static_cast<ull>(r.head), static_cast<ull>(r.lag_bytes), static_cast<ull>(r.lag_messages),
+                        static_cast<ull>(r.messages), static_cast<ull>(r.waits), static_cast<ull>(r.wake_calls));
+        }
+        std::printf("\n  ]\n}\n");
+        return 0;
+    }
+    std::printf("segment   %s (/dev/shm/%s)\n", s.name.c_str(), s.name.c_str());
+    std::printf("owner     %s (uid %u), mode %s\n", s.owner.c_str(), static_cast<unsigned>(s.owner_uid),
+                mode_str(s.file_mode).c_str());
+    std::printf("size      %llu bytes, ring %llu bytes, %u reader rank%s, ABI %u\n", static_cast<ull>(s.file_size),
+                static_cast<ull>(s.capacity), s.reader_count, s.reader_count == 1 ? "" : "s", s.abi_version);
+    std::printf("created   %s by pid %s\n", utc_time(s.creation_time_ns).c_str(), pid_str(s.creator_pid, s.creator_alive).c_str());
+    std::printf("writer    %s%s%s\n", pid_str(s.writer_pid, s.writer_alive).c_str(), s.closed() ? ", closed" : "",
+                s.abandoned() ? ", abandoned (everyone is gone)" : "");
+    std::printf("tail      %llu bytes published, %llu messages\n", static_cast<ull>(s.tail), static_cast<ull>(s.messages));
+    std::printf("wakes     writer: %llu wake calls, %llu waits for space (sleeping now: %u); readers asleep now: %u\n",
+                static_cast<ull>(s.writer_wake_calls), static_cast<ull>(s.writer_waits), s.writer_sleeping, s.reader_sleepers);
+    std::printf("\n%-5s %-15s %-16s %14s %12s %10s %10s %10s %10s\n", "RANK", "STATE", "PID", "HEAD", "LAG BYTES",
+                "LAG MSGS", "MESSAGES", "WAITS", "WAKES");
+    for (const auto& r : s.readers)
+        std::printf("%-5u %-15s %-16s %14llu %12llu %10llu %10llu %10llu %10llu\n", r.rank, r.state.c_str(),
+                    pid_str(r.pid, r.pid_alive).c_str(), static_cast<ull>(r.head), static_cast<ull>(r.lag_bytes),
+                    static_cast<ull>(r.lag_messages), static_cast<ull>(r.messages), static_cast<ull>(r.waits),
+                    static_cast<ull>(r.wake_calls));
+    return 0;
+}
+
+// ---- rm / gc ------------------------------------------------------------------------------------
+
+int cmd_rm(const std::string& name, bool force) {
+    const SegmentInfo s = ringcast::cli::inspect(name);
+    if (s.error == "does not exist") {
+        std::fprintf(stderr, "ringcast: segment '%s' does not exist\n", name.c_str());
+        return 1;
+    }
+    if (!s.is_ringcast && !force) {
+        std::fprintf(stderr, "ringcast: refusing to remove '%s': %s (use --force to remove it anyway)\n", name.c_str(),
+                     s.error.empty() ? "not a ringcast segment" : s.error.c_str());
+        return 1;
+    }
+    if (s.error.empty() && !s.abandoned())
+        std::fprintf(stderr,
+                     "ringcast: note: '%s' is in use (creator, writer or a reader is alive); they keep their mapping, "
+                     "new attaches will fail\n",
+                     name.c_str());
+    try {
+        if (!ringcast::Segment::remove(name)) {
+            std::fprintf(stderr, "ringcast: segment '%s' does not exist\n", name.c_str());
+            return 1;
+        }
+    } catch (const ringcast::Error& e) {
+        std::fprintf(stderr, "ringcast: %s\n", e.what());
+        return 1;
+    }
+    std::printf("removed %s\n", name.c_str());
+    return 0;
+}
+
+int cmd_gc(bool dry_run, const std::string& prefix) {
+    const auto listing = ringcast::cli::list_segments(prefix);
+    int removed = 0, kept = 0, failed = 0;
+    for (const auto& name : listing.names) {
+        const SegmentInfo s = ringcast::cli::inspect(name);
+        if (!s.error.empty()) {
+            std::fprintf(stderr, "ringcast: skipping '%s': %s\n", name.c_str(), s.error.c_str());
+            ++kept;
+            continue;
+        }
+        if (!s.abandoned()) {
+            ++kept;
+            continue;
+        }
+        if (dry_run) {
+            std::printf("would remove %s\n", name.c_str());
+            ++removed;
+            continue;
+        }
+        try {
+            if (ringcast::Segment::remove(name)) {
+                std::printf("removed %s\n", name.c_str());
+                ++removed;
+            }
+        } catch (const ringcast::Error& e) {
+            std::fprintf(stderr, "ringcast: could not remove '%s': %s\n", name.c_str(), e.what());
+            ++failed;
+        }
+    }
+    std::printf("%d %s, %d kept\n", removed, dry_run ? "to remove" : "removed", kept);
+    return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) return usage_error("no command given");
+    const std::string cmd = args[0];
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+        std::printf("%s", kUsage);
+        return 0;
+    }
+    bool json = false, force = false, dry_run = false;
+    std::string prefix;
+    std::vector<std::string> positional;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--json" && (cmd == "ls" || cmd == "stat")) json = true;
+        else if (a == "--force" && cmd == "rm") force = true;
+        else if (a == "--dry-run" && cmd == "gc") dry_run = true;
+        else if (a == "--prefix" && (cmd == "ls" || cmd == "gc")) {
+            if (++i == args.size()) return usage_error("--prefix needs a value");
+            prefix = args[i];
+        }
+        else if (!a.empty() && a[0] == '-') return usage_error("unknown option '" + a + "' for '" + cmd + "'");
+        else positional.push_back(a);
+    }
+    try {
+        if (cmd == "ls" || cmd == "gc") {
+            if (!positional.empty()) return usage_error("'" + cmd + "' takes no name");
+            return cmd == "ls" ? cmd_ls(json, prefix) : cmd_gc(dry_run, prefix);
+        }
+        if (cmd == "stat" || cmd == "rm") {
+            if (positional.size() != 1) return usage_error("'" + cmd + "' takes exactly one segment name");
+            try {
+                ringcast::Segment::validate_name(positional[0]);
+            } catch (const ringcast::Error& e) {
+                std::fprintf(stderr, "ringcast: %s\n", e.what());
+                return 1;
+            }
+            return cmd == "stat" ? cmd_stat(positional[0], json) : cmd_rm(positional[0], force);
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ringcast: %s\n", e.what());
+        return 1;
+    }
+    return usage_error("unknown command '" + cmd + "'");
+}
