@@ -15,7 +15,7 @@ RINGCAST_PACKAGES=(
   spin                                  # Promela model check of the futex protocol
   libbenchmark-dev libboost-dev         # microbenchmarks, Boost.Interprocess peer
   cppzmq-dev libzmq3-dev                # ZeroMQ peer in the benchmark harness
-  gnuplot-nox                           # plots under build/report/
+  python3-matplotlib                    # the showdown plot under build/report/
   python3 python3-dev pybind11-dev python3-pytest python3-numpy   # the Python binding and its tests
   clang libclang-rt-14-dev              # libFuzzer targets
   util-linux procps                     # setpriv (security test), ps
