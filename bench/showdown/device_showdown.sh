@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the library, the Python binding and the benchmarks on a bigger machine (the 16-core H200 machine
+# through the device tool: pybind11 from pip there, no apt, no ZeroMQ) and runs the executor showdown
+# for W = 2, 4, 8 workers, its C++ floor, and the wait-strategy table. Writes into $1 (default ./out).
+set -euo pipefail
+out=${1:-out}; mkdir -p "$out"
+build=${BUILD_DIR:-/tmp/ringcast-showdown-build}
+py=${PYTHON:-python3}
+cmake -S . -B "$build" -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BENCH_ZMQ=OFF -DPython_EXECUTABLE="$(command -v "$py")" \
+  -Dpybind11_DIR="$("$py" -m pybind11 --cmakedir)" >"$out/configure.log" 2>&1 || { tail -40 "$out/configure.log"; exit 1; }
+cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
+"$build/bench/ringcast-bench" strategies --readers 2 --json "$out/strategies.json" 2>&1 | tee "$out/strategies.txt"
+for w in ${WORKERS:-2 4 8}; do
+  echo "== showdown W=$w"
+  PYTHONPATH="$build/python" "$py" bench/showdown/showdown.py --workers "$w" --steps "${STEPS:-500}" \
+    --out "$out/w$w" 2>&1 | tee "$out/showdown-w$w.txt"
+  "$build/bench/showdown/ringcast-showdown-floor" --workers "$w" --json "$out/w$w/floor.json" 2>&1 | tee "$out/floor-w$w.txt"
+done
+uname -a > "$out/machine.txt"; lscpu | head -20 >> "$out/machine.txt"; nproc >> "$out/machine.txt"
+tar czf "$out/showdown.tgz" -C "$out" w2 w4 w8 2>/dev/null || true
