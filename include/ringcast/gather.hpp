@@ -105,6 +105,8 @@ public:
     // The check collect() runs every liveness_interval, for callers that wait in their own slices:
     // throws Error(peer_dead) naming a dead worker among `ranks` (empty: all).
     void check_liveness(std::span<const std::uint32_t> ranks);
+    void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
 
     [[nodiscard]] std::uint32_t ranks() const noexcept { return static_cast<std::uint32_t>(readers_.size()); }
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -143,6 +145,8 @@ public:
     void close() noexcept { writer_.close(); ring_bell_always(); }
     // Throws Error(peer_dead) if the collector (the reply ring's reader) died.
     void check_liveness() { writer_.check_liveness(); }
+    void set_wait(const WaitOptions& wait) noexcept { writer_.set_wait(wait); }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return writer_.wait_options(); }
     [[nodiscard]] std::size_t max_reserve() const noexcept { return writer_.max_reserve(); }
     GatherWorker(GatherWorker&& o) noexcept
         : writer_(std::move(o.writer_)), bell_(std::move(o.bell_)), rank_(o.rank_), active_(std::exchange(o.active_, false)) {}

@@ -109,6 +109,9 @@ public:
     // their own slices (the Python binding): throws Error(peer_dead) naming a dead lagging reader, or
     // evicts it under evict_dead_readers.
     void check_liveness() { check_lagging_readers(); }
+    // The strategy of later blocking calls (e.g. a caller waiting in slices spins only in its first).
+    void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
 
     [[nodiscard]] std::size_t max_reserve() const noexcept { return max_payload_; }
     [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
@@ -180,6 +183,8 @@ public:
     // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
     // writer died without closing.
     void check_liveness() const { check_writer(); }
+    void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
 
     [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
     [[nodiscard]] const Segment& segment() const noexcept { return segment_; }

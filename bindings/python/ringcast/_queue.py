@@ -41,6 +41,7 @@ class Handle:
     creation_time_ns: int  # tells a stale handle from a re-created segment of the same name
     writer_pid: int
     wait: str = "hybrid"
+    spin_us: float = 10.0  # hybrid: how long a waiter spins before sleeping in the kernel
     liveness_interval: float = 1.0
     # vLLM Handle fields, kept for code that inspects them; remote readers are not supported yet.
     local_subscribe_addr: Optional[str] = None
@@ -75,7 +76,8 @@ class MessageQueue:
     """One writer -> n_local_reader reader processes; every reader gets every message, in order.
 
     Same constructor and methods as vLLM's MessageQueue. Extra keyword-only options: ``name`` (the
-    /dev/shm name), ``wait`` ('hybrid', 'futex', 'spin', 'spin_yield'), ``liveness_interval``
+    /dev/shm name), ``wait`` ('hybrid', 'futex', 'spin', 'spin_yield'), ``spin_us`` (hybrid: spin this
+    long before sleeping; applies to the readers too), ``liveness_interval``
     (seconds between dead-peer checks while blocked), ``oob_threshold``.
     """
 
@@ -90,6 +92,7 @@ class MessageQueue:
         *,
         name: Optional[str] = None,
         wait: str = "hybrid",
+        spin_us: float = 10.0,
         liveness_interval: float = 1.0,
         oob_threshold: int = OOB_THRESHOLD,
     ):
@@ -116,7 +119,8 @@ class MessageQueue:
         name = name or f"ringcast-py-{os.getpid()}-{uuid.uuid4().hex[:16]}"
         capacity = _capacity_for(max_chunk_bytes, max_chunks)
 
-        self._writer = _core.Writer(name, n_local_reader, capacity, wait=wait, liveness_s=liveness_interval)
+        self._writer = _core.Writer(name, n_local_reader, capacity, wait=wait, spin_us=spin_us,
+                                    liveness_s=liveness_interval)
         self._reader = None
         self._finalizer = weakref.finalize(self, _shutdown_writer, self._writer)
         self._is_writer = True
@@ -133,7 +137,7 @@ class MessageQueue:
         self.handle = Handle(
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
             max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,
-            creation_time_ns=self._writer.creation_time_ns, writer_pid=os.getpid(), wait=wait,
+            creation_time_ns=self._writer.creation_time_ns, writer_pid=os.getpid(), wait=wait, spin_us=spin_us,
             liveness_interval=liveness_interval, local_subscribe_addr=None,
             remote_subscribe_addr=None, remote_addr_ipv6=False)
 
@@ -158,7 +162,8 @@ class MessageQueue:
             raise ValueError(f"stale handle: queue '{handle.name}' was re-created after this handle was "
                              "exported")
         try:
-            reader = _core.Reader(handle.name, index, wait=handle.wait, liveness_s=handle.liveness_interval)
+            reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
+                                  liveness_s=handle.liveness_interval)
         except ValueError as e:
             raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
         self = MessageQueue.__new__(MessageQueue)
