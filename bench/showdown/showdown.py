@@ -20,12 +20,14 @@ prep time in async mode); executor and worker CPU%; the workers' idle CPU% over 
 """
 
 import argparse
+import ctypes
 import json
 import os
 import pickle
 import platform
 import queue
 import resource
+import signal
 import statistics
 import sys
 import threading
@@ -190,6 +192,10 @@ TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": 
 
 
 def worker_main(transport, rank, work_s, reply_all):
+    # Die with the executor: a spin-waiting orphan would burn a core forever.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:
+        os._exit(1)
     recv, reply, cleanup = transport.worker_endpoints(rank)
     while True:
         msg = recv()
