@@ -324,7 +324,7 @@ def plot(rows, path):
     ax.set_yscale("log")
     ax.set_xticks(range(len(rows)), labels, fontsize=8)
     ax.set_ylabel("step overhead p50 (µs, log)")
-    ax.set_title("executor showdown: (a) spin+yield rank-by-rank, (b) ringcast rank-by-rank, (c) ringcast + gather")
+    ax.set_title("executor showdown: (a) spin+yield rank-by-rank, (b) ringcast rank-by-rank, (c) ringcast + gather, (d) (c) with 2 ms spin")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"plot: {path}")
