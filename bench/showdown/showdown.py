@@ -79,6 +79,17 @@ def self_cpu_seconds():
 # ---- transports: how a step's request goes out and its replies come back ---------------------------
 
 
+def collect_rank_by_rank(reply_queues, step, ranks):
+    """Today's aggregation: one reply queue per worker, read one after another, each with its own wait."""
+    out = []
+    for r in ranks:
+        rep = reply_queues[r].dequeue()
+        if rep[0] != step:
+            raise RuntimeError(f"rank {r}: reply for step {rep[0]} while collecting step {step}")
+        out.append(rep)
+    return out
+
+
 class Baseline:
     name = "(a) spin+yield, rank by rank"
 
@@ -97,13 +108,7 @@ class Baseline:
         self.bcast.enqueue(obj)
 
     def collect(self, step, ranks):
-        out = []
-        for r in ranks:  # one spin-wait per rank, in order
-            rep = self.replies[r].dequeue()
-            if rep[0] != step:
-                raise RuntimeError(f"rank {r}: reply for step {rep[0]} while collecting step {step}")
-            out.append(rep)
-        return out
+        return collect_rank_by_rank(self.replies, step, ranks)
 
     def close(self):
         for q in self.replies:
@@ -143,13 +148,7 @@ class RingcastRankByRank:
         self.bcast.enqueue(obj)
 
     def collect(self, step, ranks):
-        out = []
-        for r in ranks:
-            rep = self.replies[r].dequeue()
-            if rep[0] != step:
-                raise RuntimeError(f"rank {r}: reply for step {rep[0]} while collecting step {step}")
-            out.append(rep)
-        return out
+        return collect_rank_by_rank(self.replies, step, ranks)
 
     def close(self):
         self.bcast.shutdown()
