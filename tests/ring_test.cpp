@@ -439,3 +439,35 @@ TEST(Ranks, ADetachedRankMayReattachAndResumes) {
 
 }  // namespace
 }  // namespace ringcast::test
+
+namespace ringcast::test {
+namespace {
+
+// The size promise: any message up to at least 1 GiB through a ring of the smallest capacity (64 KiB),
+// streamed in fragments and reassembled (64 MiB in sanitizer builds, RINGCAST_TEST_SCALE < 1).
+TEST(Fragments, OneGibibyteThroughTheSmallestRing) {
+    const std::size_t size = test_scale() >= 1.0 ? (std::size_t{1} << 30) : (std::size_t{64} << 20);
+    ScopedName name("gib");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = layout::kMinCapacity});
+    std::string failure = "reader did not run";
+    std::thread reader([&] {
+        auto r = Reader::attach(name, 0);
+        const Message m = r.peek(120s);
+        if (m.status != Status::ok) {
+            failure = std::string("peek: ") + to_string(m.status);
+            return;
+        }
+        failure = check_message(m.bytes, 77, size);
+        r.release();
+    });
+    {
+        std::vector<std::byte> big(size);
+        fill_message(big, 77);
+        ASSERT_EQ(w.write(big, 120s, 5), Status::ok);
+    }
+    reader.join();
+    EXPECT_EQ(failure, "");
+}
+
+}  // namespace
+}  // namespace ringcast::test

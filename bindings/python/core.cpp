@@ -957,6 +957,7 @@ PYBIND11_MODULE(_core, m) {
     g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
     m.attr("MAX_PARTS") = kMaxParts;
+    m.attr("ABI_VERSION") = layout::kAbiVersion;
     m.attr("MIN_CAPACITY") = layout::kMinCapacity;
     m.attr("MAX_READERS") = layout::kMaxReaders;
     m.attr("MAIN_THREAD_SLICE_S") = std::chrono::duration<double>(kMainThreadSlice).count();

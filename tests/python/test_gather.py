@@ -131,3 +131,22 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="method"):
         ringcast.ReplyGather(2, method="poll")
     g.close()
+
+
+def test_handles_from_another_version_are_refused():
+    import dataclasses
+    import pickle as pk
+
+    g = ringcast.ReplyGather(1)
+    old = dataclasses.replace(g.export_handle(), abi_version=ringcast._core.ABI_VERSION + 1)
+    with pytest.raises(ValueError, match="another ringcast version"):
+        ringcast.ReplyGather.create_from_handle(pk.loads(pk.dumps(old)), 0)
+    q = ringcast.MessageQueue(1, 1)
+    h = q.export_handle()
+    legacy = pk.loads(pk.dumps(h))
+    del legacy.__dict__["abi_version"]  # as pickled by a version that had no such field
+    with pytest.raises(ValueError, match="ABI unknown"):
+        ringcast.MessageQueue.create_from_handle(legacy, 0)
+    ringcast.MessageQueue.create_from_handle(h, 0).shutdown()  # the current one attaches
+    q.shutdown()
+    g.close()

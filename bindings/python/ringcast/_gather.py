@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional, Union
 
 from ringcast import _core
+from ringcast._queue import check_handle_version
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class GatherHandle:
     wait: str
     liveness_interval: float
     spin_us: float = 10.0
+    abi_version: int = -1  # set by export_handle; another version's handle is refused
 
 
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
@@ -76,12 +78,13 @@ class ReplyGather:
     def export_handle(self) -> GatherHandle:
         if self._collector is None:
             raise RuntimeError("export_handle: only the executor side (the constructor's) has a handle")
-        return GatherHandle(self.name, self.n_ranks, self._wait, self._liveness, self._spin_us)
+        return GatherHandle(self.name, self.n_ranks, self._wait, self._liveness, self._spin_us, _core.ABI_VERSION)
 
     @staticmethod
     def create_from_handle(handle: GatherHandle, rank: int) -> "ReplyGather":
         if not isinstance(handle, GatherHandle):
             raise ValueError(f"not a ReplyGather handle: {type(handle).__name__}")
+        check_handle_version(handle)
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < handle.n_ranks:
             raise ValueError(f"rank {rank!r} out of range: the group has ranks 0..{handle.n_ranks - 1}")
         self = ReplyGather.__new__(ReplyGather)

@@ -47,10 +47,22 @@ class Handle:
     local_subscribe_addr: Optional[str] = None
     remote_subscribe_addr: Optional[str] = None
     remote_addr_ipv6: bool = False
+    # The ringcast ABI the exporting process spoke; -1 in a handle built by hand (set by export).
+    abi_version: int = -1
 
     @property
     def buffer_handle(self):
         return (self.n_reader, self.max_chunk_bytes, self.max_chunks, self.name)
+
+
+def check_handle_version(handle) -> None:
+    """A handle pickled by another ringcast version (its fields may mean other things) is refused with
+    the reason, before anything is attached. Looks at the instance's own fields: a pickle from a
+    version without the field must not pick up the class default."""
+    version = vars(handle).get("abi_version")
+    if version != _core.ABI_VERSION:
+        raise ValueError(f"handle from another ringcast version (ABI {version if version is not None else 'unknown'}); "
+                         f"this ringcast speaks ABI {_core.ABI_VERSION}: export a new handle from the writer")
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -138,6 +150,7 @@ class MessageQueue:
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
             max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,
             creation_time_ns=self._writer.creation_time_ns, writer_pid=os.getpid(), wait=wait, spin_us=spin_us,
+            abi_version=_core.ABI_VERSION,
             liveness_interval=liveness_interval, local_subscribe_addr=None,
             remote_subscribe_addr=None, remote_addr_ipv6=False)
 
@@ -150,6 +163,7 @@ class MessageQueue:
         """Attach as the reader of global `rank` (one of handle.local_reader_ranks)."""
         if not isinstance(handle, Handle):
             raise ValueError(f"expected a ringcast.Handle, got {type(handle).__name__}")
+        check_handle_version(handle)
         if rank not in handle.local_reader_ranks:
             raise ValueError(f"rank {rank!r} is not a local reader of queue '{handle.name}' "
                              f"(local_reader_ranks={handle.local_reader_ranks})")
