@@ -151,12 +151,15 @@ void GatherCollector::check_pending_alive(const std::vector<std::uint32_t>& pend
     }
 }
 
+// One look at every pending ring (tail and closed flag, acquire): true if one has a record or closed.
+bool GatherCollector::any_pending_ready(const std::vector<std::uint32_t>& pending) noexcept {
+    for (std::uint32_t r : pending)
+        if (readers_[r].poll_acquire()) return true;
+    return false;
+}
+
 WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline) {
-    const auto any_ready = [&] {
-        for (std::uint32_t r : pending)
-            if (readers_[r].poll_acquire()) return true;
-        return false;
-    };
+    const auto any_ready = [&] { return any_pending_ready(pending); };
     if (options_.method == GatherWait::futex_waitv) return wait_any_waitv(pending, deadline);
     auto& b = bell_.line();
     struct IdleCheck {
@@ -182,11 +185,7 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
 
 // The futex_waitv variant of the sleep phase: steps 3a..3f of wait.hpp, over every pending ring.
 WaitOutcome GatherCollector::wait_any_waitv(const std::vector<std::uint32_t>& pending, Deadline deadline) {
-    const auto any_ready = [&] {
-        for (std::uint32_t r : pending)
-            if (readers_[r].poll_acquire()) return true;
-        return false;
-    };
+    const auto any_ready = [&] { return any_pending_ready(pending); };
     const auto cancelled = [&] { return cancelled_->load(std::memory_order_acquire); };
     if (any_ready()) return WaitOutcome::ready;
     if (cancelled()) return WaitOutcome::cancelled;

@@ -120,6 +120,7 @@ private:
     [[nodiscard]] WaitOutcome wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline);
     [[nodiscard]] WaitOutcome wait_any_waitv(const std::vector<std::uint32_t>& pending, Deadline deadline);
     void check_pending_alive(const std::vector<std::uint32_t>& pending);
+    [[nodiscard]] bool any_pending_ready(const std::vector<std::uint32_t>& pending) noexcept;
 
     std::string name_;
     GatherOptions options_;
