@@ -17,16 +17,21 @@ constexpr std::uint32_t state_value(SlotState s) noexcept { return static_cast<s
 
 // Claims a (pid, start time) owner word pair: free (0) or held by a dead process → ours.
 // Returns the live holder's pid on failure, 0 on success.
+//
+// The pid is the claim (one CAS decides between racing claimants); the start time follows it. A
+// claimant that loses the CAS to another one therefore may read the winner's pid with the *old*
+// holder's start time: it judges that fresh winner by its pid alone (alive and not a zombie), or it
+// would take it for dead and both would own the rank.
 std::uint32_t claim_owner(std::atomic<std::uint32_t>& owner_pid, std::atomic<std::uint64_t>& owner_start) {
     const auto me = static_cast<std::uint32_t>(::getpid());
     const std::uint64_t my_start = process_start_time(::getpid());
-    for (;;) {
-        std::uint32_t holder = owner_pid.load(std::memory_order_acquire);
+    std::uint32_t holder = owner_pid.load(std::memory_order_acquire);
+    for (bool fresh_winner = false;; fresh_winner = true) {
         if (holder != 0) {
-            if (process_alive(static_cast<pid_t>(holder), owner_start.load(std::memory_order_acquire)))
-                return holder;
+            const std::uint64_t start = fresh_winner ? 0 : owner_start.load(std::memory_order_acquire);
+            if (process_alive(static_cast<pid_t>(holder), start)) return holder;
         }
-        // Free or dead holder. The CAS makes exactly one claimant win.
+        // Free or dead holder. The CAS makes exactly one claimant win; on failure `holder` is the winner.
         if (owner_pid.compare_exchange_strong(holder, me, std::memory_order_acq_rel)) {
             owner_start.store(my_start, std::memory_order_release);
             return 0;
