@@ -84,9 +84,18 @@ def test_main_thread_keeps_its_speed_while_two_threads_are_blocked(queue_pair):
             except TimeoutError:
                 pass
 
+    # Interleaved solo / loaded windows, best of each, up to 6 rounds: a 2-core CI machine is shared
+    # with other processes, and one preempted window must not decide. Threads that held the GIL while
+    # blocked would push every loaded window far below 0.9 (the GIL probe tests above show that
+    # deterministically), so stopping at the first round that reaches 0.9 still fails them.
+    # Both windows equally long (a shorter one is likelier to catch a fast moment of a shared VM),
+    # and the process pinned to one CPU so solo and loaded windows run on the same (v)CPU.
     solo, loaded = [], []
-    for _ in range(3):  # interleaved best-of-3: this machine is shared with other jobs
-        solo.append(spin_rate(0.3))
+    ratio = 0.0
+    saved_affinity = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(saved_affinity)})
+    for _ in range(6):
+        solo.append(spin_rate(1.0))
         stop.clear()
         ts = [threading.Thread(target=block, args=(r,)) for r in rs]
         [t.start() for t in ts]
@@ -94,8 +103,12 @@ def test_main_thread_keeps_its_speed_while_two_threads_are_blocked(queue_pair):
         loaded.append(spin_rate(1.0))
         stop.set()
         [t.join() for t in ts]
-    ratio = max(loaded) / max(solo)
-    assert ratio >= 0.9, f"main-thread rate with 2 blocked dequeue threads = {ratio:.3f} of solo"
+        ratio = max(loaded) / max(solo)
+        if ratio >= 0.9 and len(loaded) >= 2:
+            break
+    os.sched_setaffinity(0, saved_affinity)
+    assert ratio >= 0.9, (f"main-thread rate with 2 blocked dequeue threads = {ratio:.3f} of solo "
+                          f"(solo {[round(x) for x in solo]}, loaded {[round(x) for x in loaded]})")
 
 
 def test_shutdown_wakes_a_blocked_reader(queue_pair):
