@@ -107,15 +107,16 @@ inline std::size_t message_size(std::uint64_t seq, std::uint64_t big_every = 0) 
     return bits == 0 ? 0 : static_cast<std::size_t>((r >> 8) % (std::uint64_t{1} << bits));
 }
 
-// Runs fn in a forked child; the child exits 0 on success, 1 on a failed gtest expectation or an
-// exception (printed). Never returns in the child.
-inline pid_t fork_child(const std::function<void()>& fn) {
+// Runs fn in a forked child; the child exits 0 on success, 1 on a failed gtest expectation (unless
+// `count_gtest_failures` is false: children that report through shared memory must not inherit a
+// failure the parent recorded before the fork), 2 on an exception (printed). Never returns in the child.
+inline pid_t fork_child(const std::function<void()>& fn, bool count_gtest_failures = true) {
     const pid_t pid = ::fork();
     if (pid != 0) return pid;
     int code = 0;
     try {
         fn();
-        if (::testing::Test::HasFailure()) code = 1;
+        if (count_gtest_failures && ::testing::Test::HasFailure()) code = 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "child %d: exception: %s\n", ::getpid(), e.what());
         code = 2;

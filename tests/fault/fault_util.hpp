@@ -64,22 +64,9 @@ struct Rng {
     std::uint64_t below(std::uint64_t n) noexcept { return next() % n; }
 };
 
-// Runs fn in a forked child that exits 0 when fn returns (children of these suites report through
-// shared memory, so a gtest failure recorded earlier in the parent must not leak into their status
-// the way test_util's fork_child would), 2 on an escaped exception.
-inline pid_t spawn(const std::function<void()>& fn) {
-    const pid_t pid = ::fork();
-    if (pid != 0) return pid;
-    int code = 0;
-    try {
-        fn();
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "child %d: exception: %s\n", ::getpid(), e.what());
-        code = 2;
-    }
-    std::fflush(nullptr);
-    ::_exit(code);
-}
+// The fault suites' children report through shared memory: their exit status must not carry a
+// gtest failure the parent recorded before the fork.
+inline pid_t spawn(const std::function<void()>& fn) { return fork_child(fn, /*count_gtest_failures=*/false); }
 
 inline int fault_trials() {
     if (const char* s = std::getenv("RINGCAST_FAULT_TRIALS")) return std::max(1, std::atoi(s));
