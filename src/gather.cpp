@@ -176,7 +176,8 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
                     options_.wait.before_sleep,
                     options_.liveness_interval,
                     on_idle,
-                    &idle};
+                    &idle,
+                    &reply_waits_};
     const std::uint64_t waits_before = b.waits.load(std::memory_order_relaxed);
     const WaitOutcome o = block_until(options_.wait, ctx, any_ready);
     kernel_waits_ += b.waits.load(std::memory_order_relaxed) - waits_before;
@@ -190,17 +191,29 @@ WaitOutcome GatherCollector::wait_any_waitv(const std::vector<std::uint32_t>& pe
     if (any_ready()) return WaitOutcome::ready;
     if (cancelled()) return WaitOutcome::cancelled;
     if (deadline == kPollOnly) return WaitOutcome::timed_out;
-    // Spin phase of the configured strategy (hybrid: a few µs) before the kernel wait.
+    // Adaptive hybrid: the wait is timed and recorded, as in wait.hpp's block_until(options, ...).
+    const Deadline start = Clock::now();
+    const bool adaptive = options_.wait.adaptive();
+    const auto finish = [&](WaitOutcome o) {
+        if (adaptive && o != WaitOutcome::cancelled) reply_waits_.record(Clock::now() - start, options_.wait.spin_max);
+        return o;
+    };
+    // Spin phase of the configured strategy (hybrid: a few µs, or the adaptive budget) before the
+    // kernel wait; past spin_for the adaptive spin is polite, as AdaptiveHybridStrategy's.
     if (options_.wait.kind != WaitKind::futex) {
-        const auto spin_end = options_.wait.kind == WaitKind::hybrid ? Clock::now() + options_.wait.spin_for : deadline;
+        const auto budget = adaptive ? reply_waits_.budget(options_.wait.spin_for, options_.wait.spin_max)
+                                     : options_.wait.spin_for;
+        const AdaptiveHybridStrategy polite{options_.wait.spin_for, budget};
+        const auto spin_end = options_.wait.kind == WaitKind::hybrid ? start + budget : deadline;
         for (std::uint32_t i = 1;; ++i) {
             if (options_.wait.kind == WaitKind::spin_yield) ::sched_yield(); else cpu_relax();
-            if (any_ready()) return WaitOutcome::ready;
+            if (any_ready()) return finish(WaitOutcome::ready);
             if ((i & 63u) == 0) {
                 if (cancelled()) return WaitOutcome::cancelled;
-                const auto now = Clock::now();
-                if (now >= deadline) return WaitOutcome::timed_out;
+                auto now = Clock::now();
+                if (now >= deadline) return finish(WaitOutcome::timed_out);
                 if (now >= spin_end) break;
+                if (adaptive && !polite.keep_spinning(now - start, now)) break;
             }
         }
     }
@@ -226,10 +239,10 @@ WaitOutcome GatherCollector::wait_any_waitv(const std::vector<std::uint32_t>& pe
             readers_[r].data_site().sleepers->fetch_sub(1, std::memory_order_relaxed);
         if (res == FutexWaitResult::unsupported)
             throw Error(ErrorCode::system, "futex_waitv is not supported by this kernel (needs Linux 5.16); use the doorbell");
-        if (ready || any_ready()) return WaitOutcome::ready;
+        if (ready || any_ready()) return finish(WaitOutcome::ready);
         if (cancelled()) return WaitOutcome::cancelled;
         const auto now = Clock::now();
-        if (now >= deadline) return WaitOutcome::timed_out;
+        if (now >= deadline) return finish(WaitOutcome::timed_out);
         if (now >= next_check) {
             check_pending_alive(pending);
             next_check = now + options_.liveness_interval;

@@ -19,6 +19,7 @@ namespace {
 struct BroadcastParam {
     WaitKind kind;
     std::uint64_t messages;  // before RINGCAST_TEST_SCALE
+    std::chrono::microseconds spin_max{0};
 };
 
 class Broadcast : public ::testing::TestWithParam<BroadcastParam> {};
@@ -27,12 +28,13 @@ class Broadcast : public ::testing::TestWithParam<BroadcastParam> {};
 // 100,000 messages (fragmented through the 1 MiB ring). Every reader checks order and checksum of
 // every message, then the closed result.
 TEST_P(Broadcast, OneWriterThreeReaderProcesses) {
-    const auto [kind, base_messages] = GetParam();
+    const auto [kind, base_messages, spin_max] = GetParam();
     const std::uint64_t n = std::max<std::uint64_t>(1000, static_cast<std::uint64_t>(double(base_messages) * test_scale()));
     const std::uint64_t big_every = std::min<std::uint64_t>(100'000, n / 4);
     ScopedName name("bcast");
     WriterOptions wo;
     wo.wait.kind = kind;
+    wo.wait.spin_max = spin_max;
     auto w = Writer::create(name, SegmentOptions{.readers = 3, .capacity = 1 << 20}, wo);
 
     std::vector<pid_t> children;
@@ -40,6 +42,7 @@ TEST_P(Broadcast, OneWriterThreeReaderProcesses) {
         children.push_back(fork_child([&, rank] {
             ReaderOptions ro;
             ro.wait.kind = kind;
+            ro.wait.spin_max = spin_max;
             auto r = Reader::attach(name, rank, ro);
             std::uint64_t bytes = 0;
             for (std::uint64_t seq = 0; seq < n; ++seq) {
@@ -77,9 +80,13 @@ TEST_P(Broadcast, OneWriterThreeReaderProcesses) {
 INSTANTIATE_TEST_SUITE_P(Strategies, Broadcast,
                          ::testing::Values(BroadcastParam{WaitKind::futex, 1'000'000},
                                            BroadcastParam{WaitKind::hybrid, 1'000'000},
+                                           BroadcastParam{WaitKind::hybrid, 200'000, std::chrono::microseconds{2000}},
                                            BroadcastParam{WaitKind::spin, 20'000},
                                            BroadcastParam{WaitKind::spin_yield, 20'000}),
-                         [](const auto& info) { return std::string(to_string(info.param.kind)); });
+                         [](const auto& info) {
+                             return std::string(to_string(info.param.kind)) +
+                                    (info.param.spin_max.count() > 0 ? "_adaptive" : "");
+                         });
 
 TEST(Processes, CloseWakesReadersBlockedInOtherProcesses) {
     ScopedName name("pclose");

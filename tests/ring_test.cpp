@@ -19,6 +19,12 @@ namespace {
 template <WaitKind K>
 struct Kind {
     static constexpr WaitKind value = K;
+    static constexpr std::chrono::microseconds spin_max{0};
+};
+// The adaptive hybrid (spin_max > spin_for) runs every typed test too.
+struct AdaptiveKind {
+    static constexpr WaitKind value = WaitKind::hybrid;
+    static constexpr std::chrono::microseconds spin_max{2000};
 };
 
 template <class K>
@@ -27,11 +33,13 @@ protected:
     static WriterOptions writer_options() {
         WriterOptions o;
         o.wait.kind = K::value;
+        o.wait.spin_max = K::spin_max;
         return o;
     }
     static ReaderOptions reader_options() {
         ReaderOptions o;
         o.wait.kind = K::value;
+        o.wait.spin_max = K::spin_max;
         return o;
     }
     static bool spins() { return K::value == WaitKind::spin || K::value == WaitKind::spin_yield; }
@@ -49,15 +57,23 @@ protected:
 };
 
 using Strategies = ::testing::Types<Kind<WaitKind::spin>, Kind<WaitKind::spin_yield>, Kind<WaitKind::futex>,
-                                    Kind<WaitKind::hybrid>>;
+                                    Kind<WaitKind::hybrid>, AdaptiveKind>;
 class KindNames {
 public:
     template <class T>
     static std::string GetName(int) {
-        return std::string(to_string(T::value));
+        return std::string(to_string(T::value)) + (T::spin_max.count() > 0 ? "_adaptive" : "");
     }
 };
 TYPED_TEST_SUITE(RingTest, Strategies, KindNames);
+
+// The waker side of wait.hpp's protocol for a bare flag (w1..w3).
+void publish_flag_and_notify(std::atomic<bool>& flag, std::atomic<std::uint32_t>& seq,
+                             std::atomic<std::uint32_t>& sleepers) {
+    flag.exchange(true, std::memory_order_seq_cst);
+    std::atomic<std::uint64_t> waits{0}, wakes{0};
+    notify_sleepers(SleepSite{&seq, &sleepers, &waits}, wakes);
+}
 
 std::vector<std::byte> make(std::size_t n, std::uint64_t seq) {
     std::vector<std::byte> v(n);
@@ -467,6 +483,106 @@ TEST(Fragments, OneGibibyteThroughTheSmallestRing) {
     }
     reader.join();
     EXPECT_EQ(failure, "");
+}
+
+// ---- the adaptive hybrid's predictor -------------------------------------------------------------
+constexpr std::chrono::nanoseconds kFloor = 10us, kMax = 2ms;
+
+TEST(SpinHistory, StartsAtTheFloorAndFollowsShortWaits) {
+    SpinHistory h;
+    EXPECT_EQ(h.budget(kFloor, kMax), kFloor) << "no history: spin only the floor";
+    for (int i = 0; i < 30; ++i) h.record(100us, kMax);
+    EXPECT_GE(h.typical(), 95us);
+    EXPECT_LE(h.typical(), 100us);
+    EXPECT_GE(h.budget(kFloor, kMax), 190us) << "about twice the typical wait";
+    EXPECT_LE(h.budget(kFloor, kMax), 200us);
+}
+
+TEST(SpinHistory, LongWaitsFallBackToTheFloorAndAreForgotten) {
+    SpinHistory h;
+    for (int i = 0; i < 30; ++i) h.record(100us, kMax);
+    h.record(std::chrono::hours(1), kMax);  // an idle hour: capped at 4 x spin_max
+    EXPECT_LE(h.typical(), 4 * kMax);
+    EXPECT_EQ(h.budget(kFloor, kMax), kFloor) << "waits have been long: do not spin through them";
+    for (int i = 0; i < 12; ++i) h.record(100us, kMax);  // a burst of steps again
+    EXPECT_GT(h.budget(kFloor, kMax), kFloor) << "the idle hour must be forgotten after a few short waits";
+    EXPECT_LE(h.budget(kFloor, kMax), kMax);
+}
+
+TEST(SpinHistory, BudgetNeverLeavesFloorToMax) {
+    SpinHistory h;
+    for (auto w : {0us, 1us, 3us, 900us, 999us, 1000us, 1001us, 5000us}) {
+        h.record(w, kMax);
+        const auto b = h.budget(kFloor, kMax);
+        EXPECT_GE(b, kFloor);
+        EXPECT_LE(b, kMax);
+    }
+}
+
+// Only waits that happen are recorded: a condition already true, or a zero-timeout poll, is not a wait
+// and must not teach the predictor that waits are short.
+TEST(AdaptiveWait, RecordsOnlyRealWaits) {
+    std::atomic<std::uint32_t> seq{0}, sleepers{0};
+    std::atomic<std::uint64_t> waits{0};
+    std::atomic<bool> flag{true};
+    SpinHistory h;
+    WaitOptions o;
+    o.spin_max = kMax;
+    ASSERT_TRUE(o.adaptive());
+    WaitContext ctx{{&seq, &sleepers, &waits}};
+    ctx.history = &h;
+    const auto ready = [&] { return flag.load(std::memory_order_acquire); };
+    EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
+    EXPECT_EQ(h.typical(), 0ns);
+    flag = false;
+    ctx.deadline = kPollOnly;
+    EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::timed_out);
+    EXPECT_EQ(h.typical(), 0ns);
+    // A real wait of >= 5 ms, ended by a publish from another thread: recorded (a quarter of it).
+    ctx.deadline = Clock::now() + 10s;
+    std::thread waker([&] {
+        std::this_thread::sleep_for(5ms);
+        publish_flag_and_notify(flag, seq, sleepers);
+    });
+    EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
+    waker.join();
+    EXPECT_GE(h.typical(), 1ms);
+}
+
+// The point of it: once waits have been short, a wait of that length is spun through instead of
+// slept through (no futex_wait), which plain hybrid with its 10 us spin cannot do. Timing-based, so
+// the threshold is lenient (a loaded CI machine takes the CPU away from the spinner at times, and then
+// the polite spin sleeps, as it should).
+TEST(AdaptiveWait, SpinsThroughWaitsAsShortAsRecentOnes) {
+    const auto run = [](bool adaptive) {
+        std::atomic<std::uint32_t> seq{0}, sleepers{0};
+        std::atomic<std::uint64_t> waits{0};
+        std::atomic<bool> flag{false};
+        SpinHistory h;
+        WaitOptions o;
+        o.spin_max = adaptive ? kMax : 0ns;
+        WaitContext ctx{{&seq, &sleepers, &waits}};
+        ctx.history = &h;
+        const auto ready = [&] { return flag.load(std::memory_order_acquire); };
+        int unslept = 0;
+        for (int i = 0; i < 40; ++i) {
+            flag = false;
+            std::thread waker([&] {
+                std::this_thread::sleep_for(200us);
+                publish_flag_and_notify(flag, seq, sleepers);
+            });
+            const std::uint64_t before = waits.load();
+            ctx.deadline = Clock::now() + 10s;
+            EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
+            waker.join();
+            if (i >= 10 && waits.load() == before) ++unslept;  // the first 10 teach the history
+        }
+        return unslept;
+    };
+    const int adaptive = run(true), plain = run(false);
+    std::printf("waits of ~200us spun through without sleeping: adaptive %d/30, plain hybrid %d/30\n", adaptive, plain);
+    EXPECT_GE(adaptive, test_scale() >= 1.0 ? 10 : 1);
+    EXPECT_GT(adaptive, plain);
 }
 
 }  // namespace

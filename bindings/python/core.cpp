@@ -253,10 +253,13 @@ protected:
     std::atomic<bool> shut_{false};
 };
 
-WaitOptions wait_options(const std::string& wait, double spin_us) {
+WaitOptions wait_options(const std::string& wait, double spin_us, double spin_max_us) {
+    if (!(spin_us >= 0.0) || !(spin_max_us >= 0.0))
+        throw Failure{PyExc_ValueError, "spin_us and spin_max_us must be >= 0"};
     WaitOptions w;
     w.kind = parse_wait(wait);
     w.spin_for = std::chrono::nanoseconds(static_cast<std::int64_t>(spin_us * 1000.0));
+    w.spin_max = std::chrono::nanoseconds(static_cast<std::int64_t>(spin_max_us * 1000.0));
     w.before_sleep = {&gil_probe, nullptr};
     return w;
 }
@@ -286,14 +289,14 @@ private:
 class PyWriter : public Endpoint {
 public:
     PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t capacity, std::uint32_t mode,
-             const std::string& wait, double spin_us, double liveness_s)
+             const std::string& wait, double spin_us, double spin_max_us, double liveness_s)
         : Endpoint(liveness_from(liveness_s)) {
         SegmentOptions so;
         so.readers = readers;
         so.capacity = capacity;
         so.mode = static_cast<mode_t>(mode);
         WriterOptions wo;
-        wo.wait = wait_options(wait, spin_us);
+        wo.wait = wait_options(wait, spin_us, spin_max_us);
         // The binding waits in slices shorter than the interval, so it runs the liveness check itself
         // (check_readers); the core's own check would never fire inside a slice.
         wo.liveness_interval = std::chrono::hours(24);
@@ -528,10 +531,10 @@ private:
 // ====================================================================================================
 class PyReader : public Endpoint {
 public:
-    PyReader(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us, double liveness_s)
+    PyReader(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us, double spin_max_us, double liveness_s)
         : Endpoint(liveness_from(liveness_s)) {
         ReaderOptions ro;
-        ro.wait = wait_options(wait, spin_us);
+        ro.wait = wait_options(wait, spin_us, spin_max_us);
         ro.liveness_interval = std::chrono::hours(24);  // checked by the binding (see PyWriter)
         reader_ = std::make_unique<Reader>(Reader::attach(name, rank, ro));
         name_ = name;
@@ -814,7 +817,7 @@ private:
 class PyGatherCollector : public Endpoint {
 public:
     PyGatherCollector(const std::string& name, std::uint32_t ranks, std::uint64_t capacity, std::uint32_t mode,
-                      const std::string& method, const std::string& wait, double spin_us, double liveness_s)
+                      const std::string& method, const std::string& wait, double spin_us, double spin_max_us, double liveness_s)
         : Endpoint(liveness_from(liveness_s)), name_(name) {
         GatherOptions o;
         o.ranks = ranks;
@@ -823,7 +826,7 @@ public:
         if (method == "doorbell") o.method = GatherWait::doorbell;
         else if (method == "futex_waitv") o.method = GatherWait::futex_waitv;
         else throw Failure{PyExc_ValueError, "method must be 'doorbell' or 'futex_waitv', got '" + method + "'"};
-        o.wait = wait_options(wait, spin_us);
+        o.wait = wait_options(wait, spin_us, spin_max_us);
         o.liveness_interval = liveness_;
         collector_ = std::make_unique<GatherCollector>(GatherCollector::create(name, o));
     }
@@ -888,10 +891,10 @@ private:
 // The worker side: reply(tag, bytes) onto this rank's reply ring, then ring the doorbell if needed.
 class PyGatherWorker : public Endpoint {
 public:
-    PyGatherWorker(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us, double liveness_s)
+    PyGatherWorker(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us, double spin_max_us, double liveness_s)
         : Endpoint(liveness_from(liveness_s)), name_(name) {
         WriterOptions wo;
-        wo.wait = wait_options(wait, spin_us);
+        wo.wait = wait_options(wait, spin_us, spin_max_us);
         wo.liveness_interval = liveness_;
         worker_ = std::make_unique<GatherWorker>(GatherWorker::attach(name, rank, wo));
     }
@@ -988,9 +991,9 @@ PYBIND11_MODULE(_core, m) {
         "TEST ONLY: False keeps the GIL while blocked (the negative control of the GIL probe)");
 
     py::class_<PyWriter>(m, "Writer")
-        .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&, double, double>(),
+        .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&, double, double, double>(),
              py::arg("name"), py::arg("readers"), py::arg("capacity"), py::arg("mode") = 0600,
-             py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("liveness_s") = 1.0)
+             py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0)
         .def("send", &PyWriter::send, py::arg("parts"), py::arg("timeout") = py::none())
         .def("reserve_raw", &PyWriter::reserve_raw, py::arg("size"), py::arg("timeout") = py::none())
         .def("commit_raw", &PyWriter::commit_raw, py::arg("used") = py::none(), py::arg("publish") = true)
@@ -1006,8 +1009,8 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("closed", &PyWriter::closed);
 
     py::class_<PyReader>(m, "Reader")
-        .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double>(), py::arg("name"),
-             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("liveness_s") = 1.0)
+        .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double, double>(), py::arg("name"),
+             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0)
         .def("recv", &PyReader::recv, py::arg("timeout") = py::none())
         .def("recv_many", &PyReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none())
         .def("peek_raw", &PyReader::peek_raw, py::arg("timeout") = py::none())
@@ -1022,9 +1025,9 @@ PYBIND11_MODULE(_core, m) {
 
     py::class_<PyGatherCollector>(m, "GatherCollector")
         .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&,
-                      const std::string&, double, double>(),
+                      const std::string&, double, double, double>(),
              py::arg("name"), py::arg("ranks"), py::arg("capacity"), py::arg("mode") = 0600,
-             py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0,
+             py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0,
              py::arg("liveness_s") = 1.0)
         .def("collect", &PyGatherCollector::collect, py::arg("tag"), py::arg("ranks"), py::arg("timeout") = py::none())
         .def("shutdown", &PyGatherCollector::shutdown)
@@ -1033,8 +1036,8 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("kernel_waits", &PyGatherCollector::kernel_waits);
 
     py::class_<PyGatherWorker>(m, "GatherWorker")
-        .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double>(), py::arg("name"),
-             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("liveness_s") = 1.0)
+        .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double, double>(), py::arg("name"),
+             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0)
         .def("reply", &PyGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none())
         .def("close", &PyGatherWorker::close)
         .def_property_readonly("rank", &PyGatherWorker::rank);

@@ -127,6 +127,7 @@ private:
     DoorbellMapping bell_;
     std::vector<Reader> readers_;  // reader rank 0 of each worker's reply ring
     std::uint64_t kernel_waits_ = 0;
+    SpinHistory reply_waits_;  // how long waits for replies lasted (adaptive hybrid)
     std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
 };
 

@@ -135,6 +135,7 @@ private:
 
     Segment segment_;
     WriterOptions options_;
+    SpinHistory space_waits_;  // how long waits for space lasted (adaptive hybrid)
     layout::WriterLine* line_ = nullptr;
     std::byte* data_ = nullptr;
     std::uint64_t capacity_ = 0;
@@ -206,6 +207,7 @@ private:
 
     Segment segment_;
     ReaderOptions options_;
+    SpinHistory data_waits_;  // how long waits for data lasted (adaptive hybrid)
     layout::WriterLine* line_ = nullptr;
     layout::ReaderSlot* slot_ = nullptr;
     std::byte* data_ = nullptr;

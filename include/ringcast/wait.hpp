@@ -7,7 +7,9 @@
 //              a whole timeslice per message when oversubscribed)
 //   SpinYield  sched_yield in a loop; never sleeps: today's common design, kept as the baseline
 //   Futex      no spinning: announce, re-check, sleep in the kernel
-//   Hybrid     spin for a bounded time, then Futex (the default)
+//   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for it is
+//              adaptive: the spin budget follows how long this endpoint's recent waits lasted
+//              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is wanted
 //
 // The sleeping protocol ("Waiting without lost wake-ups", DESIGN.md; model: tests/model/ring.pml):
 //
@@ -30,6 +32,7 @@
 // which is what the seq_cst operations above guarantee).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <concepts>
@@ -68,8 +71,52 @@ struct WaitOptions {
     std::chrono::nanoseconds spin_for{10'000};  // hybrid: spin this long before sleeping. ~ one
                                                 // cross-core futex wake (PLATFORM.md: 11-14 us), the
                                                 // classic 2-competitive bound for spin-then-block.
+    std::chrono::nanoseconds spin_max{0};       // hybrid: > spin_for makes the spin adaptive, up to this
     SleepHook before_sleep{};
+
+    [[nodiscard]] bool adaptive() const noexcept { return kind == WaitKind::hybrid && spin_max > spin_for; }
 };
+
+// How long an endpoint's recent waits lasted (the ones that had to wait: a condition already true is
+// not a wait), as an exponential moving average — the adaptive hybrid's predictor. A wait that is
+// expected to end soon is worth spinning through: it saves the sleeper's wake-up (a futex wake plus a
+// scheduler hop, 10-50 us; more in a VM whose idle vCPU halted), and a spin that ends when the wait
+// does costs only the wait. Waits that have been long (an idle queue, a long step) get the floor.
+//
+//   typical <= spin_max / 2   spin 2 x typical (at least spin_for): covers most waits of that length
+//   otherwise                 spin spin_for, then sleep
+//
+// Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
+class SpinHistory {
+public:
+    SpinHistory() = default;
+    SpinHistory(const SpinHistory& other) noexcept : typical_ns_(other.typical_ns_.load(std::memory_order_relaxed)) {}
+    SpinHistory& operator=(const SpinHistory&) = delete;
+    [[nodiscard]] std::chrono::nanoseconds budget(std::chrono::nanoseconds spin_for,
+                                                  std::chrono::nanoseconds spin_max) const noexcept {
+        const std::chrono::nanoseconds twice{2 * typical_ns_.load(std::memory_order_relaxed)};
+        if (twice > spin_max) return spin_for;
+        return twice > spin_for ? twice : spin_for;
+    }
+    void record(std::chrono::nanoseconds waited, std::chrono::nanoseconds spin_max) noexcept {
+        // Capped, so that one idle minute is forgotten after a few short waits.
+        const std::int64_t w = std::min<std::int64_t>(waited.count(), 4 * spin_max.count());
+        const std::int64_t t = typical_ns_.load(std::memory_order_relaxed);
+        typical_ns_.store(t + (w - t) / 4, std::memory_order_relaxed);  // weight 1/4: ~4 waits of memory
+    }
+    [[nodiscard]] std::chrono::nanoseconds typical() const noexcept {
+        return std::chrono::nanoseconds{typical_ns_.load(std::memory_order_relaxed)};
+    }
+
+private:
+    std::atomic<std::int64_t> typical_ns_{0};
+};
+
+// A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's
+// own peer, on a machine with fewer cores than busy threads). Past spin_for the adaptive spin calls
+// sched_yield at each checkpoint; a checkpoint that comes this late means the CPU went to someone
+// else (the yield ran another thread, or the hypervisor took the vCPU): stop spinning and sleep.
+inline constexpr std::chrono::nanoseconds kSpinGaveAwayCpu{20'000};
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -149,8 +196,27 @@ struct HybridStrategy {
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return spin_for; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
 };
+// Hybrid with the budget from SpinHistory; past spin_for, polite (see kSpinGaveAwayCpu).
+struct AdaptiveHybridStrategy {
+    static constexpr WaitKind kind = WaitKind::hybrid;
+    static constexpr bool sleeps = true;
+    std::chrono::nanoseconds spin_for;
+    std::chrono::nanoseconds budget;  // from SpinHistory, taken once per wait
+    [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return budget; }
+    void relax(std::uint32_t) const noexcept { cpu_relax(); }
+    // At a spin checkpoint (`now`, `spun` since the spin began): false = stop spinning, sleep.
+    [[nodiscard]] bool keep_spinning(std::chrono::nanoseconds spun, Deadline& now) const noexcept {
+        if (spun <= spin_for) return true;
+        ::sched_yield();
+        const Deadline after = Clock::now();
+        const bool kept_cpu = after - now < kSpinGaveAwayCpu;
+        now = after;
+        return kept_cpu;
+    }
+};
 static_assert(WaitStrategy<SpinStrategy> && WaitStrategy<SpinYieldStrategy> &&
-              WaitStrategy<FutexStrategy> && WaitStrategy<HybridStrategy>);
+              WaitStrategy<FutexStrategy> && WaitStrategy<HybridStrategy> &&
+              WaitStrategy<AdaptiveHybridStrategy>);
 
 // Everything a blocking loop needs besides the strategy.
 struct WaitContext {
@@ -163,6 +229,7 @@ struct WaitContext {
     std::chrono::nanoseconds check_every{0};
     void (*on_idle)(void* context) = nullptr;
     void* idle_context = nullptr;
+    SpinHistory* history = nullptr;  // the endpoint's; used when the options are adaptive
 };
 
 // Waits until `ready()` returns true. `ready` must only read shared state (it may be called many
@@ -190,6 +257,7 @@ template <WaitStrategy S, class Ready>
     // read every 64 steps: a vDSO read costs ~20 ns, a pause ~10-40 ns.
     const auto budget = strategy.spin_budget();
     if (budget.count() > 0) {
+        const Deadline spin_start = now;
         const Deadline spin_end = budget >= Deadline::max() - now ? kNoDeadline : now + budget;
         for (std::uint32_t i = 1;; ++i) {
             strategy.relax(i);
@@ -200,6 +268,9 @@ template <WaitStrategy S, class Ready>
                 if (now >= ctx.deadline) return ready() ? WaitOutcome::ready : WaitOutcome::timed_out;
                 idle_tick(now);
                 if (now >= spin_end) break;
+                if constexpr (requires(std::chrono::nanoseconds d, Deadline& t) { strategy.keep_spinning(d, t); }) {
+                    if (!strategy.keep_spinning(now - spin_start, now)) break;
+                }
             }
         }
     }
@@ -244,7 +315,15 @@ template <class Ready>
         case WaitKind::futex: return block_until(FutexStrategy{}, ctx, ready);
         case WaitKind::hybrid: break;
     }
-    return block_until(HybridStrategy{options.spin_for}, ctx, ready);
+    if (!options.adaptive() || ctx.history == nullptr || ctx.deadline == kPollOnly)
+        return block_until(HybridStrategy{options.spin_for}, ctx, ready);
+    // Adaptive: only waits that happen are timed and recorded (the fast path stays clock-free).
+    if (ready()) return WaitOutcome::ready;
+    const Deadline start = Clock::now();
+    const WaitOutcome outcome = block_until(
+        AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)}, ctx, ready);
+    if (outcome != WaitOutcome::cancelled) ctx.history->record(Clock::now() - start, options.spin_max);
+    return outcome;
 }
 
 }  // namespace ringcast

@@ -29,6 +29,7 @@ class GatherHandle:
     liveness_interval: float
     spin_us: float = 10.0
     abi_version: int = -1  # set by export_handle; another version's handle is refused
+    spin_max_us: float = 0.0
 
 
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
@@ -53,13 +54,14 @@ class ReplyGather:
 
     Options: ``max_reply_bytes`` sizes each reply ring (larger replies still work, in fragments);
     ``method`` 'doorbell' (default) or 'futex_waitv' (at most 128 ranks); ``wait`` 'hybrid' (default),
-    'futex', 'spin' or 'spin_yield'; ``spin_us`` how long hybrid spins before sleeping;
+    'futex', 'spin' or 'spin_yield'; ``spin_us`` how long hybrid spins before sleeping; ``spin_max_us``
+    above spin_us makes that spin adaptive (MessageQueue's docstring says how), applied to both sides;
     ``liveness_interval`` seconds between dead-worker checks.
     """
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
-                 wait: str = "hybrid", spin_us: float = 10.0, liveness_interval: float = 1.0,
-                 name: Optional[str] = None,
+                 wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = 0.0,
+                 liveness_interval: float = 1.0, name: Optional[str] = None,
                  mode: int = 0o600):
         if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
             raise ValueError(f"n_ranks must be an int >= 1, got {n_ranks!r}")
@@ -70,15 +72,18 @@ class ReplyGather:
         self._wait = wait
         self._liveness = liveness_interval
         self._spin_us = spin_us
+        self._spin_max_us = spin_max_us
         self._collector = _core.GatherCollector(self.name, n_ranks, capacity, mode, method, wait,
-                                                spin_us=spin_us, liveness_s=liveness_interval)
+                                                spin_us=spin_us, spin_max_us=spin_max_us,
+                                                liveness_s=liveness_interval)
         self._worker = None
         self.rank = None
 
     def export_handle(self) -> GatherHandle:
         if self._collector is None:
             raise RuntimeError("export_handle: only the executor side (the constructor's) has a handle")
-        return GatherHandle(self.name, self.n_ranks, self._wait, self._liveness, self._spin_us, _core.ABI_VERSION)
+        return GatherHandle(self.name, self.n_ranks, self._wait, self._liveness, self._spin_us, _core.ABI_VERSION,
+                            self._spin_max_us)
 
     @staticmethod
     def create_from_handle(handle: GatherHandle, rank: int) -> "ReplyGather":
@@ -90,8 +95,10 @@ class ReplyGather:
         self = ReplyGather.__new__(ReplyGather)
         self.name, self.n_ranks, self._wait, self._liveness = handle.name, handle.n_ranks, handle.wait, handle.liveness_interval
         self._spin_us = handle.spin_us
+        self._spin_max_us = vars(handle).get("spin_max_us", 0.0)
         self._collector = None
         self._worker = _core.GatherWorker(handle.name, rank, handle.wait, spin_us=handle.spin_us,
+                                          spin_max_us=self._spin_max_us,
                                           liveness_s=handle.liveness_interval)
         self.rank = rank
         return self

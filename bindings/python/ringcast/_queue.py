@@ -42,6 +42,7 @@ class Handle:
     writer_pid: int
     wait: str = "hybrid"
     spin_us: float = 10.0  # hybrid: how long a waiter spins before sleeping in the kernel
+    spin_max_us: float = 0.0  # hybrid: > spin_us makes the spin adaptive, up to this long
     liveness_interval: float = 1.0
     # vLLM Handle fields, kept for code that inspects them; remote readers are not supported yet.
     local_subscribe_addr: Optional[str] = None
@@ -89,8 +90,11 @@ class MessageQueue:
 
     Same constructor and methods as vLLM's MessageQueue. Extra keyword-only options: ``name`` (the
     /dev/shm name), ``wait`` ('hybrid', 'futex', 'spin', 'spin_yield'), ``spin_us`` (hybrid: spin this
-    long before sleeping; applies to the readers too), ``liveness_interval``
-    (seconds between dead-peer checks while blocked), ``oob_threshold``.
+    long before sleeping; applies to the readers too), ``spin_max_us`` (hybrid: above spin_us, the spin
+    adapts: each endpoint spins about twice as long as its recent waits lasted, up to spin_max_us, and
+    only spin_us once its waits have been longer than that; past spin_us the spin yields the CPU and
+    stops when another thread needed it — low latency while steps come quickly, no CPU once idle),
+    ``liveness_interval`` (seconds between dead-peer checks while blocked), ``oob_threshold``.
     """
 
     def __init__(
@@ -105,6 +109,7 @@ class MessageQueue:
         name: Optional[str] = None,
         wait: str = "hybrid",
         spin_us: float = 10.0,
+        spin_max_us: float = 0.0,
         liveness_interval: float = 1.0,
         oob_threshold: int = OOB_THRESHOLD,
     ):
@@ -131,7 +136,7 @@ class MessageQueue:
         name = name or f"ringcast-py-{os.getpid()}-{uuid.uuid4().hex[:16]}"
         capacity = _capacity_for(max_chunk_bytes, max_chunks)
 
-        self._writer = _core.Writer(name, n_local_reader, capacity, wait=wait, spin_us=spin_us,
+        self._writer = _core.Writer(name, n_local_reader, capacity, wait=wait, spin_us=spin_us, spin_max_us=spin_max_us,
                                     liveness_s=liveness_interval)
         self._reader = None
         self._finalizer = weakref.finalize(self, _shutdown_writer, self._writer)
@@ -150,6 +155,7 @@ class MessageQueue:
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
             max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,
             creation_time_ns=self._writer.creation_time_ns, writer_pid=os.getpid(), wait=wait, spin_us=spin_us,
+            spin_max_us=spin_max_us,
             abi_version=_core.ABI_VERSION,
             liveness_interval=liveness_interval, local_subscribe_addr=None,
             remote_subscribe_addr=None, remote_addr_ipv6=False)
@@ -177,6 +183,7 @@ class MessageQueue:
                              "exported")
         try:
             reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
+                                  spin_max_us=vars(handle).get("spin_max_us", 0.0),
                                   liveness_s=handle.liveness_interval)
         except ValueError as e:
             raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None

@@ -42,7 +42,7 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
     };
     if (has_room()) return Status::ok;  // readers moved on: still no clock read
     WaitContext ctx{space_site(), timeout.deadline(), &cancelled_, options_.wait.before_sleep,
-                    options_.liveness_interval, &Writer::check_lagging_readers_thunk, this};
+                    options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_};
     switch (block_until(options_.wait, ctx, has_room)) {
         case WaitOutcome::ready: return Status::ok;
         case WaitOutcome::cancelled: return Status::cancelled;
@@ -203,7 +203,7 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     const auto has_data = [&] { return poll_acquire(); };
     if (has_data()) return head_ < cached_tail_ ? Status::ok : Status::closed;  // no clock read
     WaitContext ctx{data_site(), timeout.deadline(), &cancelled_, options_.wait.before_sleep,
-                    options_.liveness_interval, &Reader::check_writer_thunk, this};
+                    options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_};
     switch (block_until(options_.wait, ctx, has_data)) {
         case WaitOutcome::ready: break;
         case WaitOutcome::cancelled: return Status::cancelled;
