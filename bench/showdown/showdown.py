@@ -2,21 +2,28 @@
 """The executor showdown: today's spin-and-yield queue against ringcast, side by side in one run.
 
 One executor process + W worker processes, K steps. Each step the executor broadcasts a ~2 KB
-scheduler-output-like object; every worker burns `--work-ms` of pure-Python CPU ("the model step"),
-then replies (only rank 0 for single-rank routing, every rank for aggregation).
+scheduler-output-like object; every worker runs a fixed amount of pure-Python work calibrated to
+`--work-ms` on an idle CPU ("the model step"), then replies (only rank 0 for single-rank routing, every
+rank for aggregation).
 
 Variants:
   (a) baseline   spin + os.sched_yield() queue in Python (bench/showdown/spin_yield_mq.py), the GIL held
                  between polls; replies read rank by rank, each with its own spin-wait
   (b) ringcast   ringcast.MessageQueue broadcast; replies through one MessageQueue per worker, read rank by rank
   (c) gather     ringcast.MessageQueue broadcast; replies through ringcast.ReplyGather: one wait for all ranks
-  (d) gather     as (c), with the hybrid waits spinning up to 2 ms (a whole step) before sleeping
+  (d) gather     as (c), with the adaptive hybrid spin (spin_max_us=2000: spin about twice the recent
+                 waits, at most 2 ms, politely; sleep at once when waits have been longer)
 each in sync mode and in async-scheduling mode, where the executor's main thread spends `--prep-ms` of
 pure-Python work preparing the next step while a second thread collects the replies.
 
-Per variant: step latency p50/p99; overhead = latency - max(slowest collected worker's measured work,
-prep time in async mode); executor and worker CPU%; the workers' idle CPU% over the second that starts
-10 ms after the last step. Writes a table, JSON and a plot (PNG, matplotlib) under --out.
+Per variant: step latency p50/p99; overhead = latency - max(slowest collected worker's work, the
+preparation in async mode), both measured as the thread CPU time they took, so time they spent without
+a CPU (taken by a spinning neighbour) or without the GIL (taken by a polling thread) counts as overhead;
+executor and worker CPU%; the workers' idle CPU% over the second that starts 10 ms after the last step.
+Every configuration runs --repeats times, interleaved; the table shows medians and each run's overhead.
+The "python floor" line is the pickling every variant does on the step's critical path, measured
+without any transport: no transport's overhead can be below it. Writes a table, JSON and a plot (PNG,
+matplotlib) under --out.
 """
 
 import argparse
@@ -41,22 +48,45 @@ from spin_yield_mq import SpinYieldQueue  # noqa: E402
 
 
 
-def busy(seconds):
-    """Pure-Python CPU work (holds the GIL, as a worker's Python step does). Returns seconds spent."""
-    t0 = time.perf_counter()
-    x = 0
-    while time.perf_counter() - t0 < seconds:
-        x += 1
-    return time.perf_counter() - t0
+class Compute:
+    """A fixed amount of pure-Python CPU work (holds the GIL, as a worker's Python step does), calibrated
+    once so that it takes `seconds` on an idle CPU. Fixed work, not "spin until the clock says so": a
+    step that loses its CPU (to a spinning neighbour) or the GIL (to a polling thread) takes longer,
+    and that shows as overhead. Returns the thread CPU time the work took: the work's own cost, without
+    the time it spent waiting for a CPU or for the GIL."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.iters = 0
+        if seconds > 0:
+            n, best = 20000, float("inf")
+            for _ in range(5):  # best of 5: the calibration must not absorb a hiccup
+                t0 = time.thread_time()
+                self._spin(n)
+                best = min(best, time.thread_time() - t0)
+            self.iters = max(1, int(n * seconds / best))
+
+    @staticmethod
+    def _spin(n):
+        x = 0
+        for i in range(n):
+            x += i
+        return x
+
+    def __call__(self):
+        t0 = time.thread_time()
+        self._spin(self.iters)
+        return time.thread_time() - t0
 
 
 def scheduler_output(step):
-    """~2 KB, shaped like an executor's per-step scheduler output."""
+    """~2 KB pickled, shaped like an executor's per-step scheduler output."""
+    ids = [f"req-{100000 + step}-{i}" for i in range(32)]
     return {
         "step": step,
-        "req_ids": [f"req-{step}-{i}" for i in range(24)],
-        "num_scheduled_tokens": {i: (i * 7) % 13 + 1 for i in range(24)},
-        "block_ids": [[step + i * 16 + j for j in range(8)] for i in range(12)],
+        "req_ids": ids,
+        "num_scheduled_tokens": {r: (i * 7) % 13 + 1 for i, r in enumerate(ids)},
+        "block_ids": [[step + i * 16 + j for j in range(16)] for i in range(16)],
         "finished": [],
     }
 
@@ -157,11 +187,12 @@ class RingcastRankByRank:
 class RingcastGather:
     name = "(c) ringcast + gather"
     spin_us = 10.0  # the library's default hybrid spin
+    spin_max_us = 0.0  # not adaptive (the default)
 
     def __init__(self, workers):
         self.workers = workers
-        self.bcast = ringcast.MessageQueue(workers, workers, spin_us=self.spin_us)
-        self.gather = ringcast.ReplyGather(workers, spin_us=self.spin_us)
+        self.bcast = ringcast.MessageQueue(workers, workers, spin_us=self.spin_us, spin_max_us=self.spin_max_us)
+        self.gather = ringcast.ReplyGather(workers, spin_us=self.spin_us, spin_max_us=self.spin_max_us)
         self.handles = (self.bcast.export_handle(), self.gather.export_handle())
 
     def worker_endpoints(self, rank):
@@ -179,18 +210,19 @@ class RingcastGather:
         self.bcast.shutdown()
 
 
-class RingcastGatherLongSpin(RingcastGather):
-    """(c) with the hybrid spin stretched over a whole step (2 ms) before sleeping: the latency of a
-    spinning queue while the step lasts, and still no CPU once idle (the spin is bounded)."""
+class RingcastGatherAdaptiveSpin(RingcastGather):
+    """(c) with the adaptive hybrid spin (spin_max_us): each endpoint spins about twice its recent
+    waits, up to 2 ms, yielding the CPU when another thread needs it; only the 10 us floor once its
+    waits have been longer. The latency of a spinning queue while steps come, no CPU once idle."""
 
-    name = "(d) ringcast + gather, 2ms spin"
-    spin_us = 2000.0
-
-
-TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": RingcastGatherLongSpin}
+    name = "(d) ringcast + gather, adaptive"
+    spin_max_us = 2000.0
 
 
-def worker_main(transport, rank, work_s, reply_all):
+TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": RingcastGatherAdaptiveSpin}
+
+
+def worker_main(transport, rank, work, reply_all):
     # Die with the executor: a spin-waiting orphan would burn a core forever.
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() == 1:
@@ -201,18 +233,18 @@ def worker_main(transport, rank, work_s, reply_all):
         if msg is None:
             break
         step = msg["step"]
-        work = busy(work_s)
+        cpu = work()
         if reply_all or rank == 0:
-            reply(step, (step, work, rank))
+            reply(step, (step, cpu, rank))
     cleanup()
     os._exit(0)
 
 
-def run_variant(kind, workers, steps, work_s, reply_all, prep_s):
+def run_variant(kind, workers, steps, work, reply_all, prep):
     transport = TRANSPORTS[kind](workers)
     pids = []
     try:
-        return measure(transport, pids, kind, workers, steps, work_s, reply_all, prep_s)
+        return measure(transport, pids, kind, workers, steps, work, reply_all, prep)
     except BaseException:
         for p in pids:  # never leave spinning workers behind
             try:
@@ -223,12 +255,12 @@ def run_variant(kind, workers, steps, work_s, reply_all, prep_s):
         raise
 
 
-def measure(transport, pids, kind, workers, steps, work_s, reply_all, prep_s):
+def measure(transport, pids, kind, workers, steps, work, reply_all, prep):
     for rank in range(workers):
         pid = os.fork()
         if pid == 0:
             try:
-                worker_main(transport, rank, work_s, reply_all)
+                worker_main(transport, rank, work, reply_all)
             finally:
                 os._exit(1)
         pids.append(pid)
@@ -240,7 +272,7 @@ def measure(transport, pids, kind, workers, steps, work_s, reply_all, prep_s):
 
     jobs, done = queue.Queue(), queue.Queue()
     collector = None
-    if prep_s > 0:  # async scheduling: another thread collects while the main thread prepares
+    if prep.iters > 0:  # async scheduling: another thread collects while the main thread prepares
 
         def collect_loop():
             while True:
@@ -255,18 +287,23 @@ def measure(transport, pids, kind, workers, steps, work_s, reply_all, prep_s):
     cpu0, wall0 = self_cpu_seconds(), time.perf_counter()
     wcpu0 = [proc_cpu_seconds(p) for p in pids]
     for step in range(1, steps + warmup + 1):
+        request = scheduler_output(step)  # the scheduler's work: before the step's clock starts
         t0 = time.perf_counter()
-        transport.broadcast(scheduler_output(step))
+        transport.broadcast(request)
         if collector is not None:
             jobs.put(step)
-            busy(prep_s)  # prepare the next step in pure Python
+            prep_cpu = prep()  # prepare the next step in pure Python
             replies = done.get()
         else:
+            prep_cpu = 0.0
             replies = transport.collect(step, ranks)
         dt = time.perf_counter() - t0
         if step > warmup:
             lat.append(dt)
-            over.append(dt - max(max(r[1] for r in replies), prep_s))
+            # What the step had to cost: its slowest collected worker's work, or the preparation if
+            # longer (both as CPU time). Everything else is overhead: the transport's waits and wakes,
+            # pickling, and time the work spent without a CPU or without the GIL.
+            over.append(dt - max(max(r[1] for r in replies), prep_cpu))
     wall = time.perf_counter() - wall0
     exec_cpu = (self_cpu_seconds() - cpu0) / wall * 100
     worker_cpu = [(proc_cpu_seconds(p) - c) / wall * 100 for p, c in zip(pids, wcpu0)]
@@ -294,7 +331,7 @@ def measure(transport, pids, kind, workers, steps, work_s, reply_all, prep_s):
         "variant": transport.name,
         "kind": kind,
         "replies": "all" if reply_all else "single",
-        "mode": "async" if prep_s > 0 else "sync",
+        "mode": "async" if prep.iters > 0 else "sync",
         "steps": steps,
         "p50_us": q(lat, 0.5),
         "p99_us": q(lat, 0.99),
@@ -323,16 +360,50 @@ def plot(rows, path):
     ax.set_yscale("log")
     ax.set_xticks(range(len(rows)), labels, fontsize=8)
     ax.set_ylabel("step overhead p50 (µs, log)")
-    ax.set_title("executor showdown: (a) spin+yield rank-by-rank, (b) ringcast rank-by-rank, (c) ringcast + gather, (d) (c) with 2 ms spin")
+    ax.set_title("executor showdown: (a) spin+yield rank-by-rank, (b) ringcast rank-by-rank, (c) ringcast + gather, (d) (c) adaptive spin")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"plot: {path}")
+
+
+def python_floor(workers, reply_all, steps=300):
+    """The Python work on a step's critical path that every variant pays, whatever its transport:
+    pickling the request, one worker unpickling it (the workers do so in parallel), one reply pickled,
+    and the executor unpickling every collected reply. Measured in this process, no transport, no
+    waits; the median per step in us. No transport's overhead can go below it."""
+    n_replies = workers if reply_all else 1
+    per_step = []
+    for step in range(1, steps + 1):
+        request = scheduler_output(step)
+        t0 = time.perf_counter()
+        pickle.loads(pickle.dumps(request, protocol=5))
+        wire = pickle.dumps((step, 0.001, 0), protocol=5)
+        for _ in range(n_replies):
+            pickle.loads(wire)
+        per_step.append(time.perf_counter() - t0)
+    return statistics.median(per_step) * 1e6
+
+
+SCALARS = ("p50_us", "p99_us", "overhead_p50_us", "overhead_p99_us", "executor_cpu_pct")
+
+
+def summarize(runs):
+    """One row per configuration: the median over the repeated runs of every number, the runs kept."""
+    row = {k: runs[0][k] for k in ("variant", "kind", "replies", "mode", "steps")}
+    for k in SCALARS:
+        row[k] = statistics.median(r[k] for r in runs)
+    row["worker_cpu_pct"] = [statistics.median(v) for v in zip(*(r["worker_cpu_pct"] for r in runs))]
+    row["worker_idle_cpu_pct"] = [max(v) for v in zip(*(r["worker_idle_cpu_pct"] for r in runs))]  # worst
+    row["overhead_p50_us_runs"] = [r["overhead_p50_us"] for r in runs]
+    row["runs"] = runs
+    return row
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--repeats", type=int, default=3, help="runs per configuration, interleaved; medians reported")
     ap.add_argument("--work-ms", type=float, default=1.0)
     ap.add_argument("--prep-ms", type=float, default=2.0, help="async mode: main thread's preparation work")
     ap.add_argument("--variants", default="abcd")
@@ -340,49 +411,66 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
-    rows = []
-    for prep in (0.0, args.prep_ms / 1e3):
-        for reply_all in (False, True):
-            for kind in args.variants:
-                rows.append(run_variant(kind, args.workers, args.steps, args.work_ms / 1e3, reply_all, prep))
-                r = rows[-1]
-                print(f"  ran {r['variant']:<30} {r['replies']:<6} {r['mode']:<5} p50 {r['p50_us']:9.1f} us", flush=True)
+    work, prep, no_prep = Compute(args.work_ms / 1e3), Compute(args.prep_ms / 1e3), Compute(0)
+    configs = [(prep_c, reply_all, kind) for prep_c in (no_prep, prep) for reply_all in (False, True)
+               for kind in args.variants]
+    runs = {c: [] for c in configs}
+    for rep in range(args.repeats):  # interleaved: a slow minute of the machine hits every variant alike
+        for c in configs:
+            prep_c, reply_all, kind = c
+            r = run_variant(kind, args.workers, args.steps, work, reply_all, prep_c)
+            runs[c].append(r)
+            print(f"  run {rep + 1}/{args.repeats} {r['variant']:<30} {r['replies']:<6} {r['mode']:<5} "
+                  f"p50 {r['p50_us']:9.1f} us  overhead p50 {r['overhead_p50_us']:8.1f} us", flush=True)
+    rows = [summarize(runs[c]) for c in configs]
+    floors = {reply_all: python_floor(args.workers, reply_all) for reply_all in (False, True)}
 
     print()
-    print(f"executor showdown — {args.workers} workers, {args.steps} steps (+warm-up), worker work {args.work_ms} ms, "
-          f"async prep {args.prep_ms} ms; {platform.node()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}")
+    print(f"executor showdown — {args.workers} workers, {args.steps} steps (+warm-up) x {args.repeats} runs "
+          f"(medians), worker work {args.work_ms} ms, async prep {args.prep_ms} ms; {platform.node()}, "
+          f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}")
     hdr = f"{'variant':<30} {'replies':<7} {'mode':<5} {'p50 us':>9} {'p99 us':>9} {'ovh p50':>9} {'ovh p99':>9} " \
-          f"{'exec CPU%':>9} {'worker CPU%':>12} {'idle CPU%':>10}"
+          f"{'exec CPU%':>9} {'worker CPU%':>12} {'idle CPU%':>10}  ovh p50 per run"
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
+        spread = " ".join(f"{v:.0f}" for v in r["overhead_p50_us_runs"])
         print(f"{r['variant']:<30} {r['replies']:<7} {r['mode']:<5} {r['p50_us']:9.1f} {r['p99_us']:9.1f} "
               f"{r['overhead_p50_us']:9.1f} {r['overhead_p99_us']:9.1f} {r['executor_cpu_pct']:9.1f} "
-              f"{statistics.mean(r['worker_cpu_pct']):12.1f} {max(r['worker_idle_cpu_pct']):10.2f}")
+              f"{statistics.mean(r['worker_cpu_pct']):12.1f} {max(r['worker_idle_cpu_pct']):10.2f}  {spread}")
+    print(f"python floor (pickling on the critical path, no transport): single {floors[False]:.1f} us, "
+          f"all {floors[True]:.1f} us")
 
     # Targets, as ratios measured in this run.
     def find(kind, replies, mode):
         return next((r for r in rows if r["kind"] == kind and r["replies"] == replies and r["mode"] == mode), None)
 
-    print("\ntargets (this run):")
+    print("\ntargets (this run, medians):")
     for mode in ("sync", "async"):
         single, agg = find("c", "single", mode), find("c", "all", mode)
         if single and agg:
             ratio = agg["overhead_p50_us"] / max(single["overhead_p50_us"], 1e-9)
             print(f"  [{mode}] gather all / single overhead p50 = {ratio:.2f} (target <= 1.05): "
                   f"{'met' if ratio <= 1.05 else 'MISSED'}")
-        for kind in ("c", "d"):
-            base, ours = find("a", "all", mode), find(kind, "all", mode)
-            if base and ours:
-                ratio = base["overhead_p50_us"] / max(ours["overhead_p50_us"], 1e-9)
-                print(f"  [{mode}] baseline / ({kind}) overhead p50 = {ratio:.1f}x (target >= 5): "
-                      f"{'met' if ratio >= 5 else 'MISSED'}")
+        for replies in ("single", "all"):
+            base = find("a", replies, mode)
+            if base is None:
+                continue
+            reachable = base["overhead_p50_us"] / floors[replies == "all"]
+            for kind in ("c", "d"):
+                ours = find(kind, replies, mode)
+                if ours:
+                    ratio = base["overhead_p50_us"] / max(ours["overhead_p50_us"], 1e-9)
+                    print(f"  [{mode}, {replies}] baseline / ({kind}) overhead p50 = {ratio:.1f}x (target >= 5): "
+                          f"{'met' if ratio >= 5 else 'MISSED'}; a transport costing nothing would reach "
+                          f"{reachable:.1f}x")
     worst_idle = max(max(r["worker_idle_cpu_pct"]) for r in rows if r["kind"] != "a")
     print(f"  ringcast idle worker CPU, worst = {worst_idle:.2f}% (target <= 1%): {'met' if worst_idle <= 1 else 'MISSED'}")
 
     with open(os.path.join(args.out, "showdown.json"), "w") as f:
-        json.dump({"workers": args.workers, "steps": args.steps, "work_ms": args.work_ms, "prep_ms": args.prep_ms,
-                   "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "rows": rows}, f, indent=1)
+        json.dump({"workers": args.workers, "steps": args.steps, "repeats": args.repeats, "work_ms": args.work_ms,
+                   "prep_ms": args.prep_ms, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
+                   "python_floor_us": {"single": floors[False], "all": floors[True]}, "rows": rows}, f, indent=1)
     print(f"json: {os.path.join(args.out, 'showdown.json')}")
     plot(rows, os.path.join(args.out, "showdown.png"))
 
