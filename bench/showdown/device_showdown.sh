@@ -10,11 +10,11 @@ cmake -S . -B "$build" -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BENCH_ZMQ=OFF -DPyt
   -Dpybind11_DIR="$("$py" -m pybind11 --cmakedir)" >"$out/configure.log" 2>&1 || { tail -40 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
 "$build/bench/ringcast-bench" strategies --readers 2 --json "$out/strategies.json" 2>&1 | tee "$out/strategies.txt"
-for w in ${WORKERS:-2 4 8}; do
+for w in ${WORKERS:-2 8}; do
   echo "== showdown W=$w"
-  PYTHONPATH="$build/python" "$py" bench/showdown/showdown.py --workers "$w" --steps "${STEPS:-500}" \
+  PYTHONPATH="$build/python" "$py" bench/showdown/showdown.py --workers "$w" --steps "${STEPS:-300}" --repeats "${REPEATS:-3}" \
     --out "$out/w$w" 2>&1 | tee "$out/showdown-w$w.txt"
   "$build/bench/showdown/ringcast-showdown-floor" --workers "$w" --json "$out/w$w/floor.json" 2>&1 | tee "$out/floor-w$w.txt"
 done
 uname -a > "$out/machine.txt"; lscpu | head -20 >> "$out/machine.txt"; nproc >> "$out/machine.txt"
-tar czf "$out/showdown.tgz" -C "$out" w2 w4 w8 2>/dev/null || true
+tar czf "$out/showdown.tgz" -C "$out" w* 2>/dev/null || true
