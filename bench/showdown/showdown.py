@@ -233,6 +233,9 @@ def worker_main(transport, rank, work, reply_all):
         if msg is None:
             break
         step = msg["step"]
+        if msg.get("barrier"):  # every rank answers: the executor knows the backlog is done
+            reply(step, (step, 0.0, rank))
+            continue
         cpu = work()
         if reply_all or rank == 0:
             reply(step, (step, cpu, rank))
@@ -307,15 +310,21 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep):
     wall = time.perf_counter() - wall0
     exec_cpu = (self_cpu_seconds() - cpu0) / wall * 100
     worker_cpu = [(proc_cpu_seconds(p) - c) / wall * 100 for p, c in zip(pids, wcpu0)]
-    # Idle: the workers now wait for a step that does not come.
+    # Idle: the workers now wait for a step that does not come. With single-rank replies the other
+    # ranks may still be working through steps the executor did not wait for: a barrier every rank
+    # answers comes first, so that the second measured is idle time.
+    if collector is not None:
+        jobs.put(None)
+        collector.join()
+        collector = None
+    barrier = steps + warmup + 1
+    transport.broadcast({"step": barrier, "barrier": True})
+    transport.collect(barrier, list(range(workers)))
     time.sleep(0.010)
     idle0, t_idle = [proc_cpu_seconds(p) for p in pids], time.perf_counter()
     time.sleep(1.0)
     idle_wall = time.perf_counter() - t_idle
     idle = [(proc_cpu_seconds(p) - c) / idle_wall * 100 for p, c in zip(pids, idle0)]
-    if collector is not None:
-        jobs.put(None)
-        collector.join()
     transport.broadcast(None)
     for p in pids:
         _, status = os.waitpid(p, 0)

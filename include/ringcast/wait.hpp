@@ -83,8 +83,8 @@ struct WaitOptions {
 // scheduler hop, 10-50 us; more in a VM whose idle vCPU halted), and a spin that ends when the wait
 // does costs only the wait. Waits that have been long (an idle queue, a long step) get the floor.
 //
-//   typical <= spin_max / 2   spin 2 x typical (at least spin_for): covers most waits of that length
-//   otherwise                 spin spin_for, then sleep
+//   typical <= spin_max   spin 2 x typical, within [spin_for, spin_max]: covers most waits of that length
+//   otherwise             spin spin_for, then sleep
 //
 // Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
 class SpinHistory {
@@ -94,9 +94,9 @@ public:
     SpinHistory& operator=(const SpinHistory&) = delete;
     [[nodiscard]] std::chrono::nanoseconds budget(std::chrono::nanoseconds spin_for,
                                                   std::chrono::nanoseconds spin_max) const noexcept {
-        const std::chrono::nanoseconds twice{2 * typical_ns_.load(std::memory_order_relaxed)};
-        if (twice > spin_max) return spin_for;
-        return twice > spin_for ? twice : spin_for;
+        const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
+        if (typical > spin_max.count()) return spin_for;
+        return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
     void record(std::chrono::nanoseconds waited, std::chrono::nanoseconds spin_max) noexcept {
         // Capped, so that one idle minute is forgotten after a few short waits.
