@@ -195,3 +195,47 @@ def test_adaptive_spin_stops_once_idle():
     assert cpu < 0.05, f"an idle adaptive collector used {cpu:.1%} of a CPU"
     w.close()
     g.close()
+
+
+def test_adaptive_spin_catches_waits_as_short_as_recent_ones():
+    """The point of spin_max_us: once an endpoint's waits have been short (~0.3 ms here), a wait of that
+    length is spun through, not slept through (no kernel wait), which the default 10 us spin cannot
+    do. Timing-based; the python suite runs alone (RUN_SERIAL), so the spinner keeps its CPU."""
+    import queue as q
+
+    def kernel_waits_for_30_replies(spin_max_us):
+        g = ringcast.ReplyGather(1, spin_max_us=spin_max_us)
+        w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+        jobs = q.Queue()
+
+        def replier():
+            while (job := jobs.get()) is not None:
+                tag, start = job
+                while time.perf_counter() - start < 0.0003:
+                    pass
+                w.reply(tag, tag)
+
+        t = threading.Thread(target=replier)
+        t.start()
+        for tag in range(1, 41):
+            if tag == 11:  # the first ten teach the endpoint how long its waits last
+                before = g._collector.kernel_waits
+            jobs.put((tag, time.perf_counter()))
+            assert g.collect(tag, timeout=5) == [tag]
+        slept = g._collector.kernel_waits - before
+        jobs.put(None)
+        t.join()
+        w.close()
+        g.close()
+        return slept
+
+    # Up to 3 rounds: a round the machine disturbs (the polite spin sleeps when its CPU is wanted) is
+    # retried; an adaptive spin that does not work fails every round.
+    rounds = []
+    for _ in range(3):
+        plain, adaptive = kernel_waits_for_30_replies(0.0), kernel_waits_for_30_replies(2000.0)
+        rounds.append((plain, adaptive))
+        if plain >= 20 and adaptive <= 10:
+            return
+    pytest.fail(f"kernel waits out of 30 (plain 10 us spin, adaptive) per round: {rounds}; expected "
+                f"plain >= 20 (control) and adaptive <= 10")
