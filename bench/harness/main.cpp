@@ -267,11 +267,11 @@ int cmd_strategies(int argc, char** argv) {
                 "reader copying every message out; CPU%% = process CPU time / wall time over the phase\n"
                 "(100 = one core), writer/reader0/reader1...\n\n");
     std::vector<Agg> rows;
-    for (const char* name : {"spin", "spin_yield", "futex", "hybrid", "floor_atomic", "floor_futex"}) {
+    for (const char* name : {"spin", "spin_yield", "futex", "hybrid", "hybrid_adapt", "floor_atomic", "floor_futex"}) {
         std::fprintf(stderr, "  measuring %s...\n", name);
         rows.push_back(measure(*find_system(name), size, readers, lim, 1, pin));
     }
-    const double atomic_floor = rows[4].p50, futex_floor = rows[5].p50;
+    const double atomic_floor = rows[rows.size() - 2].p50, futex_floor = rows.back().p50;
     std::printf("%-13s %9s %9s %8s %8s %10s %18s %18s\n", "strategy", "p50 us", "p99 us", "x atomic", "x futex",
                 "msgs/s", "cpu% rtt phase", "cpu% stream phase");
     for (const auto& r : rows) {
@@ -374,7 +374,7 @@ int cmd_matrix(int argc, char** argv) {
 
     // 3. Oversubscription: more reader processes than cores.
     std::vector<Agg> over;
-    for (const char* name : {"spin", "spin_yield", "futex", "hybrid"}) {
+    for (const char* name : {"spin", "spin_yield", "futex", "hybrid", "hybrid_adapt"}) {
         progress("oversubscribed R=" + std::to_string(oversub) + " " + name);
         over.push_back(measure(*find_system(name), 64, oversub, lim, runs, pin));
     }
@@ -382,7 +382,8 @@ int cmd_matrix(int argc, char** argv) {
     // 4. Idle CPU of a blocked reader (all four concurrently: the blocked ones do not care).
     progress("idle readers for " + fmt("%.0f", idle_s) + " s");
     const std::vector<const SystemInfo*> idle_sys = {find_system("spin"), find_system("spin_yield"),
-                                                     find_system("futex"), find_system("hybrid")};
+                                                     find_system("futex"), find_system("hybrid"),
+                                                     find_system("hybrid_adapt")};
     const std::vector<double> idle = measure_idle(idle_sys, idle_s);
 
     // 5. Microbenchmarks (fast-path publish cost vs readers attached), when built next to us.
@@ -477,7 +478,7 @@ int cmd_matrix(int argc, char** argv) {
                            p1 && p8 ? *p8 / *p1 : NAN, 1.2, true, p1 && p8 ? "" : "microbenchmarks not run"});
     }
     for (std::size_t i = 0; i < idle.size(); ++i)
-        if (idle_sys[i]->name == "hybrid" || idle_sys[i]->name == "futex")
+        if (idle_sys[i]->name == "hybrid" || idle_sys[i]->name == "futex" || idle_sys[i]->name == "hybrid_adapt")
             targets.push_back({"blocked idle reader CPU% (" + idle_sys[i]->name + ")",
                                "CPU time / wall over " + fmt("%.1f", idle_s) + " s", idle[i], 0.1, true});
     t << "\n== Issue-5 targets (this run) ==\n";

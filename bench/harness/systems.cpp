@@ -37,7 +37,10 @@ void expect_ok(ringcast::Status s, const char* what) {
 // gather.hpp's per-rank reply rings).
 class RingcastSystem final : public System {
 public:
-    explicit RingcastSystem(ringcast::WaitKind kind) { wait_.kind = kind; }
+    explicit RingcastSystem(ringcast::WaitKind kind, std::chrono::nanoseconds spin_max = {}) {
+        wait_.kind = kind;
+        wait_.spin_max = spin_max;
+    }
 
     void prepare(std::size_t max_message, std::uint32_t readers) override {
         readers_ = readers;
@@ -234,6 +237,10 @@ std::vector<SystemInfo> all_systems() {
     std::vector<SystemInfo> v;
     for (WaitKind k : {WaitKind::spin, WaitKind::spin_yield, WaitKind::futex, WaitKind::hybrid})
         v.push_back({std::string(ringcast::to_string(k)), "ringcast", [k] { return std::make_unique<RingcastSystem>(k); }});
+    // The adaptive hybrid, as the showdown's (d) uses it: spin about twice the recent waits, <= 2 ms.
+    v.push_back({"hybrid_adapt", "ringcast", [] {
+                     return std::make_unique<RingcastSystem>(WaitKind::hybrid, std::chrono::milliseconds(2));
+                 }});
     v.push_back({"floor_atomic", "floor", [] { return std::make_unique<FloorSystem>(false); }});
     v.push_back({"floor_futex", "floor", [] { return std::make_unique<FloorSystem>(true); }});
     v.push_back({"boost_mq", "peer", [] { return make_boost_mq(); }});

@@ -243,11 +243,11 @@ def worker_main(transport, rank, work, reply_all):
     os._exit(0)
 
 
-def run_variant(kind, workers, steps, work, reply_all, prep):
+def run_variant(kind, workers, steps, work, reply_all, prep, idle_s=1.0):
     transport = TRANSPORTS[kind](workers)
     pids = []
     try:
-        return measure(transport, pids, kind, workers, steps, work, reply_all, prep)
+        return measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s)
     except BaseException:
         for p in pids:  # never leave spinning workers behind
             try:
@@ -258,7 +258,7 @@ def run_variant(kind, workers, steps, work, reply_all, prep):
         raise
 
 
-def measure(transport, pids, kind, workers, steps, work, reply_all, prep):
+def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s):
     for rank in range(workers):
         pid = os.fork()
         if pid == 0:
@@ -322,7 +322,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep):
     transport.collect(barrier, list(range(workers)))
     time.sleep(0.010)
     idle0, t_idle = [proc_cpu_seconds(p) for p in pids], time.perf_counter()
-    time.sleep(1.0)
+    time.sleep(idle_s)
     idle_wall = time.perf_counter() - t_idle
     idle = [(proc_cpu_seconds(p) - c) / idle_wall * 100 for p, c in zip(pids, idle0)]
     transport.broadcast(None)
@@ -417,6 +417,7 @@ def main():
     ap.add_argument("--prep-ms", type=float, default=2.0, help="async mode: main thread's preparation work")
     ap.add_argument("--variants", default="abcd")
     ap.add_argument("--out", default="build/report")
+    ap.add_argument("--idle-seconds", type=float, default=1.0, help="length of the idle-CPU window (tests shorten it)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -427,7 +428,7 @@ def main():
     for rep in range(args.repeats):  # interleaved: a slow minute of the machine hits every variant alike
         for c in configs:
             prep_c, reply_all, kind = c
-            r = run_variant(kind, args.workers, args.steps, work, reply_all, prep_c)
+            r = run_variant(kind, args.workers, args.steps, work, reply_all, prep_c, args.idle_seconds)
             runs[c].append(r)
             print(f"  run {rep + 1}/{args.repeats} {r['variant']:<30} {r['replies']:<6} {r['mode']:<5} "
                   f"p50 {r['p50_us']:9.1f} us  overhead p50 {r['overhead_p50_us']:8.1f} us", flush=True)

@@ -1,0 +1,32 @@
+"""The main job's showdown (tools/demo step 1) runs end to end on a tiny budget: every variant and mode,
+the table, the targets, JSON with every number, the plot. Not a benchmark: nothing here is timed."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "showdown", "showdown.py"), "--steps", "20",
+                          "--repeats", "2", "--work-ms", "0.2", "--prep-ms", "0.4", "--idle-seconds", "0.05",
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "executor showdown — 2 workers" in out.stdout
+    assert "python floor" in out.stdout and "targets (this run, medians):" in out.stdout
+    report = json.loads((tmp_path / "showdown.json").read_text())
+    rows = report["rows"]
+    assert len(rows) == 4 * 2 * 2  # variants a-d x single/all x sync/async
+    assert {(r["kind"], r["replies"], r["mode"]) for r in rows} == {
+        (k, rep, m) for k in "abcd" for rep in ("single", "all") for m in ("sync", "async")}
+    for r in rows:
+        assert len(r["runs"]) == 2 and len(r["overhead_p50_us_runs"]) == 2
+        assert r["p50_us"] > 0 and r["p99_us"] >= r["p50_us"]
+        assert len(r["worker_cpu_pct"]) == 2 and len(r["worker_idle_cpu_pct"]) == 2
+    assert report["python_floor_us"]["single"] > 0
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert (tmp_path / "showdown.png").stat().st_size > 1000
