@@ -11,10 +11,12 @@ Variants:
                  between polls; replies read rank by rank, each with its own spin-wait
   (b) ringcast   ringcast.MessageQueue broadcast; replies through one MessageQueue per worker, read rank by rank
   (c) gather     ringcast.MessageQueue broadcast; replies through ringcast.ReplyGather: one wait for all ranks
+                 (in async mode collect_async: a C++ thread waits, no Python collector thread)
   (d) gather     as (c), with the adaptive hybrid spin (spin_max_us=2000: spin about twice the recent
                  waits, at most 2 ms, politely; sleep at once when waits have been longer)
 each in sync mode and in async-scheduling mode, where the executor's main thread spends `--prep-ms` of
-pure-Python work preparing the next step while a second thread collects the replies.
+pure-Python work preparing the next step while a second thread collects the replies: a Python thread
+for (a) and (b), as executors do it today; ringcast's own collect_async (a C++ thread) for (c), (d).
 
 Per variant: step latency p50/p99; overhead = latency - max(slowest collected worker's work, the
 preparation in async mode), both measured as the thread CPU time they took, so time they spent without
@@ -120,6 +122,43 @@ def collect_rank_by_rank(reply_queues, step, ranks):
     return out
 
 
+class ThreadCollector:
+    """Today's async executor: a Python thread blocks in collect() while the main thread prepares the
+    next step, and hands the replies over through a queue."""
+
+    def __init__(self, transport, ranks):
+        self.jobs, self.done = queue.Queue(), queue.Queue()
+
+        def loop():
+            while (step := self.jobs.get()) is not None:
+                self.done.put(transport.collect(step, ranks))
+
+        self.thread = threading.Thread(target=loop, daemon=True)
+        self.thread.start()
+
+    def start(self, step):
+        self.jobs.put(step)
+        return self.done.get
+
+    def close(self):
+        self.jobs.put(None)
+        self.thread.join()
+
+
+class GatherAsyncCollector:
+    """ringcast's async collect: ReplyGather.collect_async — a C++ thread waits without the GIL; the main
+    thread's result() finds the replies ready after its preparation (no Python thread, no hand-off)."""
+
+    def __init__(self, gather, ranks):
+        self.gather, self.ranks = gather, ranks
+
+    def start(self, step):
+        return self.gather.collect_async(step, self.ranks).result
+
+    def close(self):
+        pass
+
+
 class Baseline:
     name = "(a) spin+yield, rank by rank"
 
@@ -139,6 +178,9 @@ class Baseline:
 
     def collect(self, step, ranks):
         return collect_rank_by_rank(self.replies, step, ranks)
+
+    def async_collector(self, ranks):
+        return ThreadCollector(self, ranks)
 
     def close(self):
         for q in self.replies:
@@ -180,6 +222,9 @@ class RingcastRankByRank:
     def collect(self, step, ranks):
         return collect_rank_by_rank(self.replies, step, ranks)
 
+    def async_collector(self, ranks):
+        return ThreadCollector(self, ranks)
+
     def close(self):
         self.bcast.shutdown()
 
@@ -205,6 +250,9 @@ class RingcastGather:
 
     def collect(self, step, ranks):
         return self.gather.collect(step, ranks)  # one wait, one GIL release, for the whole set
+
+    def async_collector(self, ranks):
+        return GatherAsyncCollector(self.gather, ranks)
 
     def close(self):
         self.bcast.shutdown()
@@ -273,19 +321,10 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
     warmup = max(10, steps // 10)
     lat, over = [], []
 
-    jobs, done = queue.Queue(), queue.Queue()
+    # Async scheduling: the replies are collected while the main thread prepares the next step.
     collector = None
-    if prep.iters > 0:  # async scheduling: another thread collects while the main thread prepares
-
-        def collect_loop():
-            while True:
-                step = jobs.get()
-                if step is None:
-                    return
-                done.put(transport.collect(step, ranks))
-
-        collector = threading.Thread(target=collect_loop, daemon=True)
-        collector.start()
+    if prep.iters > 0:
+        collector = transport.async_collector(ranks)
 
     cpu0, wall0 = self_cpu_seconds(), time.perf_counter()
     wcpu0 = [proc_cpu_seconds(p) for p in pids]
@@ -294,9 +333,9 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         t0 = time.perf_counter()
         transport.broadcast(request)
         if collector is not None:
-            jobs.put(step)
+            replies_later = collector.start(step)
             prep_cpu = prep()  # prepare the next step in pure Python
-            replies = done.get()
+            replies = replies_later()
         else:
             prep_cpu = 0.0
             replies = transport.collect(step, ranks)
@@ -314,9 +353,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
     # ranks may still be working through steps the executor did not wait for: a barrier every rank
     # answers comes first, so that the second measured is idle time.
     if collector is not None:
-        jobs.put(None)
-        collector.join()
-        collector = None
+        collector.close()
     barrier = steps + warmup + 1
     transport.broadcast({"step": barrier, "barrier": True})
     transport.collect(barrier, list(range(workers)))

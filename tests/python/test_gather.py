@@ -239,3 +239,87 @@ def test_adaptive_spin_catches_waits_as_short_as_recent_ones():
             return
     pytest.fail(f"kernel waits out of 30 (plain 10 us spin, adaptive) per round: {rounds}; expected "
                 f"plain >= 20 (control) and adaptive <= 10")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_collect_async_matches_collect_across_processes(method):
+    """collect_async + result() gives what collect() gives, for worker processes, while this thread runs
+    Python in between."""
+    ctx = mp.get_context("fork")
+    g = ringcast.ReplyGather(3, method=method, max_reply_bytes=4096)
+    steps = 200
+    procs = [ctx.Process(target=gather_worker, args=(g.export_handle(), r, steps, 1)) for r in range(3)]
+    for p in procs:
+        p.start()
+    try:
+        for tag in range(1, steps + 1):
+            pending = g.collect_async(tag, timeout=30)
+            busy_until = time.perf_counter() + 0.0002
+            while time.perf_counter() < busy_until:  # "prepare the next step" with the GIL held
+                pass
+            replies = pending.result()
+            assert [r["rank"] for r in replies] == [0, 1, 2]
+            for r in replies:
+                assert r["tag"] == tag and r["payload"] == pattern(100 + 37 * r["rank"], tag)
+    finally:
+        for p in procs:
+            p.join(30)
+    assert all(p.exitcode == 0 for p in procs)
+    g.close()
+
+
+def test_collect_async_done_result_and_one_at_a_time():
+    g = ringcast.ReplyGather(2)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    pending = g.collect_async(7, timeout=5)
+    assert not pending.done()
+    with pytest.raises(RuntimeError, match="pending"):
+        g.collect(7, timeout=0)
+    with pytest.raises(RuntimeError, match="pending"):
+        g.collect_async(8)
+    w[1].reply(7, "b")
+    w[0].reply(7, "a")
+    deadline = time.monotonic() + 5
+    while not pending.done():  # the C++ thread collected both without this thread waiting
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    assert pending.result() == ["a", "b"]
+    with pytest.raises(RuntimeError, match="already taken"):
+        pending.result()
+    w[0].reply(8, "single")
+    assert g.collect_async(8, ranks=0, timeout=5).result() == ["single"]  # usable again
+    for x in w:
+        x.close()
+    g.close()
+
+
+def test_collect_async_errors_arrive_at_result():
+    g = ringcast.ReplyGather(3)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(3)]
+    w[1].reply(4, 1)
+    t0 = time.monotonic()
+    pending = g.collect_async(4, timeout=0.1)
+    with pytest.raises(TimeoutError, match=r"ranks 0, 2"):
+        pending.result()
+    assert time.monotonic() - t0 >= 0.1
+    w[0].reply(3, "old")  # a reply to an earlier request
+    with pytest.raises(ringcast.StaleReplyError, match="rank 0"):
+        g.collect_async(5, ranks=0, timeout=5).result()
+    with pytest.raises(ValueError, match="out of range"):
+        g.collect_async(6, ranks=[3])
+    pending = g.collect_async(6, timeout=30)
+    threading.Timer(0.05, g.close).start()
+    with pytest.raises(ringcast.ClosedError):
+        pending.result()
+    for x in w:
+        x.close()
+
+
+def test_collect_async_left_pending_is_cleaned_up():
+    """A ReplyGather dropped with a collect still pending (forever) stops its thread and frees."""
+    import gc
+
+    g = ringcast.ReplyGather(1)
+    g.collect_async(1)  # never answered, never asked for
+    del g
+    gc.collect()

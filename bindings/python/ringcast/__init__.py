@@ -6,7 +6,7 @@ released. See docs/python.md.
 """
 
 from ringcast._core import ClosedError, PeerDeadError, RingcastError, StaleReplyError
-from ringcast._gather import GatherHandle, ReplyGather
+from ringcast._gather import GatherHandle, PendingReplies, ReplyGather
 from ringcast._queue import Handle, MessageQueue, OOB_THRESHOLD
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "StaleReplyError",
     "ReplyGather",
     "GatherHandle",
+    "PendingReplies",
     "OOB_THRESHOLD",
 ]
 __version__ = "0.1.0"

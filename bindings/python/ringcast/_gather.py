@@ -123,6 +123,19 @@ class ReplyGather:
         wanted = _ranks_list(ranks, self.n_ranks)
         return [pickle.loads(b) for b in self._collector.collect(tag, wanted, timeout)]
 
+    def collect_async(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
+                      timeout: Optional[float] = None) -> "PendingReplies":
+        """Starts collect(tag, ranks, timeout) and returns at once; a C++ thread waits for the replies
+        without the GIL while this thread goes on (preparing the next step). ``result()`` returns what
+        collect() would have returned, or raises what it would have raised; when the replies are in by
+        then it costs no wait and no thread wake-up. One pending collect per ReplyGather: call result()
+        before the next collect or collect_async. The timeout runs from this call."""
+        if self._collector is None:
+            raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
+        wanted = _ranks_list(ranks, self.n_ranks)
+        self._collector.collect_start(tag, wanted, timeout)
+        return PendingReplies(self._collector, tag)
+
     @property
     def kernel_waits(self) -> int:
         return self._collector.kernel_waits if self._collector is not None else 0
@@ -140,3 +153,35 @@ class ReplyGather:
     def __repr__(self) -> str:
         side = "executor" if self._collector is not None else f"worker rank {self.rank}"
         return f"ReplyGather(name={self.name!r}, n_ranks={self.n_ranks}, {side})"
+
+
+class PendingReplies:
+    """A collect started by ReplyGather.collect_async()."""
+
+    __slots__ = ("_collector", "tag", "_taken")
+
+    def __init__(self, collector, tag: int):
+        self._collector = collector
+        self.tag = tag
+        self._taken = False
+
+    def done(self) -> bool:
+        """True once every reply is in (or the collect failed): result() will not wait."""
+        return not self._taken and self._collector.collect_done()
+
+    def result(self) -> List[Any]:
+        """The replies in the order of the ranks asked for; waits (GIL released) if they are not all in."""
+        if self._taken:
+            raise RuntimeError(f"result() of collect(tag={self.tag}) was already taken")
+        try:
+            parts = self._collector.collect_result()  # raises TimeoutError / StaleReplyError / ... as collect()
+        except KeyboardInterrupt:
+            raise  # still pending: result() may be called again
+        except BaseException:
+            self._taken = True  # the collect ended with this error
+            raise
+        self._taken = True
+        return [pickle.loads(b) for b in parts]
+
+    def __repr__(self) -> str:
+        return f"<PendingReplies tag={self.tag} {'taken' if self._taken else 'done' if self.done() else 'pending'}>"
