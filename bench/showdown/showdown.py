@@ -11,12 +11,13 @@ Variants:
                  between polls; replies read rank by rank, each with its own spin-wait
   (b) ringcast   ringcast.MessageQueue broadcast; replies through one MessageQueue per worker, read rank by rank
   (c) gather     ringcast.MessageQueue broadcast; replies through ringcast.ReplyGather: one wait for all ranks
-                 (in async mode collect_async: a C++ thread waits, no Python collector thread)
+                 (in async mode collect_async: no collector thread, result() after the preparation)
   (d) gather     as (c), with the adaptive hybrid spin (spin_max_us=2000: spin about twice the recent
                  waits, at most 2 ms, politely; sleep at once when waits have been longer)
 each in sync mode and in async-scheduling mode, where the executor's main thread spends `--prep-ms` of
 pure-Python work preparing the next step while a second thread collects the replies: a Python thread
-for (a) and (b), as executors do it today; ringcast's own collect_async (a C++ thread) for (c), (d).
+for (a) and (b), as executors do it today; ringcast's collect_async for (c), (d) (no thread: the replies
+wait in the reply rings until the main thread takes them).
 
 Per variant: step latency p50/p99; overhead = latency - max(slowest collected worker's work, the
 preparation in async mode), both measured as the thread CPU time they took, so time they spent without
@@ -146,8 +147,8 @@ class ThreadCollector:
 
 
 class GatherAsyncCollector:
-    """ringcast's async collect: ReplyGather.collect_async — a C++ thread waits without the GIL; the main
-    thread's result() finds the replies ready after its preparation (no Python thread, no hand-off)."""
+    """ringcast's async collect: ReplyGather.collect_async — the replies wait in the reply rings; the main
+    thread's result() finds them there after its preparation (no Python thread, no hand-off, no wake)."""
 
     def __init__(self, gather, ranks):
         self.gather, self.ranks = gather, ranks

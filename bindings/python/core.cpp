@@ -28,14 +28,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include <time.h>
@@ -837,125 +833,127 @@ public:
 
     // Replies (bytes) for `ranks` (empty: all), in the order of `ranks`.
     py::list collect(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout) {
-        if (async_pending_)
+        if (async_)
             throw Failure{PyExc_RuntimeError, "collect: a collect_async is pending on this ReplyGather; call its "
                                               "result() first"};
         Busy busy(*this);
         check_usable("collect");
-        if (ranks.empty())
-            for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
-        std::vector<std::optional<std::vector<std::byte>>> got(collector_->ranks());
-        std::vector<std::uint32_t> pending = ranks;
-        GatherResult last;
-        const auto attempt = [&](std::chrono::nanoseconds t) {
-            last = collector_->collect(tag, pending, t);
-            for (std::uint32_t r = 0; r < last.replies.size(); ++r)
-                if (last.replies[r]) got[r] = std::move(last.replies[r]);
-            pending = last.missing;
-            return last.status;
-        };
+        Collect c = begin(tag, std::move(ranks), timeout);
         Gil gil;
-        const Deadline deadline = deadline_after(to_timeout(timeout));
-        Status s = attempt(0ns);  // probe with the GIL held: no release when everything is there
-        if (s == Status::timed_out && deadline != kPollOnly)
-            s = wait_sliced(gil, deadline, *collector_, attempt, [&] { collector_->check_liveness(pending); });
-        gil.acquire();
-        return replies_or_raise(s, tag, ranks, pending, got, timeout_text(timeout));
+        return finish(c, gil);
     }
 
-    // ---- collect_async: the same collect, waited for by a C++ thread ------------------------------
+    // ---- collect_async: collect() split in two --------------------------------------------------
     // Today's async executors run a Python thread that blocks in collect while the main thread
-    // prepares the next step; when the replies come, that thread needs the GIL (held by the main
-    // thread), and handing the result over costs two more thread wake-ups. Here a C++ thread waits
-    // without the GIL and keeps the reply bytes; result() in the main thread finds them ready (an
-    // acquire load of `done`) and only unpickles: no Python thread, no GIL hand-off, no wake-up on
-    // the main thread's path when the replies are in before it asks.
+    // prepares the next step; when the replies come that thread needs the GIL (held by the main
+    // thread), and handing the result over costs two more thread wake-ups. No thread is needed: the
+    // workers' replies land in their reply rings whether or not anyone waits, so collect_start only
+    // records the request and its deadline, collect_done polls the rings (no wait), and
+    // collect_result takes what is there and waits (GIL released, one wait for the rest) only for
+    // what is not. When the replies are in before the main thread asks, it pays no wait, no wake-up
+    // and no GIL hand-off. The price: replies larger than what a reply ring buffers (its capacity,
+    // 4 x max_reply_bytes) hold their worker until result() drains them.
     //
-    // Thread-safety: collect_start/collect_result/collect_done from the threads of this process, one
-    // pending collect at a time (it holds the endpoint busy from start to result, so collect() and
-    // a second collect_start raise RuntimeError meanwhile).
+    // Thread-safety: one pending collect per collector (the GIL serializes these calls); collect()
+    // and a second collect_start raise RuntimeError until result() was taken.
     void collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout) {
+        if (async_)
+            throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
+                                              "(call result() first)"};
         check_usable("collect_async");
-        const std::chrono::nanoseconds t = to_timeout(timeout);
         for (std::uint32_t r : ranks)
             if (r >= collector_->ranks())
                 throw Failure{PyExc_ValueError, "rank " + std::to_string(r) + " out of range: the group has ranks 0.." +
                                                     std::to_string(collector_->ranks() - 1)};
-        if (ranks.empty())
-            for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
-        if (busy_.exchange(true, std::memory_order_acquire))
-            throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
-                                              "(call result() first) or another thread is collecting"};
-        if (!thread_) thread_ = std::make_unique<std::thread>([this] { collect_loop(); });
-        {
-            std::lock_guard lock(async_.m);
-            async_.tag = tag;
-            async_.ranks = std::move(ranks);
-            async_.timeout = t;
-            async_.timeout_text = timeout_text(timeout);
-            async_.has_job = true;
-            async_.done = false;
-            async_.done_flag.store(false, std::memory_order_relaxed);
-        }
-        async_.cv.notify_all();
-        async_pending_ = true;
+        async_ = std::make_unique<Collect>(begin(tag, std::move(ranks), timeout));
     }
 
-    [[nodiscard]] bool collect_done() const {
-        return async_pending_ && async_.done_flag.load(std::memory_order_acquire);
+    // True once result() would not wait: every reply is in, or the collect has failed (a stale reply,
+    // a closed ring, the deadline passed).
+    [[nodiscard]] bool collect_done() {
+        if (!async_) return false;
+        if (async_->status != Status::timed_out || async_->error) return true;
+        Busy busy(*this);
+        try {
+            async_->status = attempt(*async_, 0ns);
+        } catch (const Error&) {
+            async_->error = std::current_exception();
+            return true;
+        }
+        return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
     }
 
     py::list collect_result() {
-        if (!async_pending_) throw Failure{PyExc_RuntimeError, "result(): no collect_async is pending"};
-        if (!async_.done_flag.load(std::memory_order_acquire)) {  // not in yet: wait, GIL released
-            Gil gil;
-            const auto slice = in_main_thread() ? kMainThreadSlice : std::chrono::nanoseconds(std::chrono::seconds(1));
-            for (;;) {
-                gil.release();
-                {
-                    std::unique_lock lock(async_.m);
-                    if (async_.cv.wait_for(lock, slice, [&] { return async_.done; })) break;
-                }
-                gil.acquire();
-                if (in_main_thread() && PyErr_CheckSignals() != 0) throw py::error_already_set();  // still pending
-            }
+        if (!async_) throw Failure{PyExc_RuntimeError, "result(): no collect_async is pending"};
+        Busy busy(*this);
+        std::unique_ptr<Collect> c = std::move(async_);
+        if (c->error) std::rethrow_exception(c->error);
+        Gil gil;
+        try {
+            return finish(*c, gil);
+        } catch (py::error_already_set& e) {  // Ctrl-C while waiting: still pending, result() may be retried
+            if (e.matches(PyExc_KeyboardInterrupt)) async_ = std::move(c);
+            throw;
         }
-        // done (published under the mutex, and done_flag's release store after it): the job's
-        // results are ours until the next collect_start.
-        async_pending_ = false;
-        busy_.store(false, std::memory_order_release);
-        if (async_.error) std::rethrow_exception(std::exchange(async_.error, nullptr));
-        return replies_or_raise(async_.status, async_.tag, async_.ranks, async_.missing, async_.got, async_.timeout_text);
     }
 
     void shutdown() {
         if (forked_child()) return;
         if (shut_.exchange(true, std::memory_order_acq_rel)) return;
-        collector_->cancel();  // a pending collect_async ends with status cancelled -> ClosedError
+        collector_->cancel();
     }
     [[nodiscard]] const std::string& name() const { return name_; }
     [[nodiscard]] std::uint32_t ranks() const { return collector_->ranks(); }
     [[nodiscard]] std::uint64_t kernel_waits() const { return collector_->kernel_waits(); }
 
     ~PyGatherCollector() {
-        if (forked_child()) {
-            (void)collector_.release();  // the parent owns the names: never remove them here
-            (void)thread_.release();     // a thread of the parent: it does not exist in this process
-            return;
-        }
-        if (thread_) {
-            {
-                std::lock_guard lock(async_.m);
-                async_.stop = true;
-            }
-            collector_->cancel();  // a collect still running (never asked for) ends now
-            async_.cv.notify_all();
-            py::gil_scoped_release nogil;
-            thread_->join();
-        }
+        if (forked_child()) (void)collector_.release();  // the parent owns the names: never remove them here
     }
 
 private:
+    struct Collect {  // one collect in progress: what is asked, what came, what is left
+        std::uint64_t tag = 0;
+        std::vector<std::uint32_t> ranks;    // as asked, in the caller's order
+        std::vector<std::uint32_t> pending;  // not in yet
+        std::vector<std::optional<std::vector<std::byte>>> got;  // by rank
+        Deadline deadline{};
+        std::string timeout_text;
+        Status status = Status::timed_out;  // of the last attempt
+        std::exception_ptr error;           // a core Error from a done() poll, rethrown by result()
+    };
+
+    Collect begin(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout) {
+        Collect c;
+        c.tag = tag;
+        if (ranks.empty())
+            for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
+        c.ranks = std::move(ranks);
+        c.pending = c.ranks;
+        c.got.resize(collector_->ranks());
+        c.deadline = deadline_after(to_timeout(timeout));
+        c.timeout_text = timeout_text(timeout);
+        return c;
+    }
+
+    // One core collect over what is still pending, waiting at most t; keeps what came.
+    Status attempt(Collect& c, std::chrono::nanoseconds t) {
+        GatherResult last = collector_->collect(c.tag, c.pending, t);
+        for (std::uint32_t r = 0; r < last.replies.size(); ++r)
+            if (last.replies[r]) c.got[r] = std::move(last.replies[r]);
+        c.pending = std::move(last.missing);
+        return last.status;
+    }
+
+    // Probe with the GIL held (no release when everything is there), then one sliced wait for the rest.
+    py::list finish(Collect& c, Gil& gil) {
+        Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns);
+        if (s == Status::timed_out && c.deadline != kPollOnly && Clock::now() < c.deadline)
+            s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t); },
+                            [&] { collector_->check_liveness(c.pending); });
+        gil.acquire();
+        return replies_or_raise(s, c.tag, c.ranks, c.pending, c.got, c.timeout_text);
+    }
+
     py::list replies_or_raise(Status s, std::uint64_t tag, const std::vector<std::uint32_t>& ranks,
                               const std::vector<std::uint32_t>& missing,
                               const std::vector<std::optional<std::vector<std::byte>>>& got,
@@ -977,55 +975,9 @@ private:
         return out;
     }
 
-    // The collecting thread: one collect per collect_start, no GIL, no Python objects.
-    void collect_loop() {
-        std::unique_lock lock(async_.m);
-        for (;;) {
-            async_.cv.wait(lock, [&] { return async_.has_job || async_.stop; });
-            if (async_.stop) return;
-            async_.has_job = false;
-            const std::uint64_t tag = async_.tag;
-            const std::vector<std::uint32_t> ranks = async_.ranks;
-            const std::chrono::nanoseconds timeout = async_.timeout;
-            lock.unlock();
-            GatherResult r;
-            std::exception_ptr error;
-            try {
-                r = collector_->collect(tag, ranks, timeout);
-            } catch (...) {
-                error = std::current_exception();
-            }
-            lock.lock();
-            async_.status = r.status;
-            async_.got = std::move(r.replies);
-            async_.missing = std::move(r.missing);
-            async_.error = error;
-            async_.done = true;
-            async_.done_flag.store(true, std::memory_order_release);  // pairs with collect_done/result's acquire
-            async_.cv.notify_all();
-        }
-    }
-
-    struct AsyncCollect {  // guarded by m, except done_flag (a lock-free peek for done()/result())
-        std::mutex m;
-        std::condition_variable cv;  // a job posted, a job done, stop
-        bool has_job = false, stop = false, done = false;
-        std::uint64_t tag = 0;
-        std::vector<std::uint32_t> ranks;
-        std::chrono::nanoseconds timeout{};
-        std::string timeout_text;
-        Status status = Status::ok;
-        std::vector<std::optional<std::vector<std::byte>>> got;
-        std::vector<std::uint32_t> missing;
-        std::exception_ptr error;
-        std::atomic<bool> done_flag{false};
-    };
-
     std::string name_;
     std::unique_ptr<GatherCollector> collector_;
-    AsyncCollect async_;
-    bool async_pending_ = false;  // a collect_start not yet matched by a result (GIL-protected)
-    std::unique_ptr<std::thread> thread_;  // started by the first collect_start
+    std::unique_ptr<Collect> async_;  // the pending collect_async, if any (GIL-protected)
 };
 
 // The worker side: reply(tag, bytes) onto this rank's reply ring, then ring the doorbell if needed.

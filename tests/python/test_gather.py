@@ -280,7 +280,7 @@ def test_collect_async_done_result_and_one_at_a_time():
     w[1].reply(7, "b")
     w[0].reply(7, "a")
     deadline = time.monotonic() + 5
-    while not pending.done():  # the C++ thread collected both without this thread waiting
+    while not pending.done():  # polls the rings, never waits
         assert time.monotonic() < deadline
         time.sleep(0.001)
     assert pending.result() == ["a", "b"]
@@ -316,7 +316,7 @@ def test_collect_async_errors_arrive_at_result():
 
 
 def test_collect_async_left_pending_is_cleaned_up():
-    """A ReplyGather dropped with a collect still pending (forever) stops its thread and frees."""
+    """A ReplyGather dropped with a collect still pending (forever, never asked for) frees cleanly."""
     import gc
 
     g = ringcast.ReplyGather(1)

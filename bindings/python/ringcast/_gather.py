@@ -125,11 +125,15 @@ class ReplyGather:
 
     def collect_async(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
                       timeout: Optional[float] = None) -> "PendingReplies":
-        """Starts collect(tag, ranks, timeout) and returns at once; a C++ thread waits for the replies
-        without the GIL while this thread goes on (preparing the next step). ``result()`` returns what
-        collect() would have returned, or raises what it would have raised; when the replies are in by
-        then it costs no wait and no thread wake-up. One pending collect per ReplyGather: call result()
-        before the next collect or collect_async. The timeout runs from this call."""
+        """Starts collect(tag, ranks, timeout) and returns at once, for an executor that prepares the next
+        step meanwhile — instead of a Python thread blocked in collect(). No thread is needed: the
+        replies land in each rank's reply ring whether or not anyone waits. ``done()`` looks without
+        waiting; ``result()`` returns what collect() would have returned (or raises what it would have
+        raised), and when the replies are in by then it costs no wait, no thread wake-up and no GIL
+        hand-off; otherwise it waits once, GIL released, for the rest. Replies larger than a reply
+        ring buffers (~4 x max_reply_bytes) hold their worker until result(). One pending collect per
+        ReplyGather: take result() before the next collect or collect_async. The timeout runs from
+        this call."""
         if self._collector is None:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
