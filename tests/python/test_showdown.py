@@ -24,7 +24,8 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         assert len(r["runs"]) == 2 and len(r["overhead_p50_us_runs"]) == 2
         assert r["p50_us"] > 0 and r["p99_us"] >= r["p50_us"]
         assert len(r["worker_cpu_pct"]) == 2 and len(r["worker_idle_cpu_pct"]) == 2
-    assert report["python_floor_us"]["single"] > 0
+    assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
+    assert all(v > 0 for v in report["python_floor_us"].values())
     try:
         import matplotlib  # noqa: F401
     except ImportError:
