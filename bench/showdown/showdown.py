@@ -112,17 +112,6 @@ def self_cpu_seconds():
 # ---- transports: how a step's request goes out and its replies come back ---------------------------
 
 
-def collect_rank_by_rank(reply_queues, step, ranks):
-    """Today's aggregation: one reply queue per worker, read one after another, each with its own wait."""
-    out = []
-    for r in ranks:
-        rep = reply_queues[r].dequeue()
-        if rep[0] != step:
-            raise RuntimeError(f"rank {r}: reply for step {rep[0]} while collecting step {step}")
-        out.append(rep)
-    return out
-
-
 class ThreadCollector:
     """Today's async executor: a Python thread blocks in collect() while the main thread prepares the
     next step, and hands the replies over through a queue."""
@@ -160,7 +149,28 @@ class GatherAsyncCollector:
         pass
 
 
-class Baseline:
+class RankByRank:
+    """Today's aggregation, shared by (a) and (b): a broadcast queue `bcast` and one reply queue per
+    worker (`replies`), read one after another, each with its own wait; async collection by a Python
+    thread."""
+
+    def broadcast(self, obj):
+        self.bcast.enqueue(obj)
+
+    def collect(self, step, ranks):
+        out = []
+        for r in ranks:
+            rep = self.replies[r].dequeue()
+            if rep[0] != step:
+                raise RuntimeError(f"rank {r}: reply for step {rep[0]} while collecting step {step}")
+            out.append(rep)
+        return out
+
+    def async_collector(self, ranks):
+        return ThreadCollector(self, ranks)
+
+
+class Baseline(RankByRank):
     name = "(a) spin+yield, rank by rank"
 
     def __init__(self, workers):
@@ -174,15 +184,6 @@ class Baseline:
         outq = SpinYieldQueue.attach(self.reply_owners[rank].handle(), None)  # the worker writes
         return inq.dequeue, lambda step, obj: outq.enqueue(obj), outq.close
 
-    def broadcast(self, obj):
-        self.bcast.enqueue(obj)
-
-    def collect(self, step, ranks):
-        return collect_rank_by_rank(self.replies, step, ranks)
-
-    def async_collector(self, ranks):
-        return ThreadCollector(self, ranks)
-
     def close(self):
         for q in self.replies:
             q.close()
@@ -190,7 +191,7 @@ class Baseline:
             q.close()
 
 
-class RingcastRankByRank:
+class RingcastRankByRank(RankByRank):
     name = "(b) ringcast, rank by rank"
 
     def __init__(self, workers):
@@ -216,15 +217,6 @@ class RingcastRankByRank:
             os.close(wr)
             with os.fdopen(rd, "rb") as f:
                 self.replies.append(ringcast.MessageQueue.create_from_handle(pickle.load(f), 0))
-
-    def broadcast(self, obj):
-        self.bcast.enqueue(obj)
-
-    def collect(self, step, ranks):
-        return collect_rank_by_rank(self.replies, step, ranks)
-
-    def async_collector(self, ranks):
-        return ThreadCollector(self, ranks)
 
     def close(self):
         self.bcast.shutdown()
