@@ -11,19 +11,18 @@ from _workers import gather_worker, gather_worker_dies, pattern
 METHODS = ["doorbell", "futex_waitv"]
 
 
-@pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("start", ["fork", "spawn"])
-def test_collect_all_from_worker_processes(method, start):
+def collect_from_worker_processes(g, start, steps, take):
+    """Runs one gather_worker process per rank of `g` (started by `start`); for tags 1..steps,
+    take(tag) must return every rank's reply, checked rank by rank (order, tag, payload)."""
     ctx = mp.get_context(start)
-    g = ringcast.ReplyGather(3, method=method, max_reply_bytes=4096)
-    steps = 300
-    procs = [ctx.Process(target=gather_worker, args=(g.export_handle(), r, steps, 1)) for r in range(3)]
+    n = g.n_ranks
+    procs = [ctx.Process(target=gather_worker, args=(g.export_handle(), r, steps, 1)) for r in range(n)]
     for p in procs:
         p.start()
     try:
         for tag in range(1, steps + 1):
-            replies = g.collect(tag, timeout=30)
-            assert [r["rank"] for r in replies] == [0, 1, 2]
+            replies = take(tag)
+            assert [r["rank"] for r in replies] == list(range(n))
             for r in replies:
                 assert r["tag"] == tag
                 assert r["payload"] == pattern(100 + 37 * r["rank"], tag)
@@ -32,6 +31,13 @@ def test_collect_all_from_worker_processes(method, start):
             p.join(30)
     assert all(p.exitcode == 0 for p in procs)
     g.close()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_collect_all_from_worker_processes(method, start):
+    g = ringcast.ReplyGather(3, method=method, max_reply_bytes=4096)
+    collect_from_worker_processes(g, start, 300, lambda tag: g.collect(tag, timeout=30))
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -157,19 +163,7 @@ def test_adaptive_spin_travels_in_handles_and_delivers():
     broadcasts arrive as with the default wait."""
     g = ringcast.ReplyGather(2, spin_max_us=2000.0, max_reply_bytes=4096)
     assert g.export_handle().spin_max_us == 2000.0
-    ctx = mp.get_context("spawn")
-    steps = 200
-    procs = [ctx.Process(target=gather_worker, args=(g.export_handle(), r, steps, 1)) for r in range(2)]
-    for p in procs:
-        p.start()
-    try:
-        for tag in range(1, steps + 1):
-            assert [r["tag"] for r in g.collect(tag, timeout=30)] == [tag, tag]
-    finally:
-        for p in procs:
-            p.join(30)
-    assert all(p.exitcode == 0 for p in procs)
-    g.close()
+    collect_from_worker_processes(g, "spawn", 200, lambda tag: g.collect(tag, timeout=30))
     q = ringcast.MessageQueue(1, 1, spin_max_us=500.0)
     assert q.export_handle().spin_max_us == 500.0
     r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
@@ -245,27 +239,16 @@ def test_adaptive_spin_catches_waits_as_short_as_recent_ones():
 def test_collect_async_matches_collect_across_processes(method):
     """collect_async + result() gives what collect() gives, for worker processes, while this thread runs
     Python in between."""
-    ctx = mp.get_context("fork")
     g = ringcast.ReplyGather(3, method=method, max_reply_bytes=4096)
-    steps = 200
-    procs = [ctx.Process(target=gather_worker, args=(g.export_handle(), r, steps, 1)) for r in range(3)]
-    for p in procs:
-        p.start()
-    try:
-        for tag in range(1, steps + 1):
-            pending = g.collect_async(tag, timeout=30)
-            busy_until = time.perf_counter() + 0.0002
-            while time.perf_counter() < busy_until:  # "prepare the next step" with the GIL held
-                pass
-            replies = pending.result()
-            assert [r["rank"] for r in replies] == [0, 1, 2]
-            for r in replies:
-                assert r["tag"] == tag and r["payload"] == pattern(100 + 37 * r["rank"], tag)
-    finally:
-        for p in procs:
-            p.join(30)
-    assert all(p.exitcode == 0 for p in procs)
-    g.close()
+
+    def take(tag):
+        pending = g.collect_async(tag, timeout=30)
+        busy_until = time.perf_counter() + 0.0002
+        while time.perf_counter() < busy_until:  # "prepare the next step" with the GIL held
+            pass
+        return pending.result()
+
+    collect_from_worker_processes(g, "fork", 200, take)
 
 
 def test_collect_async_done_result_and_one_at_a_time():
