@@ -31,53 +31,26 @@ std::string GatherResult::describe() const {
 // ---- doorbell object ------------------------------------------------------------------------------
 
 DoorbellMapping DoorbellMapping::create(const std::string& name, std::uint32_t ranks, mode_t mode) {
-    Segment::validate_name(name);
-    const std::string path = "/" + name;
-    const int fd = ::shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0) {
-        if (errno == EEXIST) throw Error(ErrorCode::already_exists, "doorbell '" + name + "' already exists");
-        if (errno == EACCES) throw Error(ErrorCode::permission_denied, "permission denied creating '" + name + "'");
-        throw_system_error("shm_open", errno);
-    }
-    if (::fchmod(fd, mode) != 0 || ::ftruncate(fd, sizeof(layout::DoorbellLine)) != 0) {
-        const int err = errno;
-        ::close(fd);
-        ::shm_unlink(path.c_str());
-        throw_system_error("ftruncate", err);
-    }
-    void* p = ::mmap(nullptr, sizeof(layout::DoorbellLine), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int err = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) {
-        ::shm_unlink(path.c_str());
-        throw_system_error("mmap", err);
-    }
-    auto* line = static_cast<layout::DoorbellLine*>(p);
+    ShmObject obj = ShmObject::create(name, sizeof(layout::DoorbellLine), mode);
+    auto* line = static_cast<layout::DoorbellLine*>(obj.map());
     line->ranks.store(ranks, std::memory_order_relaxed);
+    line->abi_version = layout::kAbiVersion;
+    line->layout_hash = layout::kLayoutHash;
     line->magic.store(layout::kDoorbellMagic, std::memory_order_release);  // publishes the fields above
     return DoorbellMapping(line);
 }
 
 DoorbellMapping DoorbellMapping::open(const std::string& name, std::uint32_t ranks) {
-    Segment::validate_name(name);
-    const int fd = ::shm_open(("/" + name).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0) {
-        if (errno == ENOENT) throw Error(ErrorCode::not_found, "gather group doorbell '" + name + "' does not exist");
-        if (errno == EACCES) throw Error(ErrorCode::permission_denied, "permission denied opening '" + name + "'");
-        throw_system_error("shm_open", errno);
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != sizeof(layout::DoorbellLine)) {
-        ::close(fd);
+    ShmObject obj = ShmObject::open(name);
+    if (obj.size() != sizeof(layout::DoorbellLine))
         throw Error(ErrorCode::not_ringcast, "'" + name + "' is not a ringcast doorbell (wrong size)");
-    }
-    void* p = ::mmap(nullptr, sizeof(layout::DoorbellLine), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int err = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) throw_system_error("mmap", err);
-    DoorbellMapping m(static_cast<layout::DoorbellLine*>(p));
+    DoorbellMapping m(static_cast<layout::DoorbellLine*>(obj.map()));
     if (m.line_->magic.load(std::memory_order_acquire) != layout::kDoorbellMagic)
         throw Error(ErrorCode::not_ringcast, "'" + name + "' is not a ringcast doorbell (magic)");
+    if (m.line_->abi_version != layout::kAbiVersion || m.line_->layout_hash != layout::kLayoutHash)
+        throw Error(ErrorCode::version_mismatch, "doorbell '" + name + "' was made by another ringcast version (ABI " +
+                                                     std::to_string(m.line_->abi_version) + ", this library speaks " +
+                                                     std::to_string(layout::kAbiVersion) + ")");
     if (ranks != 0 && m.line_->ranks.load(std::memory_order_relaxed) != ranks)
         throw Error(ErrorCode::corrupt, "doorbell '" + name + "' belongs to a group of " +
                                             std::to_string(m.line_->ranks.load()) + " ranks");
@@ -124,10 +97,15 @@ GatherCollector::~GatherCollector() {
     ::shm_unlink(("/" + gather_bell_name(name_)).c_str());
 }
 
+// The collector sleeps on doorbell_seq, announced by bit 0 of collector_sleeping (one collector).
+SleepSite GatherCollector::bell_site() const noexcept {
+    auto& b = bell_.line();
+    return {&b.doorbell_seq, &b.collector_sleeping, 1, 0, &b.waits};
+}
+
 void GatherCollector::cancel() noexcept {
     cancelled_->store(true, std::memory_order_seq_cst);
-    auto& b = bell_.line();
-    wake_all({&b.doorbell_seq, &b.collector_sleeping, &b.waits});
+    wake_all(bell_site());
     for (auto& rd : readers_) wake_all(rd.data_site());  // the futex_waitv path sleeps on these
 }
 
@@ -158,10 +136,15 @@ bool GatherCollector::any_pending_ready(const std::vector<std::uint32_t>& pendin
     return false;
 }
 
+// The one wait of collect(): wait.hpp's block_until over the doorbell, or over every pending ring.
 WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline) {
-    const auto any_ready = [&] { return any_pending_ready(pending); };
-    if (options_.method == GatherWait::futex_waitv) return wait_any_waitv(pending, deadline);
-    auto& b = bell_.line();
+    std::vector<SleepSite> sites;
+    if (options_.method == GatherWait::futex_waitv) {
+        sites.reserve(pending.size());
+        for (std::uint32_t r : pending) sites.push_back(readers_[r].data_site());  // our bit: reader rank 0
+    } else {
+        sites.push_back(bell_site());
+    }
     struct IdleCheck {
         GatherCollector* self;
         const std::vector<std::uint32_t>* pending;
@@ -170,83 +153,35 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
         auto* ic = static_cast<IdleCheck*>(c);
         ic->self->check_pending_alive(*ic->pending);
     };
-    WaitContext ctx{{&b.doorbell_seq, &b.collector_sleeping, &b.waits},
-                    deadline,
-                    cancelled_.get(),
-                    options_.wait.before_sleep,
-                    options_.liveness_interval,
-                    on_idle,
-                    &idle,
-                    &reply_waits_};
-    const std::uint64_t waits_before = b.waits.load(std::memory_order_relaxed);
-    const WaitOutcome o = block_until(options_.wait, ctx, any_ready);
-    kernel_waits_ += b.waits.load(std::memory_order_relaxed) - waits_before;
-    return o;
+    const WaitContext ctx{sites,    deadline, cancelled_.get(), options_.wait.before_sleep, options_.liveness_interval,
+                          on_idle,  &idle,    &reply_waits_,    &kernel_waits_};
+    return block_until(options_.wait, ctx, [&] { return any_pending_ready(pending); });
 }
 
-// The futex_waitv variant of the sleep phase: steps 3a..3f of wait.hpp, over every pending ring.
-WaitOutcome GatherCollector::wait_any_waitv(const std::vector<std::uint32_t>& pending, Deadline deadline) {
-    const auto any_ready = [&] { return any_pending_ready(pending); };
-    const auto cancelled = [&] { return cancelled_->load(std::memory_order_acquire); };
-    if (any_ready()) return WaitOutcome::ready;
-    if (cancelled()) return WaitOutcome::cancelled;
-    if (deadline == kPollOnly) return WaitOutcome::timed_out;
-    // Adaptive hybrid: the wait is timed and recorded, as in wait.hpp's block_until(options, ...).
-    const Deadline start = Clock::now();
-    const bool adaptive = options_.wait.adaptive();
-    const auto finish = [&](WaitOutcome o) {
-        if (adaptive && o != WaitOutcome::cancelled) reply_waits_.record(Clock::now() - start, options_.wait.spin_max);
-        return o;
-    };
-    // Spin phase of the configured strategy (hybrid: a few µs, or the adaptive budget) before the
-    // kernel wait; past spin_for the adaptive spin is polite, as AdaptiveHybridStrategy's.
-    if (options_.wait.kind != WaitKind::futex) {
-        const auto budget = adaptive ? reply_waits_.budget(options_.wait.spin_for, options_.wait.spin_max)
-                                     : options_.wait.spin_for;
-        const AdaptiveHybridStrategy polite{options_.wait.spin_for, budget};
-        const auto spin_end = options_.wait.kind == WaitKind::hybrid ? start + budget : deadline;
-        for (std::uint32_t i = 1;; ++i) {
-            if (options_.wait.kind == WaitKind::spin_yield) ::sched_yield(); else cpu_relax();
-            if (any_ready()) return finish(WaitOutcome::ready);
-            if ((i & 63u) == 0) {
-                if (cancelled()) return WaitOutcome::cancelled;
-                auto now = Clock::now();
-                if (now >= deadline) return finish(WaitOutcome::timed_out);
-                if (now >= spin_end) break;
-                if (adaptive && !polite.keep_spinning(now - start, now)) break;
-            }
+void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>& pending,
+                                  std::vector<std::uint32_t>& closed_ranks, GatherResult& result) {
+    for (auto it = pending.begin(); it != pending.end();) {
+        Reader& rd = readers_[*it];
+        const Message m = rd.peek(std::chrono::nanoseconds::zero());
+        if (m.status == Status::closed) {
+            closed_ranks.push_back(*it);
+            it = pending.erase(it);
+            continue;
         }
-    }
-    std::vector<FutexWaitvEntry> entries(pending.size());
-    auto next_check = Clock::now() + options_.liveness_interval;
-    for (;;) {
-        for (std::uint32_t r : pending)  // 3a: announce on every ring
-            readers_[r].data_site().sleepers->fetch_add(1, std::memory_order_seq_cst);
-        std::atomic_thread_fence(std::memory_order_seq_cst);  // 3b: pairs with each worker's w2
-        for (std::size_t i = 0; i < pending.size(); ++i) {    // 3c: snapshot every word
-            auto* word = readers_[pending[i]].data_site().seq;
-            entries[i] = {word->load(std::memory_order_acquire), reinterpret_cast<std::uintptr_t>(word), kFutex2SizeU32, 0};
+        if (m.status != Status::ok) {
+            ++it;
+            continue;
         }
-        const bool ready = any_ready();  // 3d: re-check after announcing
-        const bool stop = ready || cancelled();
-        FutexWaitResult res = FutexWaitResult::woken;
-        if (!stop) {
-            if (options_.wait.before_sleep.fn) options_.wait.before_sleep.fn(options_.wait.before_sleep.context);
-            ++kernel_waits_;
-            res = futex_waitv(entries.data(), static_cast<unsigned>(entries.size()), std::min(deadline, next_check));  // 3e
+        if (m.tag != tag) {
+            const std::uint64_t got = m.tag;
+            rd.release();  // consumed: the next collect() starts clean
+            throw Error(ErrorCode::stale_reply, "gather '" + name_ + "': rank " + std::to_string(*it) +
+                                                    " replied with tag " + std::to_string(got) +
+                                                    " while collecting tag " + std::to_string(tag));
         }
-        for (std::uint32_t r : pending)  // 3f
-            readers_[r].data_site().sleepers->fetch_sub(1, std::memory_order_relaxed);
-        if (res == FutexWaitResult::unsupported)
-            throw Error(ErrorCode::system, "futex_waitv is not supported by this kernel (needs Linux 5.16); use the doorbell");
-        if (ready || any_ready()) return finish(WaitOutcome::ready);
-        if (cancelled()) return WaitOutcome::cancelled;
-        const auto now = Clock::now();
-        if (now >= deadline) return finish(WaitOutcome::timed_out);
-        if (now >= next_check) {
-            check_pending_alive(pending);
-            next_check = now + options_.liveness_interval;
-        }
+        result.replies[*it].emplace(m.bytes.begin(), m.bytes.end());
+        rd.release();
+        it = pending.erase(it);
     }
 }
 
@@ -266,45 +201,45 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
             if (std::find(pending.begin(), pending.end(), r) == pending.end()) pending.push_back(r);
         }
     }
-    Status closed_status = Status::ok;
-    std::vector<std::uint32_t> closed_ranks;
-    for (;;) {
-        // Drain every pending rank that has something, in any order, without waiting.
-        for (auto it = pending.begin(); it != pending.end();) {
-            Reader& rd = readers_[*it];
-            const Message m = rd.peek(std::chrono::nanoseconds::zero());
-            if (m.status == Status::closed) {
-                closed_status = Status::closed;
-                closed_ranks.push_back(*it);
-                it = pending.erase(it);
-                continue;
+    // Replies an earlier collect of this tag took before it threw come first.
+    if (!kept_.empty()) {
+        if (kept_tag_ == tag) {
+            for (auto it = pending.begin(); it != pending.end();) {
+                if (kept_[*it]) {
+                    result.replies[*it] = std::move(kept_[*it]);
+                    kept_[*it].reset();
+                    it = pending.erase(it);
+                } else {
+                    ++it;
+                }
             }
-            if (m.status != Status::ok) {
-                ++it;
-                continue;
-            }
-            if (m.tag != tag) {
-                const std::uint64_t got = m.tag;
-                rd.release();  // consumed: the next collect() starts clean
-                throw Error(ErrorCode::stale_reply, "gather '" + name_ + "': rank " + std::to_string(*it) +
-                                                        " replied with tag " + std::to_string(got) +
-                                                        " while collecting tag " + std::to_string(tag));
-            }
-            result.replies[*it].emplace(m.bytes.begin(), m.bytes.end());
-            rd.release();
-            it = pending.erase(it);
+        } else {
+            kept_.clear();  // an abandoned tag's replies: its collect failed and the caller moved on
         }
-        if (pending.empty()) break;
-        // ONE wait for the whole pending set.
-        const WaitOutcome o = wait_any(pending, lazy_deadline.deadline());
-        if (o == WaitOutcome::ready) continue;
-        result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
-        result.missing = pending;
-        result.missing.insert(result.missing.end(), closed_ranks.begin(), closed_ranks.end());
-        std::sort(result.missing.begin(), result.missing.end());
-        return result;
     }
-    result.status = closed_status;
+    std::vector<std::uint32_t> closed_ranks;
+    try {
+        for (;;) {
+            drain_ready(tag, pending, closed_ranks, result);  // whatever is there, in any order, no wait
+            if (pending.empty()) break;
+            // ONE wait for the whole pending set.
+            const WaitOutcome o = wait_any(pending, lazy_deadline.deadline());
+            if (o == WaitOutcome::ready) continue;
+            result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
+            result.missing = pending;
+            result.missing.insert(result.missing.end(), closed_ranks.begin(), closed_ranks.end());
+            std::sort(result.missing.begin(), result.missing.end());
+            return result;
+        }
+    } catch (...) {
+        // Keep what was taken (it was released from the rings: nobody else has it any more).
+        if (kept_.empty() || kept_tag_ != tag) kept_.assign(readers_.size(), std::nullopt);
+        kept_tag_ = tag;
+        for (std::uint32_t r = 0; r < readers_.size(); ++r)
+            if (result.replies[r]) kept_[r] = std::move(result.replies[r]);
+        throw;
+    }
+    result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;
     std::sort(result.missing.begin(), result.missing.end());
     return result;
@@ -320,35 +255,22 @@ GatherWorker GatherWorker::attach(std::string_view name, std::uint32_t rank, con
     if (rank >= ranks)
         throw Error(ErrorCode::invalid_argument, "worker rank " + std::to_string(rank) + " out of range: gather '" +
                                                      std::string(name) + "' has " + std::to_string(ranks) + " ranks");
-    return GatherWorker(Writer::open(gather_ring_name(name, rank), wo), std::move(bell), rank);
+    Writer writer = Writer::open(gather_ring_name(name, rank), wo);
+    return GatherWorker(std::move(bell), std::move(writer), rank);
 }
 
-// Right after the reply's seq_cst exchange of tail (Writer::commit_record): w2..w3 of wait.hpp against
-// the collector's announce on collector_sleeping (same argument, with the tail exchange as w1).
-void GatherWorker::ring_bell() noexcept {
+GatherWorker::GatherWorker(DoorbellMapping bell, Writer writer, std::uint32_t rank)
+    : bell_(std::move(bell)), writer_(std::move(writer)), rank_(rank) {
     auto& b = bell_.line();
-    notify_sleepers({&b.doorbell_seq, &b.collector_sleeping, &b.waits}, b.rings);
-}
-void GatherWorker::ring_bell_always() noexcept {
-    auto& b = bell_.line();
-    wake_all({&b.doorbell_seq, &b.collector_sleeping, &b.waits});
+    // Every record of the reply ring — each fragment of a large reply too — rings the bell while the
+    // collector sleeps on it (ring.hpp publish order, step 5).
+    writer_.set_publish_bell({&b.doorbell_seq, &b.collector_sleeping, 1, 0, &b.waits}, b.rings);
 }
 
 Status GatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout) {
-    const Status s = writer_.write(bytes, timeout, tag);
-    if (s == Status::ok) ring_bell();
-    return s;
+    return writer_.write(bytes, timeout, tag);
 }
 
-GatherWorker::~GatherWorker() {
-    if (!active_) return;  // moved from
-    writer_.close();       // the collector sees closed instead of waiting for a reply that never comes
-    ring_bell_always();
-}
-
-void GatherWorker::commit_reply(std::size_t used, std::uint64_t tag) {
-    writer_.commit(used, tag);
-    ring_bell();
-}
+void GatherWorker::commit_reply(std::size_t used, std::uint64_t tag) { writer_.commit(used, tag); }
 
 }  // namespace ringcast

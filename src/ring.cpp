@@ -1,5 +1,6 @@
 // The cold parts of Writer and Reader: claiming the writer role or a rank, liveness checks, close,
-// cancel, teardown. The hot paths are inline in include/ringcast/detail/ring_inl.hpp.
+// cancel, teardown. The hot paths are inline in include/ringcast/detail/ring_inl.hpp; the ownership
+// steps C1/C2/E1/D1 are named in the header comment of include/ringcast/ring.hpp.
 #include "ringcast/ring.hpp"
 
 #include <string>
@@ -11,32 +12,11 @@ namespace ringcast {
 
 namespace {
 
+using layout::Owner;
 using layout::SlotState;
 
-constexpr std::uint32_t state_value(SlotState s) noexcept { return static_cast<std::uint32_t>(s); }
-
-// Claims a (pid, start time) owner word pair: free (0) or held by a dead process → ours.
-// Returns the live holder's pid on failure, 0 on success.
-//
-// The pid is the claim (one CAS decides between racing claimants); the start time follows it. A
-// claimant that loses the CAS to another one therefore may read the winner's pid with the *old*
-// holder's start time: it judges that fresh winner by its pid alone (alive and not a zombie), or it
-// would take it for dead and both would own the rank.
-std::uint32_t claim_owner(std::atomic<std::uint32_t>& owner_pid, std::atomic<std::uint64_t>& owner_start) {
-    const auto me = static_cast<std::uint32_t>(::getpid());
-    const std::uint64_t my_start = process_start_time(::getpid());
-    std::uint32_t holder = owner_pid.load(std::memory_order_acquire);
-    for (bool fresh_winner = false;; fresh_winner = true) {
-        if (holder != 0) {
-            const std::uint64_t start = fresh_winner ? 0 : owner_start.load(std::memory_order_acquire);
-            if (process_alive(static_cast<pid_t>(holder), start)) return holder;
-        }
-        // Free or dead holder. The CAS makes exactly one claimant win; on failure `holder` is the winner.
-        if (owner_pid.compare_exchange_strong(holder, me, std::memory_order_acq_rel)) {
-            owner_start.store(my_start, std::memory_order_release);
-            return 0;
-        }
-    }
+std::string rank_name(std::uint32_t rank, const Segment& seg) {
+    return "rank " + std::to_string(rank) + " of segment '" + seg.name() + "'";
 }
 
 }  // namespace
@@ -46,15 +26,26 @@ std::uint32_t claim_owner(std::atomic<std::uint32_t>& owner_pid, std::atomic<std
 Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
     : segment_(std::move(segment)), options_(options), owns_name_(owns_name) {
     auto& h = segment_.header();
-    line_ = &segment_.writer_line();
-    data_ = segment_.data();
     capacity_ = h.capacity;
     mask_ = capacity_ - 1;
     max_payload_ = layout::max_record_payload(capacity_);
     readers_ = h.reader_count;
-    if (const std::uint32_t holder = claim_owner(h.writer_pid, h.writer_start_time); holder != 0)
-        throw Error(ErrorCode::writer_in_use, "segment '" + segment_.name() + "' already has a live writer (pid " +
-                                                  std::to_string(holder) + ")");
+    // Claim the writer role: free (pid 0) or held by a dead process → ours, in one CAS of the one
+    // owner word (a racing claimant that loses re-reads the winner's whole word, pid and start).
+    const std::uint64_t mine = my_owner_word(SlotState::attached);
+    std::uint64_t seen = h.writer_owner.load(std::memory_order_acquire);
+    for (;;) {
+        const Owner holder = layout::unpack_owner(seen);
+        if (owner_alive(holder))
+            throw Error(ErrorCode::writer_in_use, "segment '" + segment_.name() + "' already has a live writer (pid " +
+                                                      std::to_string(holder.pid) + ")");
+        if (h.writer_owner.compare_exchange_weak(seen, mine, std::memory_order_acq_rel)) break;
+    }
+    owner_word_ = mine;
+    line_ = &segment_.writer_line();
+    data_ = segment_.data();
+    // C2 for the writer role: a predecessor killed while asleep for space left its bit set.
+    clear_announcement(space_site());
     tail_ = line_->tail.load(std::memory_order_acquire);  // a previous writer's records stay published
     known_free_end_ = tail_;  // unknown: the first reservation scans the heads
     // A previous writer may have died in the middle of a fragmented message, its first fragments
@@ -76,28 +67,12 @@ Writer Writer::open(std::string_view name, const WriterOptions& options) {
     return Writer(Segment::open(name), options, false);
 }
 
-Writer::Writer(Writer&& other) noexcept
-    : segment_(std::move(other.segment_)),
-      options_(other.options_),
-      line_(std::exchange(other.line_, nullptr)),
-      data_(other.data_),
-      capacity_(other.capacity_),
-      mask_(other.mask_),
-      max_payload_(other.max_payload_),
-      readers_(other.readers_),
-      tail_(other.tail_),
-      known_free_end_(other.known_free_end_),
-      reserved_pos_(other.reserved_pos_),
-      reserved_size_(other.reserved_size_),
-      has_reservation_(other.has_reservation_),
-      stream_broken_(other.stream_broken_),
-      owns_name_(std::exchange(other.owns_name_, false)),
-      cancelled_(other.cancelled_.load()) {}
-
 Writer::~Writer() {
     if (line_ == nullptr) return;  // moved from
     close();
-    segment_.header().writer_pid.store(0, std::memory_order_release);
+    // Release the role only if it is still ours (a CAS: never clear a successor's claim).
+    std::uint64_t expected = owner_word_;
+    segment_.header().writer_owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
     if (owns_name_) {
         try {
             Segment::remove(segment_.name());
@@ -112,14 +87,16 @@ void Writer::close() noexcept {
     // so a reader that sees closed also sees every published record (ring_inl.hpp wait_for_data).
     if ((h.flags.fetch_or(layout::kFlagClosed, std::memory_order_acq_rel) & layout::kFlagClosed) != 0) return;
     wake_all(data_site());
+    if (bell_.seq != nullptr) wake_all(bell_);
 }
 
 bool Writer::closed() const noexcept {
     return (segment_.header().flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
 }
 
+// Cancels the blocking call in progress and every later one until clear_cancel().
 void Writer::cancel() noexcept {
-    cancelled_.store(true, std::memory_order_seq_cst);
+    cancelled_.get().store(true, std::memory_order_seq_cst);
     wake_all(space_site());  // bumps space_seq: a writer between 3c and 3e cannot go to sleep
 }
 
@@ -134,19 +111,22 @@ void Writer::check_lagging_readers() {
     const std::uint64_t min_head = min_reader_head_acquire();
     for (std::uint32_t r = 0; r < readers_; ++r) {
         auto& slot = segment_.reader_slot(r);
-        if (slot.state.load(std::memory_order_acquire) == state_value(SlotState::evicted)) continue;
+        std::uint64_t word = slot.owner.load(std::memory_order_acquire);
+        const Owner owner = layout::unpack_owner(word);
+        if (owner.state != SlotState::attached) continue;  // free, kept, evicted or left: nobody to judge
         if (slot.head.load(std::memory_order_acquire) != min_head) continue;
-        const std::uint32_t pid = slot.owner_pid.load(std::memory_order_acquire);
-        if (pid == 0) continue;  // never attached, or detached cleanly: it may still come
-        if (process_alive(static_cast<pid_t>(pid), slot.owner_start_time.load(std::memory_order_acquire))) continue;
-        // It may have detached cleanly (owner cleared) and exited between our load and the probe, or
-        // been replaced by a new owner: only a slot still claimed by the dead process is a death.
-        if (slot.owner_pid.load(std::memory_order_acquire) != pid) continue;
+        if (owner_alive(owner)) continue;
         if (options_.evict_dead_readers) {
-            slot.state.store(state_value(SlotState::evicted), std::memory_order_release);
+            // E1: one CAS from exactly the word we judged. If a replacement claimed the rank in
+            // between (C1), the CAS fails and the replacement keeps a head we still honour.
+            if (slot.owner.compare_exchange_strong(word, layout::pack_owner({SlotState::evicted, 0, 0}),
+                                                   std::memory_order_acq_rel))
+                clear_announcement(Reader::data_site_of(segment_, r));  // the dead owner may have slept
             continue;
         }
-        throw Error(ErrorCode::peer_dead, "reader rank " + std::to_string(r) + " (pid " + std::to_string(pid) +
+        // Only a slot still claimed by that dead process is a death (not one re-claimed or left since).
+        if (slot.owner.load(std::memory_order_acquire) != word) continue;
+        throw Error(ErrorCode::peer_dead, "reader rank " + std::to_string(r) + " (pid " + std::to_string(owner.pid) +
                                               ") died without releasing; the writer cannot make progress");
     }
 }
@@ -160,20 +140,41 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
         throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(rank) + " out of range: segment '" +
                                                      segment_.name() + "' has " + std::to_string(h.reader_count) +
                                                      " reader ranks (0.." + std::to_string(h.reader_count - 1) + ")");
+    auto& slot = segment_.reader_slot(rank);
+    // C1: claim the rank in one CAS of its owner word, from exactly the word we judged claimable.
+    // Evicted and left are final: the writer no longer keeps this rank's messages.
+    const std::uint64_t mine = my_owner_word(SlotState::attached);
+    std::uint64_t seen = slot.owner.load(std::memory_order_acquire);
+    for (;;) {
+        const Owner holder = layout::unpack_owner(seen);
+        if (holder.state == SlotState::evicted)
+            throw Error(ErrorCode::peer_dead, rank_name(rank, segment_) + " was evicted by the writer after its reader died");
+        if (holder.state == SlotState::left)
+            throw Error(ErrorCode::rank_left, rank_name(rank, segment_) +
+                                                  " was released by a clean detach: the writer no longer keeps its "
+                                                  "messages (a reader that means to come back sets keep_place)");
+        if (holder.state == SlotState::attached && owner_alive(holder))
+            throw Error(ErrorCode::rank_in_use, rank_name(rank, segment_) + " is already attached by live pid " +
+                                                    std::to_string(holder.pid));
+        if (slot.owner.compare_exchange_weak(seen, mine, std::memory_order_acq_rel)) break;
+    }
+    owner_word_ = mine;
     line_ = &segment_.writer_line();
-    slot_ = &segment_.reader_slot(rank);
+    slot_ = &slot;
     data_ = segment_.data();
     capacity_ = h.capacity;
     mask_ = capacity_ - 1;
     max_payload_ = layout::max_record_payload(capacity_);
-    if (slot_->state.load(std::memory_order_acquire) == state_value(SlotState::evicted))
-        throw Error(ErrorCode::peer_dead, "rank " + std::to_string(rank) + " of segment '" + segment_.name() +
-                                              "' was evicted by the writer after its reader died");
-    if (const std::uint32_t holder = claim_owner(slot_->owner_pid, slot_->owner_start_time); holder != 0)
-        throw Error(ErrorCode::rank_in_use, "rank " + std::to_string(rank) + " of segment '" + segment_.name() +
-                                                "' is already attached by live pid " + std::to_string(holder));
-    slot_->state.store(state_value(SlotState::attached), std::memory_order_release);
-    head_ = slot_->head.load(std::memory_order_acquire);  // never attached: 0 — nothing is missed
+    clear_announcement(data_site());  // C2: a predecessor killed asleep left our bit set
+    // The head is ours now and the writer honours it (the slot was never evicted or left, and from
+    // C1 on the writer's E1 cannot succeed against our live claim): tail - head <= capacity holds.
+    head_ = slot.head.load(std::memory_order_acquire);  // never attached: 0 — nothing is missed
+    const std::uint64_t tail = line_->tail.load(std::memory_order_acquire);
+    if (!layout::cursor_aligned(head_) || head_ > tail || tail - head_ > capacity_) {
+        release_claim(SlotState::detached);
+        throw Error(ErrorCode::corrupt, rank_name(rank, segment_) + ": head " + std::to_string(head_) +
+                                            " is impossible against tail " + std::to_string(tail));
+    }
     cached_tail_ = head_;
     // The previous holder of this rank may have died mid-way through a record's processing; head_ is
     // always at a record boundary (only whole records are released), so we resume cleanly.
@@ -183,38 +184,29 @@ Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOpt
     return Reader(Segment::open(name), rank, options);
 }
 
-Reader::Reader(Reader&& other) noexcept
-    : segment_(std::move(other.segment_)),
-      options_(other.options_),
-      line_(std::exchange(other.line_, nullptr)),
-      slot_(std::exchange(other.slot_, nullptr)),
-      data_(other.data_),
-      capacity_(other.capacity_),
-      mask_(other.mask_),
-      max_payload_(other.max_payload_),
-      rank_(other.rank_),
-      head_(other.head_),
-      cached_tail_(other.cached_tail_),
-      pending_end_(other.pending_end_),
-      has_pending_(other.has_pending_),
-      pending_(other.pending_),
-      assembly_(std::move(other.assembly_)),
-      assembly_capacity_(other.assembly_capacity_),
-      assembly_size_(other.assembly_size_),
-      assembly_filled_(other.assembly_filled_),
-      assembly_tag_(other.assembly_tag_),
-      assembling_(other.assembling_),
-      cancelled_(other.cancelled_.load()) {}
+SleepSite Reader::data_site_of(const Segment& segment, std::uint32_t rank) noexcept {
+    const std::uint32_t readers = segment.header().reader_count;
+    return {&segment.writer_line().notify_seq, segment.reader_sleep_line().sleeping, (readers + 63) / 64, rank,
+            &segment.reader_slot(rank).waits};
+}
+
+// D1: hand the rank back in one CAS, only if it is still our claim (nobody else changes a live
+// owner's word: E1 needs a dead owner, C1 a dead or absent one).
+void Reader::release_claim(SlotState to) noexcept {
+    std::uint64_t expected = owner_word_;
+    const bool released = segment_.reader_slot(rank_).owner.compare_exchange_strong(
+        expected, layout::pack_owner({to, 0, 0}), std::memory_order_seq_cst);
+    // A left rank no longer holds the writer: the CAS is w1 of wait.hpp for a writer asleep on space.
+    if (released && to == SlotState::left) notify_sleepers(space_site(), segment_.reader_slot(rank_).wake_calls);
+}
 
 Reader::~Reader() {
     if (slot_ == nullptr) return;  // moved from
-    if (slot_->state.load(std::memory_order_acquire) == state_value(SlotState::attached))
-        slot_->state.store(state_value(SlotState::detached), std::memory_order_release);
-    slot_->owner_pid.store(0, std::memory_order_release);
+    release_claim(options_.keep_place ? SlotState::detached : SlotState::left);
 }
 
 void Reader::cancel() noexcept {
-    cancelled_.store(true, std::memory_order_seq_cst);
+    cancelled_.get().store(true, std::memory_order_seq_cst);
     wake_all(data_site());  // other ranks wake too, re-check and sleep again: cancel is rare
 }
 
@@ -224,16 +216,17 @@ std::uint64_t Reader::wake_calls() const noexcept { return slot_->wake_calls.loa
 // Runs every liveness_interval while blocked for data: a dead writer will never publish.
 void Reader::check_writer() const {
     auto& h = segment_.header();
-    const std::uint32_t pid = h.writer_pid.load(std::memory_order_acquire);
-    if (pid == 0) return;  // no writer right now (not yet, or between writers): not a death
-    if (process_alive(static_cast<pid_t>(pid), h.writer_start_time.load(std::memory_order_acquire))) return;
-    // The writer may have closed the queue and exited between our load of its pid and the probe: its
-    // destructor stores closed, then clears writer_pid, before exiting. Only a claim still held by a
-    // dead process, on a queue that is not closed, is a death (a close lets us drain, then `closed`).
+    const std::uint64_t word = h.writer_owner.load(std::memory_order_acquire);
+    const Owner writer = layout::unpack_owner(word);
+    if (writer.pid == 0) return;  // no writer right now (not yet, or between writers): not a death
+    if (owner_alive(writer)) return;
+    // The writer may have closed the queue and exited between our load and the probe: its destructor
+    // stores closed, then releases the role, before exiting. Only a claim still held by a dead
+    // process, on a queue that is not closed, is a death (a close lets us drain, then `closed`).
     if ((h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0) return;
-    if (h.writer_pid.load(std::memory_order_acquire) != pid) return;
-    throw Error(ErrorCode::peer_dead, "the writer of segment '" + segment_.name() + "' (pid " + std::to_string(pid) +
-                                          ") died without closing the queue");
+    if (h.writer_owner.load(std::memory_order_acquire) != word) return;
+    throw Error(ErrorCode::peer_dead, "the writer of segment '" + segment_.name() + "' (pid " +
+                                          std::to_string(writer.pid) + ") died without closing the queue");
 }
 
 void Reader::corrupt(const std::string& why) const {

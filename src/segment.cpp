@@ -113,25 +113,7 @@ Segment Segment::create(std::string_view name, const SegmentOptions& options) {
                                              human_bytes(free_bytes));
 
     if (options.replace_existing) remove(name);
-    const std::string path = shm_path(name);
-    const int fd = ::shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.mode);
-    if (fd < 0) throw_open_error(errno, name, "shm_open");
-    // From here on the name exists: any failure unlinks it so no half-made segment is left behind.
-    auto fail = [&](const char* call, int err) {
-        ::close(fd);
-        ::shm_unlink(path.c_str());
-        if (err == ENOSPC)
-            throw Error(ErrorCode::no_space, "not enough space in /dev/shm for segment '" + std::string(name) +
-                                                 "': need " + human_bytes(size));
-        throw_system_error(call, err);
-    };
-    if (::fchmod(fd, options.mode) != 0) fail("fchmod", errno);
-    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) fail("ftruncate", errno);
-    if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) fail("posix_fallocate", err);
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) fail("mmap", errno);
-    ::close(fd);
-
+    void* p = ShmObject::create(name, size, options.mode).map();
     auto* base = static_cast<std::byte*>(p);
     // ftruncate zero-fills: every atomic starts at 0, every slot is never_attached with head 0.
     auto& h = *reinterpret_cast<layout::SegmentHeader*>(base);
@@ -181,23 +163,34 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     if (size > expect)
         throw Error(ErrorCode::corrupt, "segment size " + std::to_string(size) + " does not match header (" +
                                             std::to_string(expect) + ")");
-    // Cursor sanity: a reader can never be ahead of the tail nor lag it by more than the capacity. The
-    // segment may be live: the tail is read before and after the heads, so a head that moved past
-    // the first tail read is still judged against a tail at least as new (tail_before <= tail_after).
+    // Cursor sanity: records are kRecordAlign-aligned and never wrap, so every cursor is a multiple
+    // of it (an unaligned one would make a reader parse a header across the ring's end and a writer
+    // taking over write a padding header past it); a reader can never be ahead of the tail nor lag
+    // it by more than the capacity. The segment may be live: the tail is read before and after the
+    // heads, so a head that moved past the first tail read is still judged against a tail at least
+    // as new (tail_before <= tail_after).
     const auto* wl = reinterpret_cast<const WriterLine*>(image + kWriterLineOffset);
     const auto* slots = reinterpret_cast<const ReaderSlot*>(image + kReaderSlotsOffset);
     const std::uint64_t tail_before = wl->tail.load(std::memory_order_acquire);
     std::vector<std::uint64_t> heads(h.reader_count);
-    std::vector<std::uint32_t> states(h.reader_count);
+    std::vector<Owner> owners(h.reader_count);
     for (std::uint32_t r = 0; r < h.reader_count; ++r) {
-        states[r] = slots[r].state.load(std::memory_order_acquire);
+        owners[r] = unpack_owner(slots[r].owner.load(std::memory_order_acquire));
         heads[r] = slots[r].head.load(std::memory_order_acquire);
     }
     const std::uint64_t tail_after = wl->tail.load(std::memory_order_acquire);
+    if (!cursor_aligned(tail_before) || !cursor_aligned(tail_after))
+        throw Error(ErrorCode::corrupt, "corrupt tail " + std::to_string(tail_after) + ": not a multiple of " +
+                                            std::to_string(kRecordAlign));
     for (std::uint32_t r = 0; r < h.reader_count; ++r) {
-        if (states[r] > static_cast<std::uint32_t>(SlotState::evicted))
-            throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": state " + std::to_string(states[r]));
-        if (states[r] == static_cast<std::uint32_t>(SlotState::evicted)) continue;
+        const auto state = static_cast<std::uint32_t>(owners[r].state);
+        if (state >= kSlotStateCount)
+            throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": state " + std::to_string(state));
+        if (owners[r].state == SlotState::evicted || owners[r].state == SlotState::left) continue;  // head ignored
+        if (!cursor_aligned(heads[r]))
+            throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": head " +
+                                                std::to_string(heads[r]) + " is not a multiple of " +
+                                                std::to_string(kRecordAlign));
         if (heads[r] > tail_after || (tail_before > heads[r] && tail_before - heads[r] > h.capacity))
             throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": head " +
                                                 std::to_string(heads[r]) + " vs tail " + std::to_string(tail_after));
@@ -205,26 +198,12 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
 }
 
 Segment Segment::open(std::string_view name) {
-    validate_name(name);
-    const std::string path = shm_path(name);
-    const int fd = ::shm_open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0) throw_open_error(errno, name, "shm_open");
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        throw_system_error("fstat", err);
-    }
-    const auto size = static_cast<std::size_t>(st.st_size);
-    if (size < sizeof(layout::SegmentHeader)) {
-        ::close(fd);
+    const ShmObject obj = ShmObject::open(name);
+    const std::size_t size = obj.size();
+    if (size < sizeof(layout::SegmentHeader))
         throw Error(ErrorCode::not_ringcast, "segment '" + std::string(name) + "' is too small (" +
                                                  std::to_string(size) + " bytes) to be a ringcast segment");
-    }
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int map_err = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) throw_system_error("mmap", map_err);
+    void* p = obj.map();
     Segment seg(std::string(name), static_cast<std::byte*>(p), size);
     // A creator may be between shm_open and its release store of magic: give it a moment.
     for (int attempt = 0;; ++attempt) {
@@ -240,6 +219,53 @@ Segment Segment::open(std::string_view name) {
         }
     }
     return seg;
+}
+
+ShmObject ShmObject::create(std::string_view name, std::size_t size, mode_t mode) {
+    Segment::validate_name(name);
+    const std::string path = shm_path(name);
+    const int fd = ::shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) throw_open_error(errno, name, "shm_open");
+    // From here on the name exists: any failure unlinks it so no half-made object is left behind.
+    auto fail = [&](const char* call, int err) {
+        ::close(fd);
+        ::shm_unlink(path.c_str());
+        if (err == ENOSPC)
+            throw Error(ErrorCode::no_space, "not enough space in /dev/shm for '" + std::string(name) + "': need " +
+                                                 human_bytes(size));
+        throw_system_error(call, err);
+    };
+    if (::fchmod(fd, mode) != 0) fail("fchmod", errno);
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) fail("ftruncate", errno);
+    if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) fail("posix_fallocate", err);
+    return ShmObject(std::string(name), fd, size, true);
+}
+
+ShmObject ShmObject::open(std::string_view name) {
+    Segment::validate_name(name);
+    const int fd = ::shm_open(shm_path(name).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) throw_open_error(errno, name, "shm_open");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw_system_error("fstat", err);
+    }
+    return ShmObject(std::string(name), fd, static_cast<std::size_t>(st.st_size), false);
+}
+
+ShmObject::~ShmObject() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void* ShmObject::map() const {
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) {
+        const int err = errno;
+        if (created_) ::shm_unlink(shm_path(name_).c_str());
+        throw_system_error("mmap", err);
+    }
+    return p;
 }
 
 bool Segment::remove(std::string_view name) {
@@ -309,7 +335,13 @@ bool process_alive(pid_t pid, std::uint64_t start_time) noexcept {
     std::uint64_t start = 0;
     if (!read_proc_stat(pid, state, start)) return false;
     if (state == 'Z' || state == 'X') return false;  // exited, not yet reaped: dead to us
-    return start_time == 0 || start == start_time;
+    return start_time == 0 || (start & layout::kOwnerStartMask) == (start_time & layout::kOwnerStartMask);
+}
+
+std::uint64_t my_owner_word(layout::SlotState state) noexcept {
+    // Read each time (claims are rare): a fork()ed child has its own pid and start time.
+    const pid_t me = ::getpid();
+    return layout::pack_owner({state, static_cast<std::uint32_t>(me), process_start_time(me)});
 }
 
 }  // namespace ringcast

@@ -1,4 +1,5 @@
 // Cross-process tests: real processes (fork), each with its own mapping of the segment.
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -108,8 +109,9 @@ TEST(Processes, CloseWakesReadersBlockedInOtherProcesses) {
     ASSERT_EQ(w.write(msg, 5s), Status::ok);
     // Let both readers go to sleep in the kernel before closing.
     const auto until = std::chrono::steady_clock::now() + 5s;
-    while (w.segment().writer_line().reader_sleepers.load() < 2 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(1ms);
+    const auto both_asleep = [&] { return std::popcount(w.segment().reader_sleep_line().sleeping[0].load()) == 2; };
+    while (!both_asleep() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(both_asleep()) << "the two reader processes never both announced a sleep within 5 s";
     w.close();
     for (pid_t c : children) EXPECT_EQ(wait_child(c, 30s), 0);
 }

@@ -69,10 +69,10 @@ TYPED_TEST_SUITE(RingTest, Strategies, KindNames);
 
 // The waker side of wait.hpp's protocol for a bare flag (w1..w3).
 void publish_flag_and_notify(std::atomic<bool>& flag, std::atomic<std::uint32_t>& seq,
-                             std::atomic<std::uint32_t>& sleepers) {
+                             std::atomic<std::uint64_t>& sleeping) {
     flag.exchange(true, std::memory_order_seq_cst);
     std::atomic<std::uint64_t> waits{0}, wakes{0};
-    notify_sleepers(SleepSite{&seq, &sleepers, &waits}, wakes);
+    notify_sleepers(SleepSite{&seq, &sleeping, 1, 0, &waits}, wakes);
 }
 
 std::vector<std::byte> make(std::size_t n, std::uint64_t seq) {
@@ -387,7 +387,10 @@ TEST(WakeAccounting, ASleepingReaderIsWokenExactlyWhenItSleeps) {
         std::vector<std::byte> got;
         EXPECT_EQ(r.read(got, 10s), Status::ok);
     });
-    while (w.segment().writer_line().reader_sleepers.load() == 0) std::this_thread::yield();
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (w.segment().reader_sleep_line().sleeping[0].load() == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    ASSERT_NE(w.segment().reader_sleep_line().sleeping[0].load(), 0u) << "the reader never announced a sleep";
     ASSERT_EQ(w.write(make(10, 0), 1s), Status::ok);
     t.join();
     EXPECT_EQ(w.wake_calls(), 1u);
@@ -403,7 +406,10 @@ TEST(WakeAccounting, WriterWaitingForSpaceIsTheMirrorImage) {
     while (w.write(make(4000, 0), 0ms) == Status::ok) {
     }
     std::thread t([&] { EXPECT_EQ(w.write(make(4000, 0), 10s), Status::ok); });
-    while (w.segment().space_line().writer_sleeping.load() == 0) std::this_thread::yield();
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (w.segment().space_line().writer_sleeping.load() == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    ASSERT_NE(w.segment().space_line().writer_sleeping.load(), 0u) << "the writer never announced a sleep";
     std::vector<std::byte> got;
     ASSERT_EQ(r.read(got, 1s), Status::ok);
     t.join();
@@ -438,19 +444,46 @@ TEST(Ranks, SameRankTwiceWhileAliveIsAnError) {
     }
 }
 
-TEST(Ranks, ADetachedRankMayReattachAndResumes) {
+// keep_place: a clean detach keeps the rank's head honoured; the rank re-attaches and resumes.
+TEST(Ranks, ARankThatKeptItsPlaceReattachesAndResumes) {
     ScopedName name("reattach");
     auto w = Writer::create(name, SegmentOptions{.readers = 1});
     std::vector<std::byte> got;
     for (std::uint64_t seq = 0; seq < 4; ++seq) ASSERT_EQ(w.write(make(100, seq), 1s), Status::ok);
+    ReaderOptions keep;
+    keep.keep_place = true;
     {
-        auto r = Reader::attach(name, 0);
+        auto r = Reader::attach(name, 0, keep);
         ASSERT_EQ(r.read(got, 1s), Status::ok);
         ASSERT_EQ(check_message(got, 0, 100), "");
     }
+    EXPECT_EQ(layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state, layout::SlotState::detached);
     auto r = Reader::attach(name, 0);
     ASSERT_EQ(r.read(got, 1s), Status::ok);
     EXPECT_EQ(check_message(got, 1, 100), "") << "resumes after the last released message";
+}
+
+// The default clean-exit policy: a reader that leaves releases its rank, so it can never hold the
+// writer again (the writer writes past its head at once), and re-attaching it is a clear error.
+TEST(Ranks, ACleanDetachReleasesTheRankByDefault) {
+    ScopedName name("left");
+    auto w = Writer::create(name, SegmentOptions{.readers = 2, .capacity = 1 << 16});
+    auto stays = Reader::attach(name, 1);
+    { auto leaves = Reader::attach(name, 0); }
+    EXPECT_EQ(layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state, layout::SlotState::left);
+    std::vector<std::byte> got;
+    for (std::uint64_t seq = 0; seq < 200; ++seq) {  // ~12 x the ring: rank 0 would block the 2nd lap
+        ASSERT_EQ(w.write(make(4000, seq), 1s), Status::ok) << "message " << seq;
+        ASSERT_EQ(stays.read(got, 1s), Status::ok);
+        ASSERT_EQ(check_message(got, seq, 4000), "");
+    }
+    try {
+        (void)Reader::attach(name, 0);
+        FAIL() << "a released rank re-attached";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::rank_left);
+        EXPECT_NE(std::string(e.what()).find("keep_place"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace
@@ -522,14 +555,15 @@ TEST(SpinHistory, BudgetNeverLeavesFloorToMax) {
 // Only waits that happen are recorded: a condition already true, or a zero-timeout poll, is not a wait
 // and must not teach the predictor that waits are short.
 TEST(AdaptiveWait, RecordsOnlyRealWaits) {
-    std::atomic<std::uint32_t> seq{0}, sleepers{0};
-    std::atomic<std::uint64_t> waits{0};
+    std::atomic<std::uint32_t> seq{0};
+    std::atomic<std::uint64_t> sleeping{0}, waits{0};
     std::atomic<bool> flag{true};
     SpinHistory h;
     WaitOptions o;
     o.spin_max = kMax;
     ASSERT_TRUE(o.adaptive());
-    WaitContext ctx{{&seq, &sleepers, &waits}};
+    const SleepSite site{&seq, &sleeping, 1, 0, &waits};
+    WaitContext ctx{{&site, 1}};
     ctx.history = &h;
     const auto ready = [&] { return flag.load(std::memory_order_acquire); };
     EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
@@ -542,7 +576,7 @@ TEST(AdaptiveWait, RecordsOnlyRealWaits) {
     ctx.deadline = Clock::now() + 10s;
     std::thread waker([&] {
         std::this_thread::sleep_for(5ms);
-        publish_flag_and_notify(flag, seq, sleepers);
+        publish_flag_and_notify(flag, seq, sleeping);
     });
     EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
     waker.join();

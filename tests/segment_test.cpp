@@ -32,9 +32,11 @@ void expect_error(Fn&& fn, ErrorCode code, const std::string& needle) {
 
 TEST(Layout, LinesAndOffsetsAreFixed) {
     EXPECT_EQ(kWriterLineOffset, 128u);
-    EXPECT_EQ(kSpaceLineOffset, 256u);
-    EXPECT_EQ(kReaderSlotsOffset, 384u);
-    EXPECT_EQ(data_offset(3), 384u + 3 * 128u);
+    EXPECT_EQ(kReaderSleepLineOffset, 256u);
+    EXPECT_EQ(kSpaceLineOffset, 384u);
+    EXPECT_EQ(kReaderSlotsOffset, 512u);
+    EXPECT_EQ(data_offset(3), 512u + 3 * 128u);
+    EXPECT_EQ(offsetof(ReaderSlot, owner), 8u);
     EXPECT_EQ(data_offset(1) % kLine, 0u) << "the data ring starts on its own line";
     EXPECT_EQ(offsetof(WriterLine, tail), 0u);
     EXPECT_EQ(offsetof(ReaderSlot, head), 0u);

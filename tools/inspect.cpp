@@ -1,4 +1,5 @@
 // Read-only inspection of ringcast segments (see inspect.hpp).
+#include <bit>
 #include "inspect.hpp"
 
 #include <algorithm>
@@ -40,6 +41,7 @@ const char* state_name(std::uint32_t s) {
         case SlotState::attached: return "attached";
         case SlotState::detached: return "detached";
         case SlotState::evicted: return "evicted";
+        case SlotState::left: return "left";
     }
     return "invalid";
 }
@@ -145,17 +147,20 @@ SegmentInfo inspect(const std::string& name) {
     info.creation_time_ns = h.creation_time_ns;
     info.creator_pid = h.creator_pid;
     info.creator_alive = process_alive(static_cast<pid_t>(h.creator_pid), h.creator_start_time);
-    info.writer_pid = h.writer_pid.load(std::memory_order_acquire);
-    info.writer_alive = info.writer_pid != 0 &&
-                        process_alive(static_cast<pid_t>(info.writer_pid), h.writer_start_time.load(std::memory_order_acquire));
+    const layout::Owner writer = layout::unpack_owner(h.writer_owner.load(std::memory_order_acquire));
+    info.writer_pid = writer.pid;
+    info.writer_alive = owner_alive(writer);
     const auto& wl = *reinterpret_cast<const layout::WriterLine*>(base + layout::kWriterLineOffset);
     const auto& sl = *reinterpret_cast<const layout::SpaceLine*>(base + layout::kSpaceLineOffset);
     info.messages = wl.messages.load(std::memory_order_relaxed);
     info.writer_wake_calls = wl.wake_calls.load(std::memory_order_relaxed);
     info.notify_seq = wl.notify_seq.load(std::memory_order_relaxed);
-    info.reader_sleepers = wl.reader_sleepers.load(std::memory_order_relaxed);
+    const auto& sleep = *reinterpret_cast<const layout::ReaderSleepLine*>(base + layout::kReaderSleepLineOffset);
+    info.reader_sleepers = 0;  // ranks announcing a sleep (one bit each)
+    for (const auto& word : sleep.sleeping)
+        info.reader_sleepers += static_cast<std::uint32_t>(std::popcount(word.load(std::memory_order_relaxed)));
     info.space_seq = sl.space_seq.load(std::memory_order_relaxed);
-    info.writer_sleeping = sl.writer_sleeping.load(std::memory_order_relaxed);
+    info.writer_sleeping = static_cast<std::uint32_t>(sl.writer_sleeping.load(std::memory_order_relaxed) & 1);
     info.writer_waits = sl.writer_waits.load(std::memory_order_relaxed);
     // Heads are read before the tail (acquire; heads and tail only grow): lag = tail - head >= 0.
     const auto* slots = reinterpret_cast<const layout::ReaderSlot*>(base + layout::kReaderSlotsOffset);
@@ -166,17 +171,17 @@ SegmentInfo inspect(const std::string& name) {
         const auto& s = slots[r];
         ReaderInfo ri;
         ri.rank = r;
-        const std::uint32_t state = s.state.load(std::memory_order_acquire);
+        const layout::Owner owner = layout::unpack_owner(s.owner.load(std::memory_order_acquire));
+        const auto state = static_cast<std::uint32_t>(owner.state);
         ri.state = state_name(state);
-        ri.pid = s.owner_pid.load(std::memory_order_acquire);
-        ri.pid_alive = ri.pid != 0 &&
-                       process_alive(static_cast<pid_t>(ri.pid), s.owner_start_time.load(std::memory_order_acquire));
+        ri.pid = owner.pid;
+        ri.pid_alive = owner_alive(owner);
         if (state == static_cast<std::uint32_t>(SlotState::attached) && ri.pid != 0 && !ri.pid_alive) ri.state = "dead";
         ri.head = heads[r];
         ri.messages = s.messages.load(std::memory_order_relaxed);
         ri.waits = s.waits.load(std::memory_order_relaxed);
         ri.wake_calls = s.wake_calls.load(std::memory_order_relaxed);
-        if (state != static_cast<std::uint32_t>(SlotState::evicted)) {
+        if (owner.state != SlotState::evicted && owner.state != SlotState::left) {
             ri.lag_bytes = info.tail >= ri.head ? info.tail - ri.head : 0;
             ri.lag_messages = info.messages >= ri.messages ? info.messages - ri.messages : 0;
         }

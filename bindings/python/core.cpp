@@ -82,6 +82,7 @@ void translate(std::exception_ptr p) {
             case ErrorCode::not_ringcast:
             case ErrorCode::version_mismatch:
             case ErrorCode::rank_in_use:
+            case ErrorCode::rank_left:
             case ErrorCode::writer_in_use:
             case ErrorCode::message_too_large: type = PyExc_ValueError; break;
             case ErrorCode::permission_denied: type = PyExc_PermissionError; break;
@@ -449,8 +450,8 @@ public:
     std::vector<std::uint32_t> missing_readers() const {
         std::vector<std::uint32_t> out;
         for (std::uint32_t r = 0; r < writer_->reader_count(); ++r)
-            if (writer_->segment().reader_slot(r).state.load(std::memory_order_acquire) ==
-                static_cast<std::uint32_t>(layout::SlotState::never_attached))
+            if (layout::unpack_owner(writer_->segment().reader_slot(r).owner.load(std::memory_order_acquire)).state ==
+                layout::SlotState::never_attached)
                 out.push_back(r);
         return out;
     }
@@ -1067,7 +1068,7 @@ PYBIND11_MODULE(_core, m) {
             const auto& h = seg.header();
             return py::dict(py::arg("readers") = h.reader_count, py::arg("capacity") = h.capacity,
                             py::arg("creation_time_ns") = h.creation_time_ns, py::arg("creator_pid") = h.creator_pid,
-                            py::arg("writer_pid") = h.writer_pid.load(), 
+                            py::arg("writer_pid") = layout::unpack_owner(h.writer_owner.load()).pid,
                             py::arg("closed") = (h.flags.load() & layout::kFlagClosed) != 0);
         },
         "Header fields of a segment (raises ValueError if it does not exist or is not ringcast's)");

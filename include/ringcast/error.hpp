@@ -47,6 +47,7 @@ enum class ErrorCode : std::uint8_t {
     peer_dead,          // the writer or a reader died
     stale_reply,        // a reply carried another request's tag
     system,             // an unexpected system call failure; message names the call and errno
+    rank_left,          // the rank was released by a clean detach (ReaderOptions::keep_place was false)
 };
 
 class Error : public std::runtime_error {

@@ -10,14 +10,20 @@
 // refuses a reply with another tag (Error stale_reply naming the rank and both tags).
 //
 // Two ways to wait for "any of the pending ranks has a reply", selectable and benchmarked:
-//  * doorbell: the collector announces itself on one shared line (collector_sleeping) and sleeps on
-//    doorbell_seq. A worker, after publishing its reply (release store of the ring's tail), does
-//    fence(seq_cst) and rings only if collector_sleeping != 0 — the same handshake as wait.hpp
-//    (3a..3f / w1..w4) with "condition" = any pending ring's tail moved.
-//  * futex_waitv: the collector announces itself as a sleeper on every pending ring (their own
-//    reader_sleepers), snapshots each ring's notify_seq, re-checks all tails, then sleeps in one
-//    futex_waitv over all notify_seq words. The workers' ordinary publish path (notify_sleepers)
-//    wakes it: no doorbell needed. At most 128 ranks (FUTEX_WAITV_MAX).
+//  * doorbell: the collector announces itself on one shared line (collector_sleeping, layout.hpp
+//    DoorbellLine) and sleeps on doorbell_seq. Every reply ring's Writer has the bell as its publish
+//    bell (Writer::set_publish_bell): after EVERY record it publishes — each fragment of a reply
+//    larger than its ring included — the tail exchange is w1 and the bell's w2..w3 follow, the same
+//    handshake as wait.hpp (3a..3f / w1..w3) with "condition" = any pending ring's tail moved.
+//  * futex_waitv: the collector announces itself as reader rank 0 on every pending ring (bit 0 of
+//    each ring's sleeping bits), snapshots each ring's notify_seq, re-checks all tails, then sleeps in
+//    one futex_waitv over all notify_seq words — wait.hpp's block_until over several sites. The
+//    workers' ordinary publish path wakes it: no doorbell needed. At most 128 ranks (FUTEX_WAITV_MAX).
+// Both are the one sleep mechanism of wait.hpp, with the same spin, liveness, cancel and timeout rules.
+//
+// Replies a collect() took before it failed with an exception (a stale reply, a dead worker, a
+// corrupt record) are kept: the next collect() of the same tag returns them (a collect of another
+// tag drops them). A collect() that returns timed_out or cancelled hands what came to its caller.
 #pragma once
 
 #include <chrono>
@@ -43,19 +49,6 @@ struct GatherOptions {
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
 };
 
-namespace layout {
-// The doorbell object "<group>.bell": one line.
-inline constexpr std::uint64_t kDoorbellMagic = 0x4c4c'4542'4347'5243ULL;  // "RCGCBELL"
-struct alignas(kLine) DoorbellLine {  // its own line: workers load collector_sleeping on every reply
-    std::atomic<std::uint64_t> magic;               // stored last (release) by the creator
-    std::atomic<std::uint32_t> doorbell_seq;        // futex word the collector sleeps on
-    std::atomic<std::uint32_t> collector_sleeping;  // 1 while the collector may be asleep on it
-    std::atomic<std::uint64_t> rings;               // futex_wake calls by workers (diagnostics)
-    std::atomic<std::uint64_t> waits;               // futex_wait calls by the collector
-    std::atomic<std::uint32_t> ranks;               // group size, checked on attach
-};
-static_assert(sizeof(DoorbellLine) == kLine);
-}  // namespace layout
 
 struct GatherResult {
     Status status = Status::timed_out;             // ok: every requested rank answered
@@ -92,8 +85,9 @@ public:
     ~GatherCollector();
 
     // Waits ONCE for replies tagged `tag` from `ranks` (empty: all ranks), draining whichever is ready
-    // in any order. Throws Error(stale_reply) for a reply with another tag (it is consumed),
-    // Error(peer_dead) when a pending worker died. A worker that closed its ring while a reply from it
+    // in any order. Throws Error(stale_reply) for a reply with another tag (it is consumed; the good
+    // replies taken before it are kept for the next collect of `tag`), Error(peer_dead) when a
+    // pending worker died. A worker that closed its ring while a reply from it
     // is pending gives status closed, with that rank in `missing`.
     [[nodiscard]] GatherResult collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
                                        std::chrono::nanoseconds timeout = kForever);
@@ -118,8 +112,12 @@ private:
         : name_(std::move(name)), options_(options), bell_(std::move(bell)) {}
     // Waits until a pending rank has a record (or closed) — the one wait of collect().
     [[nodiscard]] WaitOutcome wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline);
-    [[nodiscard]] WaitOutcome wait_any_waitv(const std::vector<std::uint32_t>& pending, Deadline deadline);
+    [[nodiscard]] SleepSite bell_site() const noexcept;
     void check_pending_alive(const std::vector<std::uint32_t>& pending);
+    // Drains every pending rank that has a reply (no waiting) into `result`; removes them from
+    // `pending`, closed ones into `closed_ranks`.
+    void drain_ready(std::uint64_t tag, std::vector<std::uint32_t>& pending, std::vector<std::uint32_t>& closed_ranks,
+                     GatherResult& result);
     [[nodiscard]] bool any_pending_ready(const std::vector<std::uint32_t>& pending) noexcept;
 
     std::string name_;
@@ -127,6 +125,9 @@ private:
     DoorbellMapping bell_;
     std::vector<Reader> readers_;  // reader rank 0 of each worker's reply ring
     std::uint64_t kernel_waits_ = 0;
+    // Replies taken by a collect() that then threw: returned by the next collect(kept_tag_).
+    std::vector<std::optional<std::vector<std::byte>>> kept_;
+    std::uint64_t kept_tag_ = 0;
     SpinHistory reply_waits_;  // how long waits for replies lasted (adaptive hybrid)
     std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
 };
@@ -136,7 +137,8 @@ class GatherWorker {
 public:
     [[nodiscard]] static GatherWorker attach(std::string_view name, std::uint32_t rank,
                                              const WriterOptions& options = {});
-    // Publishes one reply for request `tag`, then rings the doorbell if the collector sleeps.
+    // Publishes one reply for request `tag` (any size); the doorbell rings after each of its records
+    // while the collector sleeps.
     [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
                                std::chrono::nanoseconds timeout = kForever);
     // Zero-copy: reserve on the reply ring, then commit_reply(used, tag).
@@ -144,28 +146,24 @@ public:
         return writer_.reserve(n, timeout);
     }
     void commit_reply(std::size_t used, std::uint64_t tag);
-    void close() noexcept { writer_.close(); ring_bell_always(); }
+    void close() noexcept { writer_.close(); }  // wakes the collector on the bell too
     // Throws Error(peer_dead) if the collector (the reply ring's reader) died.
     void check_liveness() { writer_.check_liveness(); }
     void set_wait(const WaitOptions& wait) noexcept { writer_.set_wait(wait); }
     [[nodiscard]] const WaitOptions& wait_options() const noexcept { return writer_.wait_options(); }
     [[nodiscard]] std::size_t max_reserve() const noexcept { return writer_.max_reserve(); }
-    GatherWorker(GatherWorker&& o) noexcept
-        : writer_(std::move(o.writer_)), bell_(std::move(o.bell_)), rank_(o.rank_), active_(std::exchange(o.active_, false)) {}
+    GatherWorker(GatherWorker&& o) noexcept = default;
     GatherWorker& operator=(GatherWorker&&) = delete;
-    ~GatherWorker();
+    ~GatherWorker() = default;  // the Writer closes the reply ring: the collector sees closed
     [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
     [[nodiscard]] std::uint64_t bell_rings() const noexcept { return bell_.line().rings.load(std::memory_order_relaxed); }
 
 private:
-    GatherWorker(Writer writer, DoorbellMapping bell, std::uint32_t rank)
-        : writer_(std::move(writer)), bell_(std::move(bell)), rank_(rank) {}
-    void ring_bell() noexcept;
-    void ring_bell_always() noexcept;
+    GatherWorker(DoorbellMapping bell, Writer writer, std::uint32_t rank);
+    DoorbellMapping bell_;  // before writer_: the Writer's destructor (close) still rings it; mapped
+                            // once, so the publish bell's pointers stay valid across moves
     Writer writer_;
-    DoorbellMapping bell_;
     std::uint32_t rank_;
-    bool active_ = true;
 };
 
 [[nodiscard]] std::string gather_ring_name(std::string_view group, std::uint32_t rank);

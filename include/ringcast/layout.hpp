@@ -3,7 +3,9 @@
 //   offset 0                       +-------------------------+
 //                                  | SegmentHeader           |  identity + geometry, written once
 //   kWriterLineOffset              +-------------------------+
-//                                  | WriterLine              |  tail, notify_seq, reader_sleepers
+//                                  | WriterLine              |  tail, notify_seq
+//   kReaderSleepLineOffset         +-------------------------+
+//                                  | ReaderSleepLine         |  one "may be asleep" bit per rank
 //   kSpaceLineOffset               +-------------------------+
 //                                  | SpaceLine               |  space_seq, writer_sleeping
 //   kReaderSlotsOffset             +-------------------------+
@@ -36,7 +38,7 @@ namespace ringcast::layout {
 inline constexpr std::size_t kLine = 128;
 
 inline constexpr std::uint64_t kMagic = 0x5453'4143'474e'4952ULL;  // "RINGCAST" little-endian
-inline constexpr std::uint32_t kAbiVersion = 1;
+inline constexpr std::uint32_t kAbiVersion = 2;  // 2: one owner word per slot, sleeper bits
 inline constexpr std::uint32_t kMaxReaders = 1024;
 inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
 inline constexpr std::uint64_t kMaxCapacity = 1ULL << 40;
@@ -46,13 +48,55 @@ inline constexpr std::size_t kRecordAlign = 16;  // = header size: the gap befor
 // Header flag bits (SegmentHeader::flags).
 inline constexpr std::uint32_t kFlagClosed = 1u << 0;
 
-// Reader slot states (ReaderSlot::state).
+// Reader slot states (the state field of a slot's owner word).
 enum class SlotState : std::uint32_t {
     never_attached = 0,  // head stays 0: the writer waits for this rank, so it misses nothing
     attached = 1,
-    detached = 2,        // left cleanly; head kept, the writer still honours it (rank may re-attach)
+    detached = 2,        // left cleanly and kept its place (ReaderOptions::keep_place): head kept,
+                         // the writer still honours it, the rank may re-attach and resume
     evicted = 3,         // declared dead under an eviction policy: the writer ignores its head
+    left = 4,            // left cleanly without keeping its place: the writer ignores its head; the
+                         // rank cannot re-attach (its place in the stream is gone, as after eviction)
 };
+inline constexpr std::uint32_t kSlotStateCount = 5;
+
+// ---- owner words ----------------------------------------------------------------------------------
+// Who holds a role (a reader rank, or the writer), in ONE 64-bit word so that every change of
+// ownership is one CAS: a claim, a clean detach, an eviction. Two separate words (pid, then start
+// time) let an observer pair a new pid with the old start time and judge a live owner dead; a
+// check-then-store of the state let a claim undo an eviction the writer had already acted on.
+//
+//   bit 63      61 60                   39 38                                   0
+//      +---------+------------------------+--------------------------------------+
+//      | state 3 | pid 22                 | start time (clock ticks) mod 2^39     |
+//      +---------+------------------------+--------------------------------------+
+//
+// pid: Linux caps pid_max at 2^22 (PID_MAX_LIMIT). Start time: /proc/<pid>/stat field 22 in
+// USER_HZ (100/s) ticks; 2^39 ticks are 174 years of uptime. pid 0 = nobody. The start time makes a
+// reused pid look like a different process — unless the pid is reused within one 10 ms tick, which
+// needs the whole pid space to cycle in 10 ms; we accept that.
+inline constexpr unsigned kOwnerStartBits = 39;
+inline constexpr unsigned kOwnerPidBits = 22;
+inline constexpr std::uint64_t kOwnerStartMask = (std::uint64_t{1} << kOwnerStartBits) - 1;
+inline constexpr std::uint64_t kOwnerPidMask = (std::uint64_t{1} << kOwnerPidBits) - 1;
+
+struct Owner {
+    SlotState state = SlotState::never_attached;
+    std::uint32_t pid = 0;
+    std::uint64_t start_time = 0;  // already reduced mod 2^39
+    friend constexpr bool operator==(const Owner&, const Owner&) = default;
+};
+[[nodiscard]] constexpr std::uint64_t pack_owner(const Owner& o) noexcept {
+    return (std::uint64_t{static_cast<std::uint32_t>(o.state)} << (kOwnerStartBits + kOwnerPidBits)) |
+           ((std::uint64_t{o.pid} & kOwnerPidMask) << kOwnerStartBits) | (o.start_time & kOwnerStartMask);
+}
+[[nodiscard]] constexpr Owner unpack_owner(std::uint64_t w) noexcept {
+    return {static_cast<SlotState>(w >> (kOwnerStartBits + kOwnerPidBits)),
+            static_cast<std::uint32_t>((w >> kOwnerStartBits) & kOwnerPidMask), w & kOwnerStartMask};
+}
+static_assert(kSlotStateCount <= 8 && kOwnerStartBits + kOwnerPidBits + 3 == 64);
+static_assert(unpack_owner(pack_owner({SlotState::left, 4194303, kOwnerStartMask})) ==
+              Owner{SlotState::left, 4194303, kOwnerStartMask});
 
 struct SegmentHeader {
     std::atomic<std::uint64_t> magic;  // stored last (release) by the creator: an attacher that
@@ -68,29 +112,37 @@ struct SegmentHeader {
     std::uint32_t reserved0;
     std::uint64_t creator_start_time;  // /proc/<pid>/stat field 22: pid reuse safe identity
     std::atomic<std::uint32_t> flags;  // kFlagClosed, stored with release after the final tail
-    std::atomic<std::uint32_t> writer_pid;  // 0 = no writer attached; CAS-claimed
-    std::atomic<std::uint64_t> writer_start_time;
+    std::uint32_t reserved1;
+    std::atomic<std::uint64_t> writer_owner;  // owner word (state unused): pid 0 = no writer; CAS-claimed
 };
 
 struct alignas(kLine) WriterLine {  // written by the writer on every publish: its own line pair
     std::atomic<std::uint64_t> tail;             // bytes published; only the writer stores (release)
     std::atomic<std::uint32_t> notify_seq;       // futex word readers sleep on
-    std::atomic<std::uint32_t> reader_sleepers;  // readers that may be asleep on notify_seq
+    std::uint32_t reserved0;
     std::atomic<std::uint64_t> wake_calls;       // futex_wake syscalls by the writer (diagnostics)
     std::atomic<std::uint64_t> messages;         // messages published (diagnostics, `ringcast stat`)
 };
 
+// Sleep announcements are per endpoint, never shared counts: a count that a process incremented and
+// then died with stays incremented forever (every publish pays a wake syscall), while a bit belongs
+// to one rank and whoever claims the rank next clears it (wait.hpp, "announcements").
+inline constexpr std::size_t kSleepWords = kMaxReaders / 64;
+struct alignas(kLine) ReaderSleepLine {  // readers write it only when going to sleep; the writer loads
+                                         // ceil(readers/64) words of it on every publish
+    std::atomic<std::uint64_t> sleeping[kSleepWords];  // bit r: rank r may be asleep on notify_seq
+};
+
 struct alignas(kLine) SpaceLine {  // touched only when the writer runs out of room
     std::atomic<std::uint32_t> space_seq;        // futex word the writer sleeps on
-    std::atomic<std::uint32_t> writer_sleeping;  // 1 while the writer may be asleep on space_seq
+    std::uint32_t reserved0;
+    std::atomic<std::uint64_t> writer_sleeping;  // bit 0: the writer may be asleep on space_seq
     std::atomic<std::uint64_t> writer_waits;     // futex_wait calls by the writer
 };
 
 struct alignas(kLine) ReaderSlot {  // written by its reader on every release: its own line pair
-    std::atomic<std::uint64_t> head;  // bytes released; only this rank's reader stores (release)
-    std::atomic<std::uint32_t> state;       // SlotState
-    std::atomic<std::uint32_t> owner_pid;   // 0 = free; CAS-claimed on attach
-    std::atomic<std::uint64_t> owner_start_time;
+    std::atomic<std::uint64_t> head;   // bytes released; only this rank's reader stores (release)
+    std::atomic<std::uint64_t> owner;  // owner word: SlotState + pid + start time; changed by CAS only
     std::atomic<std::uint64_t> waits;       // futex_wait calls by this reader
     std::atomic<std::uint64_t> wake_calls;  // futex_wake syscalls by this reader (space wakes)
     std::atomic<std::uint64_t> messages;    // messages consumed
@@ -99,14 +151,17 @@ struct alignas(kLine) ReaderSlot {  // written by its reader on every release: i
 static_assert(std::is_standard_layout_v<SegmentHeader>);
 static_assert(std::is_standard_layout_v<WriterLine>);
 static_assert(std::is_standard_layout_v<SpaceLine>);
+static_assert(std::is_standard_layout_v<ReaderSleepLine>);
 static_assert(std::is_standard_layout_v<ReaderSlot>);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "cross-process atomics need no lock");
 static_assert(sizeof(std::atomic<std::uint64_t>) == 8 && sizeof(std::atomic<std::uint32_t>) == 4);
 static_assert(sizeof(SegmentHeader) <= kLine);
 static_assert(sizeof(WriterLine) == kLine && sizeof(SpaceLine) == kLine && sizeof(ReaderSlot) == kLine);
+static_assert(sizeof(ReaderSleepLine) == kLine && kSleepWords * 64 == kMaxReaders);
 
 inline constexpr std::size_t kWriterLineOffset = kLine;
-inline constexpr std::size_t kSpaceLineOffset = kWriterLineOffset + sizeof(WriterLine);
+inline constexpr std::size_t kReaderSleepLineOffset = kWriterLineOffset + sizeof(WriterLine);
+inline constexpr std::size_t kSpaceLineOffset = kReaderSleepLineOffset + sizeof(ReaderSleepLine);
 inline constexpr std::size_t kReaderSlotsOffset = kSpaceLineOffset + sizeof(SpaceLine);
 
 [[nodiscard]] constexpr std::size_t data_offset(std::uint32_t reader_count) noexcept {
@@ -151,10 +206,46 @@ inline constexpr std::size_t kFragmentPrefix = sizeof(std::uint64_t);  // total 
     return sizeof(RecordHeader) + align_record(payload);
 }
 // The largest single record: a quarter of the ring, so up to four records are in flight while a
-// fragmented stream is copied (writer fills one while readers drain the others).
+// fragmented stream is copied (writer fills one while readers drain the others) — and never more
+// than the u32 length field holds: rings of 32 GiB and more would otherwise cut the length and the
+// reader would parse payload bytes as the next record. Kept a multiple of kRecordAlign.
+inline constexpr std::uint64_t kMaxRecordLength = 0xffff'ffffULL & ~std::uint64_t{kRecordAlign - 1};
 [[nodiscard]] constexpr std::uint64_t max_record_payload(std::uint64_t capacity) noexcept {
-    return capacity / 4 - sizeof(RecordHeader);
+    const std::uint64_t quarter = capacity / 4 - sizeof(RecordHeader);
+    return quarter < kMaxRecordLength ? quarter : kMaxRecordLength;
 }
+static_assert(max_record_payload(kMaxCapacity) <= 0xffff'ffffULL);
+
+// Named access to the record at a ring offset (offset & (capacity - 1), a multiple of kRecordAlign).
+[[nodiscard]] inline RecordHeader& record_at(std::byte* data, std::uint64_t offset) noexcept {
+    return *reinterpret_cast<RecordHeader*>(data + offset);
+}
+[[nodiscard]] inline const RecordHeader& record_at(const std::byte* data, std::uint64_t offset) noexcept {
+    return *reinterpret_cast<const RecordHeader*>(data + offset);
+}
+[[nodiscard]] inline std::byte* record_payload(std::byte* data, std::uint64_t offset) noexcept {
+    return data + offset + sizeof(RecordHeader);
+}
+[[nodiscard]] inline const std::byte* record_payload(const std::byte* data, std::uint64_t offset) noexcept {
+    return data + offset + sizeof(RecordHeader);
+}
+// Cursors (tail, heads) only ever advance by whole records: one that is not a multiple of
+// kRecordAlign is corrupt (a header read there could straddle the ring's end).
+[[nodiscard]] constexpr bool cursor_aligned(std::uint64_t cursor) noexcept { return cursor % kRecordAlign == 0; }
+
+// ---- the gather doorbell object "<group>.bell": one line -------------------------------------------
+inline constexpr std::uint64_t kDoorbellMagic = 0x4c4c'4542'4347'5243ULL;  // "RCGCBELL"
+struct alignas(kLine) DoorbellLine {  // its own line: workers load collector_sleeping on every publish
+    std::atomic<std::uint64_t> magic;               // stored last (release) by the creator
+    std::atomic<std::uint32_t> doorbell_seq;        // futex word the collector sleeps on
+    std::atomic<std::uint32_t> ranks;               // group size, checked on attach
+    std::atomic<std::uint64_t> collector_sleeping;  // bit 0: the collector may be asleep on doorbell_seq
+    std::atomic<std::uint64_t> rings;               // futex_wake calls by workers (diagnostics)
+    std::atomic<std::uint64_t> waits;               // futex_wait calls by the collector
+    std::uint32_t abi_version;                      // kAbiVersion, checked on attach
+    std::uint32_t layout_hash;                      // kLayoutHash, checked on attach
+};
+static_assert(std::is_standard_layout_v<DoorbellLine> && sizeof(DoorbellLine) == kLine);
 
 // ---- layout hash: any change of a size or offset changes it, so mismatched builds refuse ----------
 [[nodiscard]] constexpr std::uint32_t fnv1a_step(std::uint32_t h, std::uint64_t v) noexcept {
@@ -171,12 +262,15 @@ inline constexpr std::size_t kFragmentPrefix = sizeof(std::uint64_t);  // total 
                             std::uint64_t{sizeof(ReaderSlot)}, std::uint64_t{sizeof(RecordHeader)},
                             std::uint64_t{kRecordAlign}, std::uint64_t{kFragmentPrefix},
                             std::uint64_t{offsetof(SegmentHeader, flags)},
-                            std::uint64_t{offsetof(SegmentHeader, writer_pid)},
+                            std::uint64_t{offsetof(SegmentHeader, writer_owner)},
                             std::uint64_t{offsetof(WriterLine, notify_seq)},
-                            std::uint64_t{offsetof(WriterLine, reader_sleepers)},
+                            std::uint64_t{sizeof(ReaderSleepLine)},
                             std::uint64_t{offsetof(SpaceLine, writer_sleeping)},
-                            std::uint64_t{offsetof(ReaderSlot, state)},
-                            std::uint64_t{offsetof(ReaderSlot, owner_pid)}})
+                            std::uint64_t{offsetof(ReaderSlot, owner)},
+                            std::uint64_t{kOwnerStartBits}, std::uint64_t{kOwnerPidBits},
+                            std::uint64_t{sizeof(DoorbellLine)},
+                            std::uint64_t{offsetof(DoorbellLine, collector_sleeping)},
+                            std::uint64_t{kMaxRecordLength}})
         h = fnv1a_step(h, v);
     return h;
 }

@@ -6,15 +6,30 @@
 //   2. record header written (plain stores)
 //   3. tail.exchange(new_tail, seq_cst)     ← publishes 1 and 2 (a release; pairs with the readers'
 //                                              acquire loads of tail); w1 of wait.hpp
-//   4. if reader_sleepers (seq_cst load): notify_seq += 1; futex_wake      (wait.hpp, w2..w3)
+//   4. if a reader's sleeping bit is set (seq_cst load): notify_seq += 1; futex_wake  (wait.hpp, w2..w3)
+//   5. the same w2..w3 on the publish bell, if one is set (the gather doorbell): after EVERY record,
+//      fragments included, so a collector asleep on the bell sees a reply that fills the ring
+//      before it is complete (the worker would otherwise wait for space the collector never frees)
 // Release order (Reader::release → Reader::store_head):
 //   1. the reader is done with the bytes (plain loads)
 //   2. head.exchange(new_head, seq_cst)     ← a release; pairs with the writer's acquire loads of
 //                                              heads: it overwrites those bytes only after seeing this
 //   3. if writer_sleeping (seq_cst load): space_seq += 1; futex_wake
 //
-// Back-pressure: the writer may use bytes up to min(head over non-evicted ranks) + capacity. Ranks
-// that never attached have head 0 and hold the writer: a late reader misses nothing.
+// Back-pressure: the writer may use bytes up to min(head over held ranks) + capacity. A rank is held
+// unless evicted or left (its owner word's state). Ranks that never attached have head 0 and hold
+// the writer: a late reader misses nothing.
+//
+// Ownership (layout.hpp, "owner words"): every change of a slot's state is one CAS of its owner
+// word, so the writer's eviction and a replacement's claim of the same dead owner cannot both win:
+//   C1 claim:   CAS {never_attached | detached | attached by a dead pid} -> {attached, me}
+//   C2          clear the rank's sleeping bit (a dead predecessor may have died asleep)
+//   E1 evict:   CAS {attached by that dead pid} -> {evicted}  (only then is its head ignored)
+//   D1 detach:  CAS {attached, me} -> {left} (default) or {detached} (keep_place); after {left}, wake
+//               a writer waiting for space (the CAS is w1 of wait.hpp's handshake)
+// Clean-exit policy: a reader that leaves cleanly releases its rank unless it asked to keep its
+// place, so no clean exit of a reader can hang the writer; a kept place is honoured until the rank
+// re-attaches.
 // A crashed writer never exposes a torn record: a record is visible only once tail passed it.
 #pragma once
 
@@ -31,6 +46,7 @@
 #include <vector>
 
 #include "ringcast/error.hpp"
+#include "ringcast/detail/movable.hpp"
 #include "ringcast/layout.hpp"
 #include "ringcast/segment.hpp"
 #include "ringcast/wait.hpp"
@@ -54,6 +70,10 @@ struct WriterOptions {
 struct ReaderOptions {
     WaitOptions wait{};
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);  // check the writer this often
+    // On a clean detach (destruction): false → the rank is released: the writer stops keeping
+    // messages for it and it cannot re-attach (Error rank_left). true → the writer keeps honouring
+    // its head (and may block on it) until the rank re-attaches and resumes where it left.
+    bool keep_place = false;
 };
 
 struct Reservation {
@@ -77,7 +97,7 @@ public:
     // Become the writer of an existing segment (e.g. created by a launcher).
     [[nodiscard]] static Writer open(std::string_view name, const WriterOptions& options = {});
 
-    Writer(Writer&& other) noexcept;
+    Writer(Writer&& other) noexcept = default;
     Writer& operator=(Writer&&) = delete;
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
@@ -103,7 +123,7 @@ public:
     // Sticky: the blocking call in progress and every later one return Status::cancelled until
     // clear_cancel(). Safe from any thread.
     void cancel() noexcept;
-    void clear_cancel() noexcept { cancelled_.store(false, std::memory_order_release); }
+    void clear_cancel() noexcept { cancelled_.get().store(false, std::memory_order_release); }
 
     // The liveness check a blocked write() runs every liveness_interval, for callers that wait in
     // their own slices (the Python binding): throws Error(peer_dead) naming a dead lagging reader, or
@@ -112,6 +132,12 @@ public:
     // The strategy of later blocking calls (e.g. a caller waiting in slices spins only in its first).
     void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
     [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
+    // After every published record (fragments included) also run w2..w3 of wait.hpp on `bell`,
+    // counting wakes in `wake_calls` (the gather doorbell). Both must outlive the Writer.
+    void set_publish_bell(const SleepSite& bell, std::atomic<std::uint64_t>& wake_calls) noexcept {
+        bell_ = bell;
+        bell_wake_calls_ = &wake_calls;
+    }
 
     [[nodiscard]] std::size_t max_reserve() const noexcept { return max_payload_; }
     [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
@@ -136,7 +162,7 @@ private:
     Segment segment_;
     WriterOptions options_;
     SpinHistory space_waits_;  // how long waits for space lasted (adaptive hybrid)
-    layout::WriterLine* line_ = nullptr;
+    detail::Taken<layout::WriterLine*> line_;  // nullptr: moved from
     std::byte* data_ = nullptr;
     std::uint64_t capacity_ = 0;
     std::uint64_t mask_ = 0;
@@ -148,8 +174,11 @@ private:
     std::uint64_t reserved_size_ = 0;    // payload bytes reserved; 0 with !has_reservation_
     bool has_reservation_ = false;
     bool stream_broken_ = false;         // a fragmented write stopped half way: abort it first
-    bool owns_name_ = false;
-    std::atomic<bool> cancelled_{false};
+    detail::Taken<bool> owns_name_;
+    std::uint64_t owner_word_ = 0;       // our claim in the header's writer_owner
+    SleepSite bell_{};                   // set_publish_bell(); seq == nullptr: none
+    std::atomic<std::uint64_t>* bell_wake_calls_ = nullptr;
+    detail::MovableFlag cancelled_;  // set by cancel() from any thread
 };
 
 // ===================================================================================================
@@ -159,14 +188,15 @@ class GatherCollector;
 class Reader {
 public:
     // Throws Error: rank_in_use when another live process holds the rank; invalid_argument for a rank
-    // out of range; peer_dead for an evicted rank; everything Segment::open throws.
+    // out of range; peer_dead for an evicted rank; rank_left for a rank released by a clean detach;
+    // corrupt for a slot whose head is impossible; everything Segment::open throws.
     [[nodiscard]] static Reader attach(std::string_view name, std::uint32_t rank, const ReaderOptions& options = {});
 
-    Reader(Reader&& other) noexcept;
+    Reader(Reader&& other) noexcept = default;
     Reader& operator=(Reader&&) = delete;
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
-    ~Reader();  // detaches (head kept: the writer still honours it; the rank may re-attach)
+    ~Reader();  // detaches: releases the rank, or keeps its place (ReaderOptions::keep_place)
 
     // Zero-copy: the next message, valid until release(). A fragmented message is reassembled into this
     // reader's own buffer (its fragments are released as they are copied). Calling peek() again before
@@ -179,7 +209,7 @@ public:
                               std::uint64_t* tag = nullptr);
 
     void cancel() noexcept;
-    void clear_cancel() noexcept { cancelled_.store(false, std::memory_order_release); }
+    void clear_cancel() noexcept { cancelled_.get().store(false, std::memory_order_release); }
 
     // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
     // writer died without closing.
@@ -199,6 +229,9 @@ private:
     [[nodiscard]] bool poll_acquire() noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
     [[nodiscard]] SleepSite space_site() const noexcept;
+    friend class Writer;  // clears an evicted rank's announcement bit (E1)
+    [[nodiscard]] static SleepSite data_site_of(const Segment& segment, std::uint32_t rank) noexcept;
+    void release_claim(layout::SlotState to) noexcept;
     [[nodiscard]] Status wait_for_data(Timeout& timeout);
     void store_head(std::uint64_t new_head) noexcept;
     void check_writer() const;
@@ -209,7 +242,7 @@ private:
     ReaderOptions options_;
     SpinHistory data_waits_;  // how long waits for data lasted (adaptive hybrid)
     layout::WriterLine* line_ = nullptr;
-    layout::ReaderSlot* slot_ = nullptr;
+    detail::Taken<layout::ReaderSlot*> slot_;  // nullptr: moved from
     std::byte* data_ = nullptr;
     std::uint64_t capacity_ = 0;
     std::uint64_t mask_ = 0;
@@ -227,7 +260,8 @@ private:
     std::uint64_t assembly_filled_ = 0;    // bytes copied so far
     std::uint64_t assembly_tag_ = 0;
     bool assembling_ = false;
-    std::atomic<bool> cancelled_{false};
+    std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word
+    detail::MovableFlag cancelled_;  // set by cancel() from any thread
 };
 
 }  // namespace ringcast

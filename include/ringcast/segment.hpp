@@ -26,6 +26,36 @@ struct SegmentOptions {
     bool replace_existing = false;          // unlink a same-named segment first (owner only)
 };
 
+// An open POSIX shm object: the one shm_open / size / mmap / errno path of every ringcast object
+// (queue segments and gather doorbells). Errors name the object and the real cause (not_found,
+// already_exists, permission_denied, a symbolic link, no_space, system naming the call).
+// Thread-safety: none needed (a short-lived local of create/open).
+class ShmObject {
+public:
+    // O_CREAT|O_EXCL|O_NOFOLLOW, fchmod(mode) (umask neither widens nor narrows it), ftruncate(size),
+    // posix_fallocate (a full /dev/shm is an error now, not a SIGBUS later). Any failure unlinks it.
+    [[nodiscard]] static ShmObject create(std::string_view name, std::size_t size, mode_t mode);
+    [[nodiscard]] static ShmObject open(std::string_view name);  // read-write, O_NOFOLLOW
+    ShmObject(ShmObject&& o) noexcept
+        : name_(std::move(o.name_)), fd_(std::exchange(o.fd_, -1)), size_(o.size_), created_(o.created_) {}
+    ShmObject& operator=(ShmObject&&) = delete;
+    ShmObject(const ShmObject&) = delete;
+    ShmObject& operator=(const ShmObject&) = delete;
+    ~ShmObject();
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    // MAP_SHARED read-write mapping of the whole object; stays valid after this object is closed. A
+    // failure unlinks an object this process just created.
+    [[nodiscard]] void* map() const;
+
+private:
+    ShmObject(std::string name, int fd, std::size_t size, bool created) noexcept
+        : name_(std::move(name)), fd_(fd), size_(size), created_(created) {}
+    std::string name_;
+    int fd_ = -1;
+    std::size_t size_ = 0;
+    bool created_ = false;
+};
+
 // Thread-safety: a Segment is a mapping; moving/destroying it is not thread-safe, everything inside the
 // mapping is accessed through atomics by ring.hpp.
 class Segment {
@@ -58,6 +88,9 @@ public:
     [[nodiscard]] layout::WriterLine& writer_line() const noexcept {
         return *reinterpret_cast<layout::WriterLine*>(base_ + layout::kWriterLineOffset);
     }
+    [[nodiscard]] layout::ReaderSleepLine& reader_sleep_line() const noexcept {
+        return *reinterpret_cast<layout::ReaderSleepLine*>(base_ + layout::kReaderSleepLineOffset);
+    }
     [[nodiscard]] layout::SpaceLine& space_line() const noexcept {
         return *reinterpret_cast<layout::SpaceLine*>(base_ + layout::kSpaceLineOffset);
     }
@@ -87,6 +120,13 @@ private:
 
 // pid + start time (clock ticks since boot, /proc/<pid>/stat field 22): a pid-reuse-safe identity.
 [[nodiscard]] std::uint64_t process_start_time(pid_t pid) noexcept;  // 0 if the process is gone
+// start_time 0: unknown, judged by the pid alone. Compared modulo 2^39 (layout.hpp, owner words).
 [[nodiscard]] bool process_alive(pid_t pid, std::uint64_t start_time) noexcept;
+// Our own owner word for a role, in `state`.
+[[nodiscard]] std::uint64_t my_owner_word(layout::SlotState state) noexcept;
+// Is the holder named by an owner word alive? pid 0 (nobody) is not.
+[[nodiscard]] inline bool owner_alive(const layout::Owner& o) noexcept {
+    return o.pid != 0 && process_alive(static_cast<pid_t>(o.pid), o.start_time);
+}
 
 }  // namespace ringcast

@@ -11,25 +11,37 @@
 //              adaptive: the spin budget follows how long this endpoint's recent waits lasted
 //              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is wanted
 //
-// The sleeping protocol ("Waiting without lost wake-ups", DESIGN.md; model: tests/model/ring.pml):
+// The sleeping protocol (model: tests/model/ring.pml). One mechanism for every sleeper: a reader
+// waiting for data, the writer waiting for space, the gather collector waiting on its doorbell or on
+// many reply rings at once (futex_waitv). A sleep site is a futex word `seq` plus announcement bits,
+// one bit per endpoint that may sleep there; a waiter may sleep on several sites at once.
 //
-//   waiter (block_until, case 3)              waker (publish_and_notify)
-//   3a sleepers += 1           (seq_cst RMW)  w1 make the condition true: cursor.exchange (seq_cst)
-//   3b fence(seq_cst)                         w2 if sleepers.load(seq_cst) > 0:
-//   3c s = seq                                w3     seq += 1; futex_wake(seq, all)
-//   3d if condition: sleepers -= 1, done
-//   3e futex_wait(seq, s)   (sleeps only if seq == s, atomically in the kernel)
-//   3f sleepers -= 1, back to the top
+//   waiter (block_until, case 3)                    waker (publish_and_notify)
+//   3a set own bit on every site   (seq_cst RMW)    w1 make the condition true: cursor.exchange (seq_cst)
+//   3b fence(seq_cst)                               w2 if any bit of the site (seq_cst loads):
+//   3c s[i] = seq of every site                     w3     seq += 1; futex_wake(seq, all)
+//   3d if condition: clear own bits, done
+//   3e futex_wait(seq, s) / futex_waitv(all seq[i], s[i])   (sleeps only if every seq still equals
+//                                                            its snapshot, atomically in the kernel)
+//   3f clear own bits, back to the top
 //
 // Why no wake can be lost. All of 3a, 3b, w1 and w2 are seq_cst, so they sit in the one total order
 // S, each thread's in program order. If w1 precedes 3b in S, the re-check 3d (a load after the
 // seq_cst fence 3b) must see w1's cursor or a later one: the waiter does not sleep. Otherwise
-// 3a < 3b < w1 < w2 in S, so the seq_cst load w2 sees the announce of 3a and the waker bumps seq
+// 3a < 3b < w1 < w2 in S, so the seq_cst load w2 sees the bit set by 3a and the waker bumps seq
 // (w3) — after the waiter's snapshot 3c, since 3c may only have read an older value, so the
-// kernel's value check in 3e fails, or the wake finds the sleeper. When nobody sleeps the waker's
-// hot path is one exchange (xchg on x86: cheaper than a store + mfence) and one plain load.
-// Model-checked in tests/model/ring.pml (spin explores sequentially consistent interleavings,
-// which is what the seq_cst operations above guarantee).
+// kernel's value check in 3e fails, or the wake finds the sleeper. With several sites the argument
+// holds per site: a waker of any one site either is seen by 3d or bumps that site's word.
+// When nobody sleeps the waker's hot path is one exchange (xchg on x86: cheaper than a store +
+// mfence) and one plain load per 64 endpoints.
+//
+// Announcements. A bit, not a shared count: an endpoint owns its bit, sets and clears it only
+// itself (one waiting thread per endpoint, so the bit is never set twice), and whoever claims the
+// endpoint's role next — a replacement reader of a dead rank, a writer taking over, an eviction —
+// clears it (clear_announcement). So a process killed asleep leaks no announcement past its
+// successor's claim; with a count, one death made every later publish pay a wake syscall forever.
+// Spin explores sequentially consistent interleavings, which is what the seq_cst operations above
+// guarantee; tests/model/ring.pml models these steps by name.
 #pragma once
 
 #include <algorithm>
@@ -37,7 +49,9 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include <sched.h>
 
@@ -126,19 +140,41 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-// The futex handshake's shared words for one direction (readers waiting for data, or the writer
-// waiting for space).
+// The futex handshake's shared words for one direction (readers waiting for data, the writer waiting
+// for space, the collector waiting for replies).
 struct SleepSite {
-    std::atomic<std::uint32_t>* seq;       // futex word; bumped by wakers that saw a sleeper
-    std::atomic<std::uint32_t>* sleepers;  // waiters that may be asleep on seq
-    std::atomic<std::uint64_t>* waits;     // futex_wait calls (diagnostics; relaxed)
+    std::atomic<std::uint32_t>* seq = nullptr;       // futex word; bumped by wakers that saw a bit
+    std::atomic<std::uint64_t>* sleeping = nullptr;  // announcement bits, one per endpoint (bit 0 only,
+                                                     // for a site with one waiter)
+    std::uint32_t words = 1;                         // waker: how many 64-bit words of bits to look at
+    std::uint32_t bit = 0;                           // waiter: its own bit
+    std::atomic<std::uint64_t>* waits = nullptr;     // futex_wait calls (diagnostics; relaxed); may be null
+
+    [[nodiscard]] std::atomic<std::uint64_t>& own_word() const noexcept { return sleeping[bit / 64]; }
+    [[nodiscard]] std::uint64_t own_mask() const noexcept { return std::uint64_t{1} << (bit % 64); }
 };
 
+// 3a: the waiter's announcement (seq_cst RMW; the fence 3b follows).
+inline void announce(const SleepSite& site) noexcept { site.own_word().fetch_or(site.own_mask(), std::memory_order_seq_cst); }
+// 3d/3f: the waiter retracts it. relaxed: a late retract only costs a waker one needless wake.
+inline void retract(const SleepSite& site) noexcept { site.own_word().fetch_and(~site.own_mask(), std::memory_order_relaxed); }
+// A new holder of the endpoint's role clears the bit a dead predecessor may have left set: nobody
+// sleeps under it (the role is ours now, and we are not asleep), so clearing loses no wake.
+inline void clear_announcement(const SleepSite& site) noexcept {
+    site.own_word().fetch_and(~site.own_mask(), std::memory_order_seq_cst);
+}
+// w2: does anyone announce? One seq_cst load per 64 endpoints.
+[[nodiscard]] inline bool any_announced(const SleepSite& site) noexcept {
+    for (std::uint32_t i = 0; i < site.words; ++i)
+        if (site.sleeping[i].load(std::memory_order_seq_cst) != 0) return true;
+    return false;
+}
+
 // Steps w2..w3 alone, for a waker whose condition was made true by a seq_cst RMW just before (the
-// gather doorbell is rung right after the reply ring's publish_and_notify).
+// gather doorbell is checked right after the reply ring's publish_and_notify).
 inline bool notify_sleepers(const SleepSite& site, std::atomic<std::uint64_t>& wake_calls) noexcept {
-    if (site.sleepers->load(std::memory_order_seq_cst) == 0) return false;  // w2: the fast path
-    site.seq->fetch_add(1, std::memory_order_release);                      // w3
+    if (!any_announced(site)) return false;           // w2: the fast path
+    site.seq->fetch_add(1, std::memory_order_release);  // w3
     futex_wake(site.seq);
     wake_calls.fetch_add(1, std::memory_order_relaxed);  // slow path (a syscall follows); may have many storers
     return true;
@@ -152,7 +188,8 @@ inline bool publish_and_notify(std::atomic<std::uint64_t>& cursor, std::uint64_t
     return notify_sleepers(site, wake_calls);
 }
 
-// Unconditional wake (close, cancel): bump seq so a waiter between 3c and 3e cannot sleep.
+// Unconditional wake (close, cancel, a departing peer): bump seq so a waiter between 3c and 3e
+// cannot sleep.
 inline void wake_all(const SleepSite& site) noexcept {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     site.seq->fetch_add(1, std::memory_order_release);
@@ -220,22 +257,51 @@ static_assert(WaitStrategy<SpinStrategy> && WaitStrategy<SpinYieldStrategy> &&
 
 // Everything a blocking loop needs besides the strategy.
 struct WaitContext {
-    SleepSite site;
+    std::span<const SleepSite> sites;  // one (futex_wait) or several (futex_waitv, <= kFutexWaitvMax)
     Deadline deadline = kNoDeadline;
-    const std::atomic<bool>* cancel = nullptr;  // sticky cancel flag of the endpoint
+    const std::atomic<bool>* cancel = nullptr;  // cancel flag of the endpoint
     SleepHook before_sleep{};
     // Liveness: every `check_every` of waiting, `on_idle(context)` runs (it may throw, e.g. a dead
-    // peer). Zero disables. The kernel wait's timeout is cut to the next check: no busy polling.
+    // peer). Zero disables it, on every path. The kernel wait's timeout is cut to the next check: no
+    // busy polling.
     std::chrono::nanoseconds check_every{0};
     void (*on_idle)(void* context) = nullptr;
     void* idle_context = nullptr;
-    SpinHistory* history = nullptr;  // the endpoint's; used when the options are adaptive
+    SpinHistory* history = nullptr;       // the endpoint's; used when the options are adaptive
+    std::uint64_t* kernel_waits = nullptr;  // the endpoint's private count of kernel waits, if wanted
+};
+
+// Steps 3c + 3e over the context's sites: snapshot every futex word, then one kernel wait on all.
+// (3a/3b are the caller's, 3d is the caller's re-check between snapshot() and sleep().)
+class SleepSnapshot {
+public:
+    explicit SleepSnapshot(std::span<const SleepSite> sites) : sites_(sites) {
+        if (sites.size() > 1) entries_.resize(sites.size());
+    }
+    void snapshot() noexcept {  // 3c
+        if (sites_.size() == 1) {
+            seen_ = sites_[0].seq->load(std::memory_order_acquire);
+            return;
+        }
+        for (std::size_t i = 0; i < sites_.size(); ++i)
+            entries_[i] = {sites_[i].seq->load(std::memory_order_acquire),
+                           reinterpret_cast<std::uintptr_t>(sites_[i].seq), kFutex2SizeU32, 0};
+    }
+    [[nodiscard]] FutexWaitResult sleep(Deadline wake_by) noexcept {  // 3e
+        if (sites_.size() == 1) return futex_wait(sites_[0].seq, seen_, wake_by);
+        return futex_waitv(entries_.data(), static_cast<unsigned>(entries_.size()), wake_by);
+    }
+
+private:
+    std::span<const SleepSite> sites_;
+    std::uint32_t seen_ = 0;
+    std::vector<FutexWaitvEntry> entries_;  // only with several sites
 };
 
 // Waits until `ready()` returns true. `ready` must only read shared state (it may be called many
 // times) and must load the shared words it depends on itself (the fence in 3b orders those loads).
 //
-// Thread-safety: any thread; several threads may wait on the same site.
+// Thread-safety: any thread, but one waiting thread per endpoint (its announcement bit) at a time.
 template <WaitStrategy S, class Ready>
 [[nodiscard]] WaitOutcome block_until(const S& strategy, const WaitContext& ctx, Ready&& ready) {
     const auto is_cancelled = [&] { return ctx.cancel && ctx.cancel->load(std::memory_order_acquire); };
@@ -245,7 +311,7 @@ template <WaitStrategy S, class Ready>
     if (ctx.deadline == kPollOnly) return WaitOutcome::timed_out;
 
     auto now = Clock::now();
-    auto next_check = ctx.check_every.count() > 0 ? now + ctx.check_every : kNoDeadline;
+    auto next_check = ctx.check_every.count() > 0 && ctx.on_idle ? now + ctx.check_every : kNoDeadline;
     const auto idle_tick = [&](Deadline t) {
         if (t >= next_check) {
             ctx.on_idle(ctx.idle_context);
@@ -277,24 +343,31 @@ template <WaitStrategy S, class Ready>
     if constexpr (!S::sleeps) {
         return WaitOutcome::timed_out;  // unreachable: a non-sleeping strategy spins until the deadline
     } else {
-        // Case 3: the sleep phase (steps 3a..3f above).
+        // Case 3: the sleep phase (steps 3a..3f above), over one site or several.
+        SleepSnapshot snap(ctx.sites);
+        const auto retract_all = [&] {
+            for (const SleepSite& site : ctx.sites) retract(site);
+        };
         for (;;) {
-            ctx.site.sleepers->fetch_add(1, std::memory_order_seq_cst);  // 3a announce
-            std::atomic_thread_fence(std::memory_order_seq_cst);          // 3b: see the argument above
-            const std::uint32_t seen = ctx.site.seq->load(std::memory_order_acquire);  // 3c
-            if (ready()) {                                                // 3d re-check
-                ctx.site.sleepers->fetch_sub(1, std::memory_order_relaxed);
+            for (const SleepSite& site : ctx.sites) announce(site);  // 3a
+            std::atomic_thread_fence(std::memory_order_seq_cst);     // 3b: see the argument above
+            snap.snapshot();                                         // 3c
+            if (ready()) {                                           // 3d re-check
+                retract_all();
                 return WaitOutcome::ready;
             }
             if (is_cancelled()) {  // cancel() stores the flag before bumping seq: same argument as 3d
-                ctx.site.sleepers->fetch_sub(1, std::memory_order_relaxed);
+                retract_all();
                 return WaitOutcome::cancelled;
             }
             if (ctx.before_sleep.fn) ctx.before_sleep.fn(ctx.before_sleep.context);
-            ctx.site.waits->fetch_add(1, std::memory_order_relaxed);
+            if (ctx.sites[0].waits) ctx.sites[0].waits->fetch_add(1, std::memory_order_relaxed);
+            if (ctx.kernel_waits) ++*ctx.kernel_waits;
             const Deadline wake_by = next_check < ctx.deadline ? next_check : ctx.deadline;
-            const FutexWaitResult r = futex_wait(ctx.site.seq, seen, wake_by);  // 3e
-            ctx.site.sleepers->fetch_sub(1, std::memory_order_relaxed);         // 3f
+            const FutexWaitResult r = snap.sleep(wake_by);  // 3e
+            retract_all();                                  // 3f
+            if (r == FutexWaitResult::unsupported)
+                throw Error(ErrorCode::system, "futex_waitv is not supported by this kernel (needs Linux 5.16)");
             if (ready()) return WaitOutcome::ready;
             if (is_cancelled()) return WaitOutcome::cancelled;
             if (r == FutexWaitResult::timed_out || next_check != kNoDeadline) {

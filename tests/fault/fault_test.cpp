@@ -150,7 +150,7 @@ void reader_kill_writer(std::string_view name, Point point, bool evict, ReaderKi
         if (point == Point::blocked && seq == kBlockAfter)
             while (t.go.load() == 0 && now_ns() < give_up) ::usleep(200);
         if (evict && bytes_after_kill > 3 * kCapacity) {  // the dead rank's head was passed: it was evicted
-            const auto state = w.segment().reader_slot(0).state.load();
+            const auto state = static_cast<std::uint32_t>(layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state);
             if (state != static_cast<std::uint32_t>(layout::SlotState::evicted)) {
                 t.writer_text.set("went past the dead rank but its slot is not evicted (state " + std::to_string(state) + ")");
                 t.writer_result = -5;
@@ -246,7 +246,7 @@ std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts
 
     // A rank that never attached holds the writer by design (a late reader misses nothing): kill the
     // victim only once it owns its rank.
-    bool reached = wait_for([&] { return seg.reader_slot(0).owner_pid.load() == std::uint32_t(victim); }, 5000ms);
+    bool reached = wait_for([&] { return layout::unpack_owner(seg.reader_slot(0).owner.load()).pid == std::uint32_t(victim); }, 5000ms);
     switch (point) {
         case Point::blocked:  // victim caught up and asleep in peek: the writer paused after kBlockAfter
             reached = reached && wait_for([&] { return t->victim_released.load() == kBlockAfter; }, 5000ms);
@@ -386,7 +386,7 @@ std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4]) {
     const pid_t r1 = spawn([&] { survive_and_check(name, 1, point, t->readers[1], &t->release_readers); });
     const pid_t writer = spawn([&] { writer_kill_writer(name, point, *t); });
     // Readers treat "no writer yet" as not a death: kill the writer only once it holds the segment.
-    bool reached = wait_for([&] { return seg.header().writer_pid.load() == std::uint32_t(writer); }, 5000ms);
+    bool reached = wait_for([&] { return layout::unpack_owner(seg.header().writer_owner.load()).pid == std::uint32_t(writer); }, 5000ms);
     switch (point) {
         case Point::blocked:
             reached = reached && wait_for([&] { return seg.space_line().writer_sleeping.load() != 0; }, 5000ms);
@@ -483,7 +483,7 @@ TEST(PeerStopped, WriterTimesOutOnAStoppedReaderAndDoesNotDeclareItDead) {
         const std::uint64_t total = 200;
         SharedBlock<ReaderReport> rep;
         const pid_t reader = fork_child([&] { survive_and_check(name, 0, Point::anywhere, *rep); });
-        ASSERT_TRUE(wait_for([&] { return w.segment().reader_slot(0).owner_pid.load() == std::uint32_t(reader); }, 5000ms));
+        ASSERT_TRUE(wait_for([&] { return layout::unpack_owner(w.segment().reader_slot(0).owner.load()).pid == std::uint32_t(reader); }, 5000ms));
         const std::uint64_t stop_at = rng.below(100);
         std::vector<std::byte> msg;
         bool timed_out_once = false;
@@ -502,7 +502,7 @@ TEST(PeerStopped, WriterTimesOutOnAStoppedReaderAndDoesNotDeclareItDead) {
                 ASSERT_EQ(s, Status::timed_out);
                 ASSERT_FALSE(timed_out_once);
                 EXPECT_GE(std::chrono::steady_clock::now() - start, kStopTimeout);
-                EXPECT_EQ(w.segment().reader_slot(0).state.load(), static_cast<std::uint32_t>(layout::SlotState::attached));
+                EXPECT_EQ(layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state, layout::SlotState::attached);
                 timed_out_once = true;
                 ::kill(reader, SIGCONT);  // the same message is written again, now with room
             }

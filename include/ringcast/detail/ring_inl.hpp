@@ -12,22 +12,30 @@ inline void bump_counter(std::atomic<std::uint64_t>& counter) noexcept {
 
 // ---- Writer hot path ------------------------------------------------------------------------------
 
+// The writer sleeps for space on space_seq, announced by bit 0 of writer_sleeping (one writer).
 inline SleepSite Writer::space_site() const noexcept {
     auto& s = segment_.space_line();
-    return {&s.space_seq, &s.writer_sleeping, &s.writer_waits};
+    return {&s.space_seq, &s.writer_sleeping, 1, 0, &s.writer_waits};
 }
+// Readers sleep for data on notify_seq, announced by their rank's bit; the writer looks at every word.
 inline SleepSite Writer::data_site() const noexcept {
-    return {&line_->notify_seq, &line_->reader_sleepers, nullptr};
+    return {&line_->notify_seq, segment_.reader_sleep_line().sleeping, (readers_ + 63) / 64, 0, nullptr};
 }
 
-// The slowest non-evicted rank. acquire: pairs with Reader::store_head's release, so the reader's last
-// loads of the bytes it released happen-before our overwrite of them.
+// A rank whose head holds the writer back: everything but evicted and left.
+[[nodiscard]] inline bool holds_writer(layout::SlotState state) noexcept {
+    return state != layout::SlotState::evicted && state != layout::SlotState::left;
+}
+
+// The slowest held rank. acquire: pairs with Reader::store_head's release, so the reader's last
+// loads of the bytes it released happen-before our overwrite of them. The owner word is loaded
+// before the head: a rank we skip was evicted (E1) or left (D1) by a CAS that happened before, and
+// neither state is ever left again (a claim refuses both), so its head can never hold us again.
 inline std::uint64_t Writer::min_reader_head_acquire() const noexcept {
     std::uint64_t min_head = tail_;
     for (std::uint32_t r = 0; r < readers_; ++r) {
         auto& slot = segment_.reader_slot(r);
-        if (slot.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(layout::SlotState::evicted))
-            continue;
+        if (!holds_writer(layout::unpack_owner(slot.owner.load(std::memory_order_acquire)).state)) continue;
         min_head = std::min(min_head, slot.head.load(std::memory_order_acquire));
     }
     return min_head;
@@ -41,8 +49,9 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
         return tail_ + need <= known_free_end_;
     };
     if (has_room()) return Status::ok;  // readers moved on: still no clock read
-    WaitContext ctx{space_site(), timeout.deadline(), &cancelled_, options_.wait.before_sleep,
-                    options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_};
+    const SleepSite site = space_site();
+    const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
+                          options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_};
     switch (block_until(options_.wait, ctx, has_room)) {
         case WaitOutcome::ready: return Status::ok;
         case WaitOutcome::cancelled: return Status::cancelled;
@@ -59,24 +68,27 @@ inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
     const std::uint64_t pad = rec > to_end ? to_end : 0;
     if (const Status s = wait_for_space(pad + rec, timeout); s != Status::ok) return s;
     if (pad != 0) {
-        auto* h = reinterpret_cast<layout::RecordHeader*>(data_ + (tail_ & mask_));
-        h->length = static_cast<std::uint32_t>(pad - sizeof(layout::RecordHeader));
-        h->kind = static_cast<std::uint32_t>(layout::RecordKind::padding);
-        h->tag = 0;
+        auto& h = layout::record_at(data_, tail_ & mask_);
+        // pad = to_end < rec <= header + kMaxRecordLength, so the length fits its u32.
+        h.length = static_cast<std::uint32_t>(pad - sizeof(layout::RecordHeader));
+        h.kind = static_cast<std::uint32_t>(layout::RecordKind::padding);
+        h.tag = 0;
     }
     reserved_pos_ = tail_ + pad;
     return Status::ok;
 }
 
-// Steps 2..4 of the publish order (header comment of ring.hpp).
+// Steps 2..5 of the publish order (header comment of ring.hpp).
 inline void Writer::commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept {
-    auto* h = reinterpret_cast<layout::RecordHeader*>(data_ + (reserved_pos_ & mask_));
-    h->length = static_cast<std::uint32_t>(payload);
-    h->kind = static_cast<std::uint32_t>(kind);
-    h->tag = tag;
+    auto& h = layout::record_at(data_, reserved_pos_ & mask_);
+    h.length = static_cast<std::uint32_t>(payload);  // payload <= max_payload_ <= kMaxRecordLength: no cut
+    h.kind = static_cast<std::uint32_t>(kind);
+    h.tag = tag;
     tail_ = reserved_pos_ + layout::record_size(payload);
     // 3 + 4: seq_cst exchange (a release: pairs with the readers' acquire loads of tail), then w2..w3.
     publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls);
+    // 5: the same exchange is w1 for the bell's sleeper too.
+    if (bell_.seq != nullptr) notify_sleepers(bell_, *bell_wake_calls_);
 }
 
 inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeout_ns) {
@@ -92,7 +104,7 @@ inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeo
     if (const Status s = reserve_record(n, timeout); s != Status::ok) return {s, {}};
     has_reservation_ = true;
     reserved_size_ = n;
-    return {Status::ok, {data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader), n}};
+    return {Status::ok, {layout::record_payload(data_, reserved_pos_ & mask_), n}};
 }
 
 inline void Writer::commit(std::size_t used, std::uint64_t tag) {
@@ -121,7 +133,7 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
     if (message.size() <= max_payload_) {
         if (const Status s = reserve_record(message.size(), timeout); s != Status::ok) return s;
         if (!message.empty())
-            std::memcpy(data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader), message.data(), message.size());
+            std::memcpy(layout::record_payload(data_, reserved_pos_ & mask_), message.data(), message.size());
         commit_record(layout::RecordKind::message, message.size(), tag);
         bump_counter(line_->messages);
         return Status::ok;
@@ -137,7 +149,7 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
             stream_broken_ = !first;  // fragments are out: readers must be told to drop them
             return s;
         }
-        std::byte* dst = data_ + (reserved_pos_ & mask_) + sizeof(layout::RecordHeader);
+        std::byte* dst = layout::record_payload(data_, reserved_pos_ & mask_);
         if (first) {
             const std::uint64_t total = message.size();
             std::memcpy(dst, &total, sizeof total);
@@ -173,12 +185,10 @@ inline void grow_assembly(std::unique_ptr<std::byte[]>& buffer, std::uint64_t& c
 }
 }  // namespace detail
 
-inline SleepSite Reader::data_site() const noexcept {
-    return {&line_->notify_seq, &line_->reader_sleepers, &slot_->waits};
-}
+inline SleepSite Reader::data_site() const noexcept { return data_site_of(segment_, rank_); }
 inline SleepSite Reader::space_site() const noexcept {
     auto& s = segment_.space_line();
-    return {&s.space_seq, &s.writer_sleeping, nullptr};
+    return {&s.space_seq, &s.writer_sleeping, 1, 0, nullptr};
 }
 
 // Steps 2..3 of the release order (header comment of ring.hpp).
@@ -202,8 +212,9 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     // so closed + (tail == head_) means drained.
     const auto has_data = [&] { return poll_acquire(); };
     if (has_data()) return head_ < cached_tail_ ? Status::ok : Status::closed;  // no clock read
-    WaitContext ctx{data_site(), timeout.deadline(), &cancelled_, options_.wait.before_sleep,
-                    options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_};
+    const SleepSite site = data_site();
+    const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
+                          options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_};
     switch (block_until(options_.wait, ctx, has_data)) {
         case WaitOutcome::ready: break;
         case WaitOutcome::cancelled: return Status::cancelled;
@@ -225,12 +236,12 @@ inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
         // Validate the record against what the writer can have published: a corrupt header must
         // not make us read outside the ring or past the tail.
         const std::uint64_t pos = head_ & mask_;
-        const auto* h = reinterpret_cast<const layout::RecordHeader*>(data_ + pos);
-        const std::uint64_t length = h->length;
-        const std::uint32_t kind = h->kind;
-        const std::uint64_t tag = h->tag;
-        const std::uint64_t to_end = capacity_ - pos;
-        const std::byte* payload = data_ + pos + sizeof(layout::RecordHeader);
+        const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
+        const std::uint64_t length = h.length;
+        const std::uint32_t kind = h.kind;
+        const std::uint64_t tag = h.tag;
+        const std::uint64_t to_end = capacity_ - pos;  // >= one header: head_ is aligned (checked at attach)
+        const std::byte* payload = layout::record_payload(static_cast<const std::byte*>(data_), pos);
         if (kind == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
             if (length + sizeof(layout::RecordHeader) != to_end) corrupt("padding record does not reach the ring's end");
             head_ += to_end;  // released together with the next record

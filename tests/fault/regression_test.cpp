@@ -1,0 +1,751 @@
+// Regression tests for reproduced core bugs. Each test here failed on the code it was written against
+// and pins the fix: re-attach racing an eviction, sleeper announcements leaked by a process that died
+// asleep, unvalidated cursor alignment, record lengths truncated to u32, a clean detach that keeps
+// holding the writer.
+//
+// Cross-process cases use real processes (fork) and SIGKILL; every wait is bounded by a deadline and
+// fails with a message (no test can hang); children that could outlive a failed assertion are killed
+// and reaped by a guard. RINGCAST_TEST_SCALE scales trial counts only, never below a floor.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "fault_util.hpp"
+#include "ringcast/ring.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::test {
+namespace {
+
+// Waits for `cond` up to `limit`; false on expiry.
+template <class F>
+bool wait_until(F cond, std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!cond()) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        ::usleep(100);
+    }
+    return true;
+}
+
+int scaled_trials(int at_scale_1, int floor) {
+    return std::max(floor, static_cast<int>(at_scale_1 * test_scale()));
+}
+
+// Children of one test: whatever was not reaped by wait() is SIGKILLed and reaped at scope exit, so a
+// failed ASSERT never leaves a process behind (or a parked one holding a rank).
+class Kids {
+public:
+    Kids() = default;
+    Kids(const Kids&) = delete;
+    Kids& operator=(const Kids&) = delete;
+    ~Kids() {
+        for (const pid_t p : pids_) {
+            ::kill(p, SIGKILL);
+            ::waitpid(p, nullptr, 0);
+        }
+    }
+    pid_t spawn(const std::function<void()>& fn) {
+        const pid_t p = ringcast::test::spawn(fn);
+        pids_.push_back(p);
+        return p;
+    }
+    // wait_child with finer polling (200 us, not 2 ms): the eviction test reaps three children per trial.
+    // Returns the exit code, -signal, or -1000 after `limit` (the child is then killed).
+    int wait(pid_t p, std::chrono::seconds limit) {
+        pids_.erase(std::remove(pids_.begin(), pids_.end(), p), pids_.end());
+        const auto end = std::chrono::steady_clock::now() + limit;
+        int status = 0;
+        for (;;) {
+            const pid_t r = ::waitpid(p, &status, WNOHANG);
+            if (r == p) break;
+            if (r < 0) return -2000;  // not our child (cannot happen)
+            if (std::chrono::steady_clock::now() > end) {
+                ::kill(p, SIGKILL);
+                ::waitpid(p, &status, 0);
+                return -1000;
+            }
+            ::usleep(200);
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    }
+
+private:
+    std::vector<pid_t> pids_;
+};
+
+std::vector<std::byte> message(std::size_t size, std::uint64_t seq) {
+    std::vector<std::byte> m(size);
+    fill_message(m, seq);
+    return m;
+}
+
+// =================================================================================================
+// 1. Re-attach undoes an eviction.
+// =================================================================================================
+
+constexpr std::uint64_t kEvictCapacity = 64 << 10;
+constexpr auto kEvictInterval = 200us;  // the evicting writer's liveness tick while blocked
+std::size_t evict_msg_size(std::uint64_t seq) { return 16 + static_cast<std::size_t>(mix(seq ^ 0x5eedULL) % 2000); }
+
+struct EvictTrial {
+    std::atomic<int> victim_parked{0};
+    std::atomic<int> victim_bad{0};
+    Text victim_text;
+    std::atomic<std::uint64_t> published{0};
+    std::atomic<int> writer_result{0};  // 1 wrote everything, <0 failure
+    Text writer_text;
+    std::atomic<int> repl_started{0};
+    std::atomic<int> repl_result{0};  // 1 attached and read clean data, 2 refused (peer_dead), -1 BAD DATA, -2 other
+    std::atomic<std::uint64_t> repl_received{0};
+    std::atomic<std::uint32_t> repl_bad_state{0};  // slot state when a stale attach was caught
+    Text repl_text;
+};
+
+void evict_victim(std::string_view name, std::uint64_t read_first, EvictTrial& t) {
+    auto r = Reader::attach(name, 0);
+    std::vector<std::byte> buf;
+    for (std::uint64_t seq = 0; seq < read_first; ++seq) {
+        std::uint64_t tag = 0;
+        const Status s = r.read(buf, 3s, &tag);
+        std::string err = s == Status::ok ? check_message(buf, seq, evict_msg_size(seq))
+                                          : std::string("read returned ") + to_string(s);
+        if (!err.empty()) {
+            t.victim_text.set(err);
+            t.victim_bad = 1;
+            break;
+        }
+    }
+    t.victim_parked = 1;  // lagging from here on: the writer blocks on this rank
+    for (;;) ::pause();   // until SIGKILL
+}
+
+void evict_writer(std::string_view name, EvictTrial& t) {
+    WriterOptions wo;
+    wo.liveness_interval = kEvictInterval;
+    wo.evict_dead_readers = true;
+    wo.unlink_on_destroy = false;
+    auto w = Writer::open(name, wo);
+    std::uint64_t bytes = 0;
+    for (std::uint64_t seq = 0; bytes < 5 * kEvictCapacity; ++seq) {
+        const auto msg = message(evict_msg_size(seq), seq);
+        Status s{};
+        try {
+            s = w.write(msg, 3s, seq);
+        } catch (const Error& e) {
+            t.writer_text.set(std::string("write threw: ") + e.what());
+            t.writer_result = -1;
+            return;
+        }
+        if (s != Status::ok) {
+            t.writer_text.set(std::string("write returned ") + to_string(s) + " at seq " + std::to_string(seq));
+            t.writer_result = -2;
+            return;
+        }
+        bytes += layout::record_size(msg.size());
+        t.published = seq + 1;
+    }
+    t.writer_result = 1;  // ~Writer closes: the replacement drains and sees closed
+}
+
+// Attaches rank 0 again and again (rank_in_use while the victim lives); the first attempt after the
+// kill either is refused (peer_dead: evicted first) or gets the rank, then must read exactly the
+// messages after the victim's head, intact and in order.
+void evict_replacement(std::string_view name, std::uint64_t first_seq, EvictTrial& t) {
+    std::optional<Reader> r;
+    const std::int64_t give_up = now_ns() + 4'000'000'000;
+    for (;;) {
+        try {
+            r.emplace(Reader::attach(name, 0));
+            break;
+        } catch (const Error& e) {
+            if (e.code() == ErrorCode::peer_dead) {
+                t.repl_result = 2;
+                return;
+            }
+            if (e.code() != ErrorCode::rank_in_use) {
+                t.repl_text.set(std::string("attach threw: ") + e.what());
+                t.repl_result = -2;
+                return;
+            }
+        }
+        t.repl_started = 1;
+        if (now_ns() > give_up) {
+            t.repl_text.set("rank 0 still in use 4 s after the attempts began");
+            t.repl_result = -2;
+            return;
+        }
+    }
+    // Give a writer that (wrongly) evicted this rank time to run ahead. A rank that is really
+    // attached holds the writer at its head, so waiting costs nothing and must not change the result.
+    ::usleep(2000);
+    const std::uint64_t head = r->segment().reader_slot(0).head.load();
+    const std::uint64_t tail = r->segment().writer_line().tail.load();
+    if (tail < head || tail - head > kEvictCapacity) {
+        const std::uint32_t state = static_cast<std::uint32_t>(layout::unpack_owner(r->segment().reader_slot(0).owner.load()).state);
+        t.repl_bad_state = state;
+        t.repl_text.set("attached at head " + std::to_string(head) + " but tail is " + std::to_string(tail) +
+                        " (lag " + std::to_string(tail - head) + " > capacity " + std::to_string(kEvictCapacity) +
+                        "): the writer evicted the rank and overwrote its unread bytes; slot state now " +
+                        std::to_string(state) + " (1 attached, 3 evicted)");
+        t.repl_result = -1;
+        return;
+    }
+    std::uint64_t expect = first_seq;
+    const std::int64_t read_until = now_ns() + 4'000'000'000;
+    for (;;) {
+        if (now_ns() > read_until) {
+            t.repl_text.set("still reading 4 s after attaching (at seq " + std::to_string(expect) + ")");
+            t.repl_result = -2;
+            return;
+        }
+        Message m{};
+        try {
+            m = r->peek(2s);
+        } catch (const Error& e) {
+            t.repl_text.set(std::string(e.code() == ErrorCode::corrupt ? "BAD DATA: " : "") + "peek threw: " + e.what());
+            t.repl_result = e.code() == ErrorCode::corrupt ? -1 : -2;
+            return;
+        }
+        if (m.status == Status::closed) break;
+        if (m.status != Status::ok) {
+            t.repl_text.set(std::string("peek returned ") + to_string(m.status) + " at seq " + std::to_string(expect));
+            t.repl_result = -2;
+            return;
+        }
+        std::string err;
+        std::uint64_t got = 0;
+        if (m.bytes.size() < 16) {
+            err = "a " + std::to_string(m.bytes.size()) + "-byte message (all are >= 16)";
+        } else {
+            std::memcpy(&got, m.bytes.data(), 8);
+            if (got != expect) err = "expected seq " + std::to_string(expect) + ", got seq " + std::to_string(got);
+            else err = check_message(m.bytes, got, evict_msg_size(got));
+            if (err.empty() && m.tag != got) err = "tag " + std::to_string(m.tag) + " on seq " + std::to_string(got);
+        }
+        if (!err.empty()) {
+            t.repl_text.set("BAD DATA after attaching at head " + std::to_string(head) + ": " + err);
+            t.repl_result = -1;
+            return;
+        }
+        r->release();
+        ++expect;
+    }
+    t.repl_received = expect;
+    t.repl_result = 1;
+}
+
+// Pins: Reader construction checks "not evicted", then claims the dead owner and stores `attached`;
+// an evicting writer's liveness tick landing in between stores `evicted`, moves past the old head,
+// and the replacement then reads overwritten bytes. Setup: the victim holds rank 0 lagging (writer
+// blocked on it, ticking every 200 us), a replacement retries attach in a tight loop, the victim is
+// SIGKILLed: the replacement's first post-death attempt races the writer's tick. Expect 0 bad trials.
+TEST(Regression, ReattachRacingEvictionNeverDeliversWrongData) {
+    const int trials = scaled_trials(200, 60);  // ~20-30 % of trials hit the window on HEAD (2 cores)
+    Rng rng{static_cast<std::uint64_t>(now_ns())};
+    int attached_ok = 0, refused = 0, bad = 0, broken = 0;
+    int bad_attached = 0, bad_evicted = 0;  // of the bad: the replacement's `attached` overwrote `evicted`, or the reverse
+    std::string first_bad;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < trials; ++i) {
+        ScopedName name("reg-evict");
+        auto seg = Segment::create(name, SegmentOptions{.readers = 1, .capacity = kEvictCapacity});
+        SharedBlock<EvictTrial> t;
+        Kids kids;
+        const std::uint64_t read_first = rng.below(40);
+        const pid_t victim = kids.spawn([&] { evict_victim(name, read_first, *t); });
+        const pid_t writer = kids.spawn([&] { evict_writer(name, *t); });
+        std::string err;
+        if (!wait_until([&] { return layout::unpack_owner(seg.reader_slot(0).owner.load()).pid == std::uint32_t(victim) && t->victim_parked.load() != 0 &&
+                                     seg.space_line().writer_sleeping.load() != 0; },
+                        5000ms))
+            err = "setup: the victim never parked with the writer blocked on it";
+        pid_t repl = -1;
+        if (err.empty()) {
+            repl = kids.spawn([&] { evict_replacement(name, read_first, *t); });
+            if (!wait_until([&] { return t->repl_started.load() != 0 || t->repl_result.load() != 0; }, 5000ms))
+                err = "setup: the replacement never tried to attach";
+        }
+        if (err.empty()) {
+            ::kill(victim, SIGKILL);
+            (void)kids.wait(victim, 5s);
+            const int repl_rc = kids.wait(repl, 10s);
+            if (t->repl_result.load() == -1) ::kill(writer, SIGKILL);  // it may be blocked on the stale head
+            const int writer_rc = kids.wait(writer, 10s);
+            const int rr = t->repl_result.load();
+            if (t->victim_bad.load() != 0) {
+                err = "victim: " + t->victim_text.str();
+            } else if (rr == -1) {
+                ++bad;
+                const std::uint32_t st = t->repl_bad_state.load();
+                if (st == static_cast<std::uint32_t>(layout::SlotState::attached)) ++bad_attached;
+                else if (st == static_cast<std::uint32_t>(layout::SlotState::evicted)) ++bad_evicted;
+                if (first_bad.empty()) first_bad = "trial " + std::to_string(i) + ": " + t->repl_text.str();
+            } else if (repl_rc != 0 || rr < 0) {
+                err = "replacement (rc " + std::to_string(repl_rc) + "): " + t->repl_text.str();
+            } else if (writer_rc != 0 || t->writer_result.load() != 1) {
+                err = "writer (rc " + std::to_string(writer_rc) + "): " + t->writer_text.str();
+            } else if (rr == 1) {
+                ++attached_ok;
+                if (t->repl_received.load() != t->published.load())
+                    err = "the replacement read up to seq " + std::to_string(t->repl_received.load()) + " but the writer published " +
+                          std::to_string(t->published.load());
+            } else {
+                ++refused;
+            }
+        }
+        if (!err.empty()) {
+            ADD_FAILURE() << "trial " << i << ": " << err;
+            if (++broken >= 5) break;
+        }
+    }
+    std::printf("re-attach vs eviction: %d trials in %.1f s: attached and clean %d, refused (evicted) %d, BAD DATA %d "
+                "(slot then attached %d, evicted %d)\n",
+                trials, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), attached_ok,
+                refused, bad, bad_attached, bad_evicted);
+    EXPECT_EQ(bad, 0) << bad << " of " << trials
+                      << " replacements attached to a rank the writer had evicted and read wrong data; first: " << first_bad;
+}
+
+// =================================================================================================
+// 2. Sleeper announcements leak when a process dies asleep.
+// =================================================================================================
+
+constexpr std::size_t kSmall = 64;
+constexpr std::uint64_t kSleeperMessages = 1000;
+
+struct ChildReport {
+    std::atomic<int> ready{0};
+    std::atomic<int> result{0};  // 1 ok, <0 failure
+    Text text;
+};
+
+// Pins: a reader SIGKILLed inside futex_wait never withdraws its reader_sleepers announcement (3f never
+// runs), so the writer takes the futex_wake slow path on every publish forever. The victim is killed
+// only once its waits counter rose and reader_sleepers != 0 (asleep); the replacement never sleeps.
+TEST(Regression, SleeperLeakReaderKilledAsleepCostsTheWriterNoWakeCalls) {
+    ScopedName name("reg-sleep-r");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 20});  // 1000 x 80 B never blocks
+    auto& sleep_bits = w.segment().reader_sleep_line().sleeping[0];  // rank 0 is bit 0
+    auto& slot = w.segment().reader_slot(0);
+    Kids kids;
+    const pid_t victim = kids.spawn([&] {
+        ReaderOptions ro;
+        ro.wait.kind = WaitKind::futex;
+        auto r = Reader::attach(name, 0, ro);
+        (void)r.peek(10s);  // nothing is published: sleeps until SIGKILL
+        std::_Exit(3);
+    });
+    ASSERT_TRUE(wait_until([&] { return layout::unpack_owner(slot.owner.load()).pid == std::uint32_t(victim) && slot.waits.load() > 0 &&
+                                        sleep_bits.load() != 0; },
+                           5000ms))
+        << "the victim never went to sleep in peek()";
+    ::kill(victim, SIGKILL);
+    ASSERT_EQ(kids.wait(victim, 5s), -SIGKILL);
+    const std::uint64_t sleepers_after_kill = sleep_bits.load();
+
+    SharedBlock<ChildReport> rep;
+    const pid_t repl = kids.spawn([&] {
+        ReaderOptions ro;
+        ro.wait.kind = WaitKind::spin;  // never announces itself as a sleeper
+        auto r = Reader::attach(name, 0, ro);
+        rep->ready = 1;
+        std::vector<std::byte> buf;
+        for (std::uint64_t seq = 0; seq < kSleeperMessages; ++seq) {
+            std::uint64_t tag = 0;
+            const Status s = r.read(buf, 5s, &tag);
+            std::string err = s != Status::ok ? std::string("read returned ") + to_string(s) : check_message(buf, seq, kSmall);
+            if (err.empty() && tag != seq) err = "tag " + std::to_string(tag);
+            if (!err.empty()) {
+                rep->text.set("seq " + std::to_string(seq) + ": " + err);
+                rep->result = -1;
+                return;
+            }
+        }
+        const Status s = r.read(buf, 5s);
+        if (s != Status::closed) {
+            rep->text.set(std::string("after the last message: ") + to_string(s) + ", not closed");
+            rep->result = -2;
+            return;
+        }
+        rep->result = 1;
+    });
+    ASSERT_TRUE(wait_until([&] { return rep->ready.load() != 0 || rep->result.load() != 0; }, 5000ms))
+        << "the replacement never attached";
+
+    const std::uint64_t before = w.wake_calls();
+    for (std::uint64_t seq = 0; seq < kSleeperMessages; ++seq) {
+        const auto msg = message(kSmall, seq);
+        ASSERT_EQ(w.write(msg, 3s, seq), Status::ok) << "seq " << seq;
+    }
+    const std::uint64_t wakes = w.wake_calls() - before;
+    w.close();
+    EXPECT_EQ(kids.wait(repl, 10s), 0);
+    EXPECT_EQ(rep->result.load(), 1) << rep->text.str();
+    EXPECT_LE(wakes, 2u) << "the writer made " << wakes << " futex_wake calls for " << kSleeperMessages
+                         << " publishes with no reader asleep: the killed reader's announcement leaked "
+                            "(sleeping bits after the kill = "
+                         << sleepers_after_kill << ", now " << sleep_bits.load() << ")";
+}
+
+// Pins: a writer SIGKILLed asleep for space leaves writer_sleeping = 1, so every later release by every
+// reader takes the futex_wake slow path. The old writer is killed once writer_sleeping != 0; the new
+// writer (Writer::open) never waits (1 MiB ring, drained before it starts), so no wake is needed.
+TEST(Regression, SleeperLeakWriterKilledAsleepCostsReadersNoWakeCalls) {
+    ScopedName name("reg-sleep-w");
+    auto seg = Segment::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 20});
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::spin;
+    ro.liveness_interval = 60s;  // > every timeout below: never probes the writer between the two writers
+    auto r = Reader::attach(name, 0, ro);
+    Kids kids;
+    constexpr std::size_t kBig = 16 << 10;
+    const pid_t old_writer = kids.spawn([&] {
+        WriterOptions wo;
+        wo.unlink_on_destroy = false;
+        auto w = Writer::open(name, wo);
+        for (std::uint64_t seq = 0; seq < 1000; ++seq) {
+            const auto msg = message(kBig, seq);
+            if (w.write(msg, 10s, seq) != Status::ok) break;  // blocks once the ring is full, until SIGKILL
+        }
+        std::_Exit(3);
+    });
+    ASSERT_TRUE(wait_until([&] { return layout::unpack_owner(seg.header().writer_owner.load()).pid == std::uint32_t(old_writer) &&
+                                        seg.space_line().writer_sleeping.load() != 0; },
+                           5000ms))
+        << "the first writer never went to sleep for space";
+    ::kill(old_writer, SIGKILL);
+    ASSERT_EQ(kids.wait(old_writer, 5s), -SIGKILL);
+    const std::uint32_t sleeping_after_kill = seg.space_line().writer_sleeping.load();
+
+    // Drain the dead writer's messages (zero timeout: never blocks, never probes liveness).
+    std::vector<std::byte> buf;
+    std::uint64_t drained = 0;
+    for (;; ++drained) {
+        std::uint64_t tag = 0;
+        const Status s = r.read(buf, 0ns, &tag);
+        if (s != Status::ok) {
+            ASSERT_EQ(s, Status::timed_out);
+            break;
+        }
+        ASSERT_EQ(check_message(buf, drained, kBig), "");
+        ASSERT_LT(drained, 1000u);
+    }
+    ASSERT_GT(drained, 30u) << "the first writer blocked before filling the ring";
+
+    const std::uint64_t before = r.wake_calls();
+    SharedBlock<ChildReport> rep;
+    const pid_t new_writer = kids.spawn([&] {
+        WriterOptions wo;
+        wo.unlink_on_destroy = false;
+        auto w = Writer::open(name, wo);
+        for (std::uint64_t seq = 0; seq < kSleeperMessages; ++seq) {
+            const auto msg = message(kSmall, seq);
+            if (const Status s = w.write(msg, 3s, seq); s != Status::ok) {
+                rep->text.set("seq " + std::to_string(seq) + ": write returned " + to_string(s));
+                rep->result = -1;
+                return;
+            }
+        }
+        rep->result = 1;  // ~Writer closes
+    });
+    for (std::uint64_t seq = 0; seq < kSleeperMessages; ++seq) {
+        std::uint64_t tag = 0;
+        ASSERT_EQ(r.read(buf, 5s, &tag), Status::ok) << "seq " << seq << "; new writer: " << rep->text.str();
+        ASSERT_EQ(check_message(buf, seq, kSmall), "");
+        ASSERT_EQ(tag, seq);
+    }
+    const std::uint64_t wakes = r.wake_calls() - before;
+    EXPECT_EQ(r.read(buf, 5s), Status::closed);
+    EXPECT_EQ(kids.wait(new_writer, 10s), 0);
+    EXPECT_EQ(rep->result.load(), 1) << rep->text.str();
+    EXPECT_LE(wakes, 2u) << "the reader made " << wakes << " futex_wake calls releasing " << kSleeperMessages
+                         << " messages of a writer that never slept: the killed writer's writer_sleeping leaked "
+                            "(after the kill = "
+                         << sleeping_after_kill << ", now " << seg.space_line().writer_sleeping.load() << ")";
+}
+
+// =================================================================================================
+// 3. Cursor alignment never validated.
+// =================================================================================================
+
+// 28 readers: the data area starts at 4096 and (64 KiB later) ends at the end of the mapping, on a page
+// boundary — a record header read at capacity - 8 runs off the mapping.
+constexpr std::uint32_t kPageReaders = 28;
+constexpr std::uint64_t kAlignCapacity = 64 << 10;
+static_assert(layout::data_offset(kPageReaders) % 4096 == 0);
+
+template <class F>
+void expect_corrupt(const std::string& what, F&& fn) {
+    try {
+        fn();
+        ADD_FAILURE() << what << " succeeded; expected Error(corrupt) for an unaligned cursor";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::corrupt) << what << " threw the wrong code: " << e.what();
+    }
+}
+
+// A segment with 28 readers whose tail is exactly `capacity` (four max-size records; the never-attached
+// ranks hold the writer at 0, so that is as far as it can go). The writer is gone (closed).
+Segment make_full_page_aligned_segment(const ScopedName& name) {
+    auto seg = Segment::create(name, SegmentOptions{.readers = kPageReaders, .capacity = kAlignCapacity});
+    WriterOptions wo;
+    wo.unlink_on_destroy = false;
+    auto w = Writer::open(name, wo);
+    for (std::uint64_t seq = 0; seq < 4; ++seq) {
+        const auto msg = message(w.max_reserve(), seq);
+        EXPECT_EQ(w.write(msg, 1s, seq), Status::ok);
+    }
+    return seg;
+}
+
+// What the unaligned cursor does to a process that is let through (run in a child: it may fault).
+// `op` attaches/opens, sets `opened`, then uses the endpoint once. Exit 0: refused with Error(corrupt)
+// before `opened`; 12: refused with another code; 10: the use returned; 11 / 13: the use threw corrupt /
+// something else; negative: killed by that signal.
+int consequence_in_child(const std::function<void(bool& opened)>& op) {
+    const pid_t p = fork_child(
+        [&] {
+            bool opened = false;
+            try {
+                op(opened);
+            } catch (const Error& e) {
+                std::fprintf(stderr, "child (%s): %s\n", opened ? "after opening" : "at open", e.what());
+                if (!opened) std::_Exit(e.code() == ErrorCode::corrupt ? 0 : 12);
+                std::_Exit(e.code() == ErrorCode::corrupt ? 11 : 13);
+            }
+            std::_Exit(10);
+        },
+        false);
+    return wait_child(p, std::chrono::seconds(10));
+}
+
+std::string describe_consequence(int rc) {
+    switch (rc) {
+        case 0: return "refused with Error(corrupt)";
+        case 10: return "was let through and its operation returned normally (bytes past the ring's end were used)";
+        case 11: return "was let through; its operation ran past the ring's end, then threw Error(corrupt)";
+        case 12: return "was refused, but not with Error(corrupt)";
+        case 13: return "was let through; its operation threw a non-corrupt Error";
+        default: return rc < 0 ? "was let through and died of signal " + std::to_string(-rc) : "exited " + std::to_string(rc);
+    }
+}
+
+// Pins: records are 16-byte aligned, but neither Segment::validate_image nor Reader/Writer attach check
+// that a reader's head is; a rank re-attached at head = capacity - 8 (lag 8 <= capacity: passes the
+// lag check) reads its next record header across the ring's end, here off the end of the mapping.
+TEST(Regression, UnalignedReaderHeadIsRejectedAsCorrupt) {
+    ScopedName name("reg-align-h");
+    auto seg = make_full_page_aligned_segment(name);
+    ASSERT_EQ(seg.writer_line().tail.load(), kAlignCapacity);
+    constexpr std::uint32_t kRank = 7;
+    auto& slot = seg.reader_slot(kRank);
+    slot.head.store(kAlignCapacity - 8);  // within [tail - capacity, tail], not a multiple of 16
+    slot.owner.store(layout::pack_owner({layout::SlotState::detached, 0, 0}));  // a rank that may re-attach
+
+    expect_corrupt("Segment::validate_image", [&] { Segment::validate_image(seg.base(), seg.size()); });
+    expect_corrupt("Segment::open", [&] { (void)Segment::open(name); });
+    expect_corrupt("Reader::attach(rank 7)", [&] { (void)Reader::attach(name, kRank); });
+    {
+        WriterOptions wo;
+        wo.unlink_on_destroy = false;
+        expect_corrupt("Writer::open", [&] { (void)Writer::open(name, wo); });
+    }
+    // Consequence when let through (run only if attach did not refuse): peek reads a header at data + 65528.
+    slot.head.store(kAlignCapacity - 8);
+    slot.owner.store(layout::pack_owner({layout::SlotState::detached, 0, 0}));
+    const int rc = consequence_in_child([&](bool& opened) {
+        auto r = Reader::attach(name, kRank);
+        opened = true;
+        (void)r.peek(0ns);  // its record header at data + 65528 straddles the ring's end
+    });
+    EXPECT_EQ(rc, 0) << "a process attaching the rank with the unaligned head " << describe_consequence(rc);
+}
+
+// Pins: an unaligned tail (here capacity - 8, every head 0: lag within capacity) passes validation; a
+// Writer that opens it writes its next header (an abort record, then padding) across the ring's end.
+TEST(Regression, UnalignedTailIsRejectedAsCorrupt) {
+    ScopedName name("reg-align-t");
+    auto seg = make_full_page_aligned_segment(name);
+    ASSERT_EQ(seg.writer_line().tail.load(), kAlignCapacity);
+    seg.writer_line().tail.store(kAlignCapacity - 8);  // heads are all 0: lag 65528 <= capacity
+
+    expect_corrupt("Segment::validate_image", [&] { Segment::validate_image(seg.base(), seg.size()); });
+    expect_corrupt("Segment::open", [&] { (void)Segment::open(name); });
+    expect_corrupt("Reader::attach(rank 0)", [&] { (void)Reader::attach(name, 0); });
+    WriterOptions wo;
+    wo.unlink_on_destroy = false;
+    expect_corrupt("Writer::open", [&] { (void)Writer::open(name, wo); });
+    // Consequence when let through: with every head at 65520 (aligned, lag 8: room for the writer),
+    // the writer's first record needs a padding header at data + 65528, 8 bytes of it past the ring.
+    seg.writer_line().tail.store(kAlignCapacity - 8);
+    seg.header().writer_owner.store(0);
+    for (std::uint32_t r = 0; r < kPageReaders; ++r) {
+        seg.reader_slot(r).head.store(kAlignCapacity - 16);
+        seg.reader_slot(r).owner.store(layout::pack_owner({layout::SlotState::detached, 0, 0}));
+    }
+    const int rc = consequence_in_child([&](bool& opened) {
+        auto w = Writer::open(name, wo);
+        opened = true;
+        (void)w.write(message(16, 0), 0ns);  // padding header at data + 65528 straddles the ring's end
+    });
+    EXPECT_EQ(rc, 0) << "a process opening the writer with the unaligned tail " << describe_consequence(rc);
+}
+
+// =================================================================================================
+// 4. Record length truncated to u32.
+// =================================================================================================
+
+// Pins: RecordHeader::length is u32 but max_record_payload(capacity) = capacity/4 - 16 exceeds it for
+// capacities >= 32 GiB (allowed up to 1 TiB): the writer would store a truncated length and readers
+// would desynchronise. Checked for every power-of-two capacity the segment accepts.
+TEST(Regression, RecordLengthFitsTheU32FieldForEveryCapacity) {
+    std::string bad;
+    int bad_count = 0;
+    for (std::uint64_t c = layout::kMinCapacity; c != 0 && c <= layout::kMaxCapacity; c *= 2) {
+        const std::uint64_t payload = layout::max_record_payload(c);
+        // The largest length the writer stores: a message payload, or a padding record (< one record).
+        const std::uint64_t largest_padding = layout::record_size(payload) - 1 - sizeof(layout::RecordHeader);
+        const bool fits = payload <= UINT32_MAX && largest_padding <= UINT32_MAX;
+        EXPECT_GT(payload, 0u) << "capacity " << c;
+        EXPECT_LE(layout::record_size(payload), c / 4) << "capacity " << c << ": a record must stay <= a quarter";
+        if (!fits) {
+            ++bad_count;
+            if (bad.empty())
+                bad = "capacity " + std::to_string(c >> 30) + " GiB: max_record_payload = " + std::to_string(payload);
+        }
+    }
+    EXPECT_EQ(bad_count, 0) << bad_count << " capacities have records whose length does not fit RecordHeader::length "
+                            << "(u32, max " << UINT32_MAX << "); first: " << bad;
+}
+
+// =================================================================================================
+// 5. A clean exit wedges peers.
+// =================================================================================================
+
+constexpr std::uint64_t kDetachCapacity = 64 << 10;
+constexpr std::size_t kDetachMsg = 1000;
+
+// Pins: ~Reader stores `detached` and keeps the head, so a reader that exits cleanly having read
+// nothing holds the writer at head 0 forever (write() times out after one ring). Policy: a clean
+// detach releases the rank (unless ReaderOptions::keep_place). The child attaches, reads nothing,
+// destroys its Reader and exits 0; then 4 rings' worth of writes must all succeed.
+TEST(Regression, CleanDetachReleasesTheRank) {
+    ScopedName name("reg-detach");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = kDetachCapacity});
+    Kids kids;
+    const pid_t reader = kids.spawn([&] {
+        auto r = Reader::attach(name, 0);
+        (void)r;  // reads nothing; destroyed cleanly at scope exit, then exit(0)
+    });
+    ASSERT_EQ(kids.wait(reader, 10s), 0);
+    std::uint64_t bytes = 0;
+    for (std::uint64_t seq = 0; bytes < 4 * kDetachCapacity; ++seq) {
+        const auto msg = message(kDetachMsg, seq);
+        const auto start = std::chrono::steady_clock::now();
+        const Status s = w.write(msg, 3s, seq);
+        ASSERT_EQ(s, Status::ok) << "write of seq " << seq << " (after " << bytes << " bytes) returned " << to_string(s)
+                                 << " after "
+                                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                                 << " s: the cleanly detached rank 0 (state "
+                                 << static_cast<std::uint32_t>(layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state) << ", head "
+                                 << w.segment().reader_slot(0).head.load() << ") still holds the writer";
+        bytes += layout::record_size(msg.size());
+    }
+}
+
+// Pins: the same, with the writer already asleep for space when the reader detaches: the detach must
+// wake it (today nothing wakes it and it sleeps out its whole 5 s timeout). The child stays alive
+// after its Reader is destroyed, so only the detach (not a death) can free the writer.
+TEST(Regression, CleanDetachWakesABlockedWriter) {
+    ScopedName name("reg-detach-wake");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = kDetachCapacity});
+    SharedBlock<std::atomic<int>> detached;
+    SharedBlock<std::atomic<int>> finish;
+    Kids kids;
+    const pid_t reader = kids.spawn([&] {
+        {
+            auto r = Reader::attach(name, 0);
+            // Lagging: reads nothing. Detach once the writer is asleep for space (bounded).
+            (void)wait_until([&] { return r.segment().space_line().writer_sleeping.load() != 0; }, 8000ms);
+        }
+        detached->store(1);
+        (void)wait_until([&] { return finish->load() != 0; }, 10000ms);
+    });
+    ASSERT_TRUE(wait_until([&] { return layout::unpack_owner(w.segment().reader_slot(0).owner.load()).pid == std::uint32_t(reader); }, 5000ms));
+    // Fill the ring without blocking (zero timeout), then block.
+    std::uint64_t seq = 0;
+    for (;; ++seq) {
+        const auto msg = message(kDetachMsg, seq);
+        const Status s = w.write(msg, 0ns, seq);
+        if (s == Status::timed_out) break;
+        ASSERT_EQ(s, Status::ok);
+        ASSERT_LT(seq, 1000u) << "the ring never filled";
+    }
+    const auto msg = message(kDetachMsg, seq);
+    const auto start = std::chrono::steady_clock::now();
+    const Status s = w.write(msg, 5s, seq);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    finish->store(1);
+    EXPECT_EQ(kids.wait(reader, 15s), 0);
+    // (Checked after the child exited: a working detach wakes us before the child stores the flag.)
+    EXPECT_EQ(detached->load(), 1) << "the reader never saw the writer asleep";
+    EXPECT_EQ(s, Status::ok) << "the blocked write returned " << to_string(s) << " after " << secs
+                             << " s although its only reader detached cleanly";
+    EXPECT_LT(secs, 2.0) << "the clean detach did not wake the blocked writer";
+}
+
+// Pins the other half of the clean-exit policy: a reader that detaches cleanly
+// with keep_place = true keeps holding the writer at its head, and a re-attach resumes there and
+// misses nothing.
+TEST(Regression, CleanDetachWithKeepPlaceHoldsTheWriterAndResumes) {
+    ScopedName name("reg-keep");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = kDetachCapacity});
+    Kids kids;
+    const pid_t reader = kids.spawn([&] {
+        ReaderOptions ro;
+        ro.keep_place = true;
+        auto r = Reader::attach(name, 0, ro);
+        (void)r;  // reads nothing
+    });
+    ASSERT_EQ(kids.wait(reader, 10s), 0);
+    std::uint64_t seq = 0, bytes = 0;
+    for (;; ++seq) {
+        const auto msg = message(kDetachMsg, seq);
+        const Status s = w.write(msg, 200ms, seq);
+        if (s == Status::timed_out) break;
+        ASSERT_EQ(s, Status::ok);
+        bytes += layout::record_size(msg.size());
+        ASSERT_LE(bytes, kDetachCapacity) << "the writer went past the kept place of rank 0";
+    }
+    ReaderOptions ro;
+    ro.keep_place = true;
+    auto r = Reader::attach(name, 0, ro);
+    std::vector<std::byte> buf;
+    for (std::uint64_t i = 0; i < seq; ++i) {
+        std::uint64_t tag = 0;
+        ASSERT_EQ(r.read(buf, 3s, &tag), Status::ok) << "seq " << i;
+        ASSERT_EQ(check_message(buf, i, kDetachMsg), "");
+        ASSERT_EQ(tag, i);
+    }
+    const auto msg = message(kDetachMsg, seq);
+    EXPECT_EQ(w.write(msg, 3s, seq), Status::ok) << "the re-attached reader released, the writer must go on";
+}
+
+}  // namespace
+}  // namespace ringcast::test

@@ -1,0 +1,365 @@
+// Regression tests for reproduced gather-group bugs. Every worker is a forked process; every wait is
+// bounded (collect/reply timeouts, pipe handshakes with poll timeouts, wait_child limits) so a bug
+// shows up as a failed assertion, never as a hang. No threads in the test process: children are
+// forked from a single-threaded parent.
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ringcast/gather.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast {
+// gtest prints a Status by name ("timed out"), not as "1-byte object <01>".
+[[maybe_unused]] static void PrintTo(Status s, std::ostream* os) { *os << to_string(s); }
+}  // namespace ringcast
+
+namespace ringcast::test {
+namespace {
+
+constexpr GatherWait kMethods[] = {GatherWait::doorbell, GatherWait::futex_waitv};
+
+const char* method_name(GatherWait m) { return m == GatherWait::doorbell ? "doorbell" : "futex_waitv"; }
+
+// A pipe used for one-byte handshakes between the test process and its children.
+class Pipe {
+public:
+    Pipe() {
+        if (::pipe(fd_) != 0) throw std::runtime_error("pipe() failed");
+    }
+    Pipe(const Pipe&) = delete;
+    Pipe& operator=(const Pipe&) = delete;
+    ~Pipe() {
+        ::close(fd_[0]);
+        ::close(fd_[1]);
+    }
+    void send(char c) const {
+        while (::write(fd_[1], &c, 1) != 1) {
+            if (errno != EINTR) break;
+        }
+    }
+    // The next byte, or -1 if none arrived within `limit`.
+    [[nodiscard]] int recv(std::chrono::milliseconds limit) const {
+        const auto end = std::chrono::steady_clock::now() + limit;
+        for (;;) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+            if (left.count() <= 0) return -1;
+            pollfd p{fd_[0], POLLIN, 0};
+            const int r = ::poll(&p, 1, static_cast<int>(left.count()));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) return -1;
+            char c = 0;
+            if (::read(fd_[0], &c, 1) == 1) return static_cast<unsigned char>(c);
+            return -1;
+        }
+    }
+
+private:
+    int fd_[2]{-1, -1};
+};
+
+// Children report through exit codes and pipes, never through gtest assertions (a child would
+// inherit failures the parent recorded before the fork). die() leaves the child with a message.
+[[noreturn]] void die(int code, const std::string& why) {
+    std::fprintf(stderr, "child %d: %s\n", ::getpid(), why.c_str());
+    std::fflush(nullptr);
+    ::_exit(code);
+}
+
+pid_t fork_worker(const std::function<void()>& fn) { return fork_child(fn, /*count_gtest_failures=*/false); }
+
+// Kills and reaps the children still running when a test leaves early (a failed ASSERT).
+class Children {
+public:
+    Children() = default;
+    Children(const Children&) = delete;
+    Children& operator=(const Children&) = delete;
+    ~Children() {
+        for (pid_t p : pids_) {
+            ::kill(p, SIGKILL);
+            ::waitpid(p, nullptr, 0);
+        }
+    }
+    pid_t add(pid_t p) {
+        pids_.push_back(p);
+        return p;
+    }
+    // wait_child (bounded), then forget the pid.
+    int wait(pid_t p, std::chrono::seconds limit) {
+        const int code = wait_child(p, limit);
+        std::erase(pids_, p);
+        return code;
+    }
+    int kill_and_wait(pid_t p) {
+        ::kill(p, SIGKILL);
+        return wait(p, 10s);
+    }
+
+private:
+    std::vector<pid_t> pids_;
+};
+
+// Removes the group's names even if the process that owned them died before its destructor ran.
+struct GroupNames {
+    std::string name;
+    std::uint32_t ranks;
+    ~GroupNames() {
+        for (std::uint32_t r = 0; r < ranks; ++r) {
+            try {
+                Segment::remove(gather_ring_name(name, r));
+            } catch (...) {
+            }
+        }
+        ::shm_unlink(("/" + gather_bell_name(name)).c_str());
+    }
+};
+
+std::vector<std::byte> pattern(std::uint64_t seq, std::size_t n) {
+    std::vector<std::byte> v(n);
+    fill_message(v, seq);
+    return v;
+}
+
+// ---- Bug 1 ----------------------------------------------------------------------------------------
+// Pins: with the doorbell, a reply larger than the reply ring never rings the bell. reply() rings only
+// after Writer::write() returns, but a fragmented reply fills the 64 KiB ring first and the worker
+// sleeps for space while the collector sleeps on the bell until its liveness tick (10 s here). The
+// futex_waitv run is the control: its collector sleeps on the ring itself and sees every fragment.
+void fragmented_reply_once(GatherWait method, std::size_t reply_size) {
+    ScopedName name("greg-frag");
+    GroupNames names{name.str(), 1};
+    GatherOptions o;
+    o.ranks = 1;
+    o.capacity = 64 * 1024;
+    o.method = method;
+    o.wait.kind = WaitKind::futex;  // the collector goes straight to sleep
+    o.liveness_interval = 10s;      // longer than the collect timeout: only a wake can save it
+    auto c = GatherCollector::create(name, o);
+    Children kids;
+    const std::uint64_t seq = 4242 + reply_size;
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t worker = kids.add(fork_worker([&] {
+        auto w = GatherWorker::attach(name, 0);
+        const auto bytes = pattern(seq, reply_size);
+        const Status s = w.reply(1, bytes, 8s);
+        if (s != Status::ok) die(10 + static_cast<int>(s), std::string("reply: ") + to_string(s));
+    }));
+    const GatherResult res = c.collect_all(1, 5s);
+    const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (res.status != Status::ok) kids.kill_and_wait(worker);  // it is stuck waiting for space
+    ASSERT_EQ(res.status, Status::ok)
+        << "collect of a " << reply_size << "-byte reply through a 64 KiB ring: " << res.describe() << " after "
+        << elapsed << " s (" << method_name(method) << ": the fragmented reply never woke the collector)";
+    ASSERT_TRUE(res.replies[0].has_value());
+    EXPECT_EQ(check_message(*res.replies[0], seq, reply_size), "");
+    EXPECT_LT(elapsed, 2.0) << "the collector slept through the reply's fragments (" << method_name(method) << ")";
+    EXPECT_EQ(kids.wait(worker, 10s), 0) << "worker exit code";
+}
+
+void fragmented_reply_wakes_the_collector(std::size_t reply_size) {
+    for (const GatherWait method : kMethods) {  // an ASSERT failure of one method still runs the other
+        SCOPED_TRACE(std::string("method ") + method_name(method) + ", reply of " + std::to_string(reply_size) + " bytes");
+        fragmented_reply_once(method, reply_size);
+    }
+}
+
+TEST(GatherRegression, FragmentedReply300KiBWakesTheCollector) { fragmented_reply_wakes_the_collector(300 * 1024); }
+
+TEST(GatherRegression, FragmentedReply2MiBWakesTheCollector) { fragmented_reply_wakes_the_collector(2 * 1024 * 1024); }
+
+// ---- Bug 2 ----------------------------------------------------------------------------------------
+// Pins: a stale reply loses the good replies drained before it. collect() drains ranks in order 0..N-1,
+// so with rank 0's tag-7 reply and rank 1's stale tag-6 reply both in their rings, collect(7) stores and
+// releases rank 0's reply, then throws for rank 1 — and the next collect(7) used to wait for rank 0.
+void stale_reply_once(GatherWait method) {
+    ScopedName name("greg-stale");
+    GroupNames names{name.str(), 2};
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    o.method = method;
+    o.liveness_interval = 10s;
+    auto c = GatherCollector::create(name, o);
+    const auto a = pattern(7000, 100);  // rank 0, tag 7
+    const auto b = pattern(7001, 200);  // rank 1, tag 7 (after the stale one)
+    Pipe from0, from1, to0, to1;
+    Children kids;
+    const pid_t w0 = kids.add(fork_worker([&] {
+        auto w = GatherWorker::attach(name, 0);
+        const Status s = w.reply(7, a, 2s);
+        from0.send(static_cast<char>(s));
+        if (to0.recv(15s) != 'x') die(3, "no exit signal");
+    }));
+    const pid_t w1 = kids.add(fork_worker([&] {
+        auto w = GatherWorker::attach(name, 1);
+        Status s = w.reply(6, pattern(6001, 50), 2s);  // stale: an answer to the previous request
+        from1.send(static_cast<char>(s));
+        if (to1.recv(15s) != 'n') die(3, "no go for the second reply");
+        s = w.reply(7, b, 2s);
+        from1.send(static_cast<char>(s));
+        if (to1.recv(15s) != 'x') die(3, "no exit signal");
+    }));
+    // Both replies are published before the first collect.
+    ASSERT_EQ(from0.recv(5s), static_cast<int>(Status::ok)) << "rank 0's reply(7) did not complete";
+    ASSERT_EQ(from1.recv(5s), static_cast<int>(Status::ok)) << "rank 1's reply(6) did not complete";
+    try {
+        const GatherResult r = c.collect_all(7, 2s);
+        FAIL() << "rank 1's reply tagged 6 was not refused for request 7: " << r.describe();
+    } catch (const Error& e) {
+        ASSERT_EQ(e.code(), ErrorCode::stale_reply) << e.what();
+        const std::string what = e.what();
+        EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
+        EXPECT_NE(what.find("tag 6"), std::string::npos) << what;
+        EXPECT_NE(what.find("tag 7"), std::string::npos) << what;
+    }
+    to1.send('n');
+    ASSERT_EQ(from1.recv(5s), static_cast<int>(Status::ok)) << "rank 1's reply(7) did not complete";
+    const GatherResult res = c.collect_all(7, 2s);
+    ASSERT_EQ(res.status, Status::ok)
+        << "collect(7) after the stale reply: " << res.describe()
+        << " (rank 0's tag-7 reply, drained by the collect that threw, was lost)";
+    ASSERT_TRUE(res.replies[0].has_value());
+    ASSERT_TRUE(res.replies[1].has_value());
+    EXPECT_EQ(check_message(*res.replies[0], 7000, 100), "") << "rank 0";
+    EXPECT_EQ(check_message(*res.replies[1], 7001, 200), "") << "rank 1";
+    to0.send('x');
+    to1.send('x');
+    EXPECT_EQ(kids.wait(w0, 10s), 0);
+    EXPECT_EQ(kids.wait(w1, 10s), 0);
+}
+
+TEST(GatherRegression, StaleReplyKeepsTheGoodRepliesAlreadyDrained) {
+    for (const GatherWait method : kMethods) {
+        SCOPED_TRACE(std::string("method ") + method_name(method));
+        stale_reply_once(method);
+    }
+}
+
+// ---- Bug 3 ----------------------------------------------------------------------------------------
+// Pins: a collector that exits cleanly wedges its workers. Its Readers detach keeping their heads, so
+// the worker's ring (64 KiB) fills after ~one 60 KiB reply and every further reply waits for space
+// that never comes (the liveness check skips a cleanly detached rank). Policy: a clean exit releases it.
+void clean_exit_once(GatherWait method) {
+    ScopedName name("greg-exit");
+    GroupNames names{name.str(), 1};
+    Pipe created, attached, go, results;
+    Children kids;
+    const pid_t collector = kids.add(fork_worker([&] {
+        GatherOptions o;
+        o.ranks = 1;
+        o.capacity = 64 * 1024;
+        o.method = method;
+        {
+            auto c = GatherCollector::create(name, o);
+            created.send('c');
+            if (attached.recv(10s) != 'a') die(3, "the worker did not attach");
+        }  // destroyed cleanly without collecting anything
+    }));
+    const pid_t worker = kids.add(fork_worker([&] {
+        if (created.recv(10s) != 'c') die(3, "the collector did not create the group");
+        auto w = GatherWorker::attach(name, 0);
+        attached.send('a');
+        if (go.recv(15s) != 'g') die(3, "no go");
+        const auto bytes = pattern(99, 60 * 1024);
+        for (int i = 0; i < 4; ++i) {
+            const Status s = w.reply(static_cast<std::uint64_t>(i + 1), bytes, 3s);
+            results.send(static_cast<char>(s));
+            if (s == Status::timed_out) return;  // wedged: report once, do not wait 3 s more per reply
+        }
+    }));
+    ASSERT_EQ(kids.wait(collector, 15s), 0) << "the collector process did not exit cleanly";
+    go.send('g');
+    for (int i = 0; i < 4; ++i) {
+        const int s = results.recv(8s);
+        ASSERT_NE(s, -1) << "reply " << i + 1 << " of 60 KiB hung past its 3 s timeout";
+        const auto status = static_cast<Status>(s);
+        EXPECT_TRUE(status == Status::ok || status == Status::closed)
+            << "reply " << i + 1 << " of 4 x 60 KiB (64 KiB ring, 3 s timeout): " << to_string(status)
+            << (status == Status::timed_out ? " -- the collector exited cleanly but its rank still holds the worker"
+                                            : "");
+        if (status == Status::timed_out) break;
+    }
+    EXPECT_EQ(kids.wait(worker, 10s), 0) << "worker exit code";
+}
+
+TEST(GatherRegression, CleanCollectorExitDoesNotWedgeWorkers) {
+    for (const GatherWait method : kMethods) {
+        SCOPED_TRACE(std::string("method ") + method_name(method));
+        clean_exit_once(method);
+    }
+}
+
+// ---- Doorbell rings per rank ----------------------------------------------------------------------
+// Pins: each rank's reply rings the doorbell while the collector sleeps on it (rings counted per
+// group). The collector sleeps (WaitKind::futex, liveness 10 s) before rank 0 replies, and again,
+// waiting for rank 1 only, before rank 1 replies: only a ring from each reply can finish the collect.
+TEST(GatherRegression, DoorbellRingsForEachRankThatReplies) {
+    ScopedName name("greg-bell");
+    GroupNames names{name.str(), 2};
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    o.method = GatherWait::doorbell;
+    o.wait.kind = WaitKind::futex;
+    o.liveness_interval = 10s;
+    auto c = GatherCollector::create(name, o);
+    auto bell = DoorbellMapping::open(gather_bell_name(name), 2);
+    Pipe to0, to1;
+    Children kids;
+    std::vector<pid_t> workers;
+    for (std::uint32_t r = 0; r < 2; ++r) {
+        const Pipe& exit_pipe = r == 0 ? to0 : to1;
+        workers.push_back(kids.add(fork_worker([&, r] {
+            auto w = GatherWorker::attach(name, r);
+            // Rank r replies once the collector has gone to sleep r+1 times: asleep on the bell.
+            const auto& line = bell.line();
+            const auto end = std::chrono::steady_clock::now() + 5s;
+            while (line.waits.load(std::memory_order_acquire) < r + 1) {
+                if (std::chrono::steady_clock::now() > end)
+                    die(4, "rank " + std::to_string(r) + ": the collector never slept " + std::to_string(r + 1) + " times");
+                ::usleep(200);
+            }
+            ::usleep(2000);  // let it reach futex_wait (the ring must work either way)
+            const Status s = w.reply(1, pattern(100 + r, 64), 2s);
+            if (s != Status::ok) die(10 + static_cast<int>(s), std::string("reply: ") + to_string(s));
+            if (w.bell_rings() < r + 1) die(5, "rank " + std::to_string(r) + ": bell_rings " + std::to_string(w.bell_rings()));
+            if (exit_pipe.recv(15s) != 'x') die(3, "no exit signal");  // stay open: no close() wake-ups
+        })));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const GatherResult res = c.collect_all(1, 5s);
+    const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    to0.send('x');
+    to1.send('x');
+    ASSERT_EQ(res.status, Status::ok) << res.describe() << " after " << elapsed << " s; bell rings "
+                                      << bell.line().rings.load() << ", collector waits " << bell.line().waits.load();
+    for (std::uint32_t r = 0; r < 2; ++r) {
+        ASSERT_TRUE(res.replies[r].has_value()) << "rank " << r;
+        EXPECT_EQ(check_message(*res.replies[r], 100 + r, 64), "") << "rank " << r;
+    }
+    EXPECT_LT(elapsed, 2.0);
+    EXPECT_GE(c.kernel_waits(), 2u);
+    for (pid_t p : workers) EXPECT_EQ(kids.wait(p, 10s), 0) << "worker exit code";
+    // Read after the workers exited: a worker counts its ring after the futex_wake, which may let the
+    // collect return first.
+    EXPECT_EQ(bell.line().rings.load(), 2u) << "one ring per rank that replied to a sleeping collector";
+}
+
+}  // namespace
+}  // namespace ringcast::test
