@@ -250,6 +250,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
 GatherWorker GatherWorker::attach(std::string_view name, std::uint32_t rank, const WriterOptions& options) {
     WriterOptions wo = options;
     wo.unlink_on_destroy = false;  // the collector owns the names
+    wo.reopen_closed = true;       // a worker restarted after its predecessor exited cleanly
     auto bell = DoorbellMapping::open(gather_bell_name(name), 0);
     const std::uint32_t ranks = bell.line().ranks.load(std::memory_order_relaxed);
     if (rank >= ranks)

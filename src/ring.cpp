@@ -64,7 +64,16 @@ Writer Writer::create(std::string_view name, const SegmentOptions& segment_optio
 }
 
 Writer Writer::open(std::string_view name, const WriterOptions& options) {
-    return Writer(Segment::open(name), options, false);
+    Writer w(Segment::open(name), options, false);  // claims the role first: only the writer reopens
+    auto& flags = w.segment_.header().flags;
+    if ((flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0) {
+        if (!options.reopen_closed)
+            throw Error(ErrorCode::protocol, "segment '" + w.segment_.name() +
+                                                 "' was closed by its writer; a closed queue stays closed "
+                                                 "(WriterOptions::reopen_closed reopens it)");
+        flags.fetch_and(~layout::kFlagClosed, std::memory_order_acq_rel);
+    }
+    return w;
 }
 
 Writer::~Writer() {

@@ -444,6 +444,32 @@ TEST(Ranks, SameRankTwiceWhileAliveIsAnError) {
     }
 }
 
+// A closed queue stays closed unless the opener asks to reopen it; a reopened queue delivers again to a
+// reader that had drained it and got `closed`.
+TEST(Ranks, WriterOpenOfAClosedQueueRefusesUnlessAskedToReopen) {
+    ScopedName name("reopen");
+    WriterOptions first;
+    first.unlink_on_destroy = false;
+    { auto w = Writer::create(name, SegmentOptions{.readers = 1}, first); }  // closes; the name stays
+    auto r = Reader::attach(name, 0);
+    std::vector<std::byte> got;
+    ASSERT_EQ(r.read(got, 0ns), Status::closed) << "the first writer's destructor closed the queue";
+    try {
+        (void)Writer::open(name);
+        FAIL() << "a closed queue was reopened without reopen_closed";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::protocol);
+        EXPECT_NE(std::string(e.what()).find("reopen_closed"), std::string::npos) << e.what();
+    }
+    WriterOptions reopen;
+    reopen.reopen_closed = true;
+    auto w = Writer::open(name, reopen);
+    EXPECT_FALSE(w.closed());
+    ASSERT_EQ(w.write(make(10, 7), 1s), Status::ok);
+    ASSERT_EQ(r.read(got, 1s), Status::ok);
+    EXPECT_EQ(check_message(got, 7, 10), "");
+}
+
 // keep_place: a clean detach keeps the rank's head honoured; the rank re-attaches and resumes.
 TEST(Ranks, ARankThatKeptItsPlaceReattachesAndResumes) {
     ScopedName name("reattach");

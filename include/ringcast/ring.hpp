@@ -65,6 +65,10 @@ struct WriterOptions {
     bool evict_dead_readers = false;
     // The creating Writer unlinks the segment's name when destroyed (mappings stay valid).
     bool unlink_on_destroy = true;
+    // Writer::open of a queue its previous writer closed: false → Error(protocol) (a closed queue
+    // stays closed); true → reopen it: the closed flag is cleared and readers that drained it and
+    // got `closed` receive the new messages if they read again (a restarted gather worker does this).
+    bool reopen_closed = false;
 };
 
 struct ReaderOptions {
@@ -120,8 +124,9 @@ public:
     void close() noexcept;
     [[nodiscard]] bool closed() const noexcept;
 
-    // Sticky: the blocking call in progress and every later one return Status::cancelled until
-    // clear_cancel(). Safe from any thread.
+    // Until clear_cancel(): the blocking call in progress and every later call that has to wait
+    // return Status::cancelled (a call whose data or space is already there still completes).
+    // Safe from any thread.
     void cancel() noexcept;
     void clear_cancel() noexcept { cancelled_.get().store(false, std::memory_order_release); }
 
