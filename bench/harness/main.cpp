@@ -6,7 +6,7 @@
 //   ringcast-bench matrix [--readers-list 1,2] [--sizes 8,64,4096,65536,1048576] [--runs 1] [--pin]
 //                         [--out DIR] [--rtt-seconds 0.5] [--stream-seconds 0.5] [--idle-seconds 10]
 //                         [--oversub N] [--no-micro]
-//       The whole benchmark matrix of issue 5: floors, peers, strategies, sizes, oversubscription,
+//       The whole benchmark matrix: floors, peers, strategies, sizes, oversubscription,
 //       idle CPU, the microbenchmarks; a table, JSON and SVG plots under DIR (default <build>/report).
 //
 // Every figure is measured in this run; ratios are against floors and peers of the same run.
@@ -449,7 +449,7 @@ int cmd_matrix(int argc, char** argv) {
     for (std::size_t i = 0; i < idle.size(); ++i)
         t << pad(idle_sys[i]->name, 13, false) << fmt("%.4f", idle[i]) << " %\n";
 
-    // ---- targets (issue 5) ---------------------------------------------------------------------------
+    // ---- targets ---------------------------------------------------------------------------------------
     const std::size_t ref = std::find(sizes.begin(), sizes.end(), 64u) != sizes.end() ? 64 : sizes.front();
     const std::uint64_t r1 = readers_list.front();
     const auto p50of = [&](const char* s) {

@@ -1,6 +1,6 @@
 // ringcast._core — the C++ half of the Python binding (the package `ringcast` sits on top).
 //
-// GIL rules (issue 3), kept by every blocking call below:
+// GIL rules, kept by every blocking call below:
 //  * Ready data (or free space) is probed first with a zero timeout while the GIL is held: the fast path
 //    never drops and re-takes the GIL (re-taking it can cost a whole 5 ms switch interval when the main
 //    thread is busy in Python).
@@ -111,7 +111,7 @@ void gil_probe(void*) {
 
 unsigned long g_main_thread_ident = 0;
 
-constexpr std::chrono::nanoseconds kMainThreadSlice = 50ms;  // Ctrl-C latency bound (issue: 100 ms)
+constexpr std::chrono::nanoseconds kMainThreadSlice = 50ms;  // Ctrl-C latency bound (bound: 100 ms)
 constexpr std::size_t kNoGilCopy = 256 * 1024;  // smaller copies take less than a GIL hand-off costs
 constexpr std::uint32_t kFrameMagic = 0x59504352u;  // "RCPY"
 constexpr std::uint32_t kMaxParts = 4096;

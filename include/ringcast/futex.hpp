@@ -1,7 +1,7 @@
 // ringcast/futex.hpp — shared (cross-process) futex wait/wake on 32-bit words in shared memory.
 //
 // Never FUTEX_PRIVATE_FLAG: the waiters live in other processes, and a private wake only finds
-// waiters of the caller's own mm (PLATFORM.md). glibc has no wrapper, so these are raw syscalls.
+// waiters of the caller's own mm (docs/platform.md). glibc has no wrapper, so these are raw syscalls.
 // Timeouts are absolute CLOCK_MONOTONIC deadlines (FUTEX_WAIT_BITSET), so a wait that is woken
 // spuriously and retried never stretches the caller's timeout.
 #pragma once
@@ -71,7 +71,7 @@ inline int futex_wake(std::atomic<std::uint32_t>* word, int count = INT_MAX) noe
 }
 
 // futex_waitv (Linux 5.16, syscall 449): sleep until any of up to 128 words is woken or differs from
-// its expected value. glibc has no wrapper and linux-libc-dev 6.1 lacks FUTEX2_SIZE_U32 (PLATFORM.md).
+// its expected value. glibc has no wrapper and linux-libc-dev 6.1 lacks FUTEX2_SIZE_U32 (docs/platform.md).
 inline constexpr unsigned kFutex2SizeU32 = 0x02;  // FUTEX2_SIZE_U32; FUTEX2_PRIVATE (128) never: shared
 inline constexpr std::size_t kFutexWaitvMax = 128;
 inline constexpr long kSysFutexWaitv = 449;

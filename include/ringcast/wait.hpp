@@ -83,7 +83,7 @@ struct SleepHook {
 struct WaitOptions {
     WaitKind kind = WaitKind::hybrid;
     std::chrono::nanoseconds spin_for{10'000};  // hybrid: spin this long before sleeping. ~ one
-                                                // cross-core futex wake (PLATFORM.md: 11-14 us), the
+                                                // cross-core futex wake (docs/platform.md: 11-14 us), the
                                                 // classic 2-competitive bound for spin-then-block.
     std::chrono::nanoseconds spin_max{0};       // hybrid: > spin_for makes the spin adaptive, up to this
     SleepHook before_sleep{};
