@@ -154,7 +154,8 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
         ic->self->check_pending_alive(*ic->pending);
     };
     const WaitContext ctx{sites,    deadline, cancelled_.get(), options_.wait.before_sleep, options_.liveness_interval,
-                          on_idle,  &idle,    &reply_waits_,    &kernel_waits_};
+                          on_idle,  &idle,    &reply_waits_,    &kernel_waits_,
+                          &last_liveness_check_};
     return block_until(options_.wait, ctx, [&] { return any_pending_ready(pending); });
 }
 
@@ -162,7 +163,13 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
                                   std::vector<std::uint32_t>& closed_ranks, GatherResult& result) {
     for (auto it = pending.begin(); it != pending.end();) {
         Reader& rd = readers_[*it];
-        const Message m = rd.peek(std::chrono::nanoseconds::zero());
+        Message m;
+        try {
+            m = rd.peek(std::chrono::nanoseconds::zero());  // a due liveness check of its worker runs here too
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::peer_dead) throw;
+            throw Error(ErrorCode::peer_dead, "gather '" + name_ + "': worker rank " + std::to_string(*it) + ": " + e.what());
+        }
         if (m.status == Status::closed) {
             closed_ranks.push_back(*it);
             it = pending.erase(it);

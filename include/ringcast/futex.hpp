@@ -25,7 +25,8 @@ namespace ringcast {
 using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC on Linux, the clock futex deadlines use
 using Deadline = Clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
-// A zero (or negative) timeout: look once, never spin, never sleep, never read the clock.
+// A zero (or negative) timeout: look once, never spin, never sleep. The clock is read only when the
+// look found nothing and a liveness check may be due (wait.hpp, WaitContext::last_check).
 inline constexpr Deadline kPollOnly = Deadline::min();
 
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),

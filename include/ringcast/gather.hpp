@@ -129,6 +129,7 @@ private:
     std::vector<std::optional<std::vector<std::byte>>> kept_;
     std::uint64_t kept_tag_ = 0;
     SpinHistory reply_waits_;  // how long waits for replies lasted (adaptive hybrid)
+    Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
     std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
 };
 

@@ -167,6 +167,7 @@ private:
     Segment segment_;
     WriterOptions options_;
     SpinHistory space_waits_;  // how long waits for space lasted (adaptive hybrid)
+    Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
     detail::Taken<layout::WriterLine*> line_;  // nullptr: moved from
     std::byte* data_ = nullptr;
     std::uint64_t capacity_ = 0;
@@ -246,6 +247,7 @@ private:
     Segment segment_;
     ReaderOptions options_;
     SpinHistory data_waits_;  // how long waits for data lasted (adaptive hybrid)
+    Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
     layout::WriterLine* line_ = nullptr;
     detail::Taken<layout::ReaderSlot*> slot_;  // nullptr: moved from
     std::byte* data_ = nullptr;

@@ -261,14 +261,45 @@ struct WaitContext {
     Deadline deadline = kNoDeadline;
     const std::atomic<bool>* cancel = nullptr;  // cancel flag of the endpoint
     SleepHook before_sleep{};
-    // Liveness: every `check_every` of waiting, `on_idle(context)` runs (it may throw, e.g. a dead
-    // peer). Zero disables it, on every path. The kernel wait's timeout is cut to the next check: no
-    // busy polling.
+    // Liveness: `on_idle(context)` runs (it may throw, e.g. a dead peer) whenever `check_every` has
+    // passed since the endpoint's last check — counted ACROSS calls through `last_check`, so a caller
+    // that polls with zero or short timeouts learns of a dead peer as soon as one that waits long
+    // (within two intervals of the death, if it keeps calling). Zero disables it, on every path. The
+    // kernel wait's timeout is cut to the next check: no busy polling.
     std::chrono::nanoseconds check_every{0};
     void (*on_idle)(void* context) = nullptr;
     void* idle_context = nullptr;
     SpinHistory* history = nullptr;       // the endpoint's; used when the options are adaptive
     std::uint64_t* kernel_waits = nullptr;  // the endpoint's private count of kernel waits, if wanted
+    Deadline* last_check = nullptr;  // the endpoint's: when its peer was last checked (Deadline{}:
+                                     // never — the first unsuccessful look starts the clock)
+};
+
+// The liveness schedule of one blocking call, carried across calls by WaitContext::last_check.
+class LivenessClock {
+public:
+    LivenessClock(const WaitContext& ctx, Deadline now) noexcept : ctx_(ctx) {
+        if (ctx.check_every.count() <= 0 || ctx.on_idle == nullptr) return;  // disabled: next_ stays kNoDeadline
+        Deadline last = now;
+        if (ctx.last_check != nullptr) {
+            if (*ctx.last_check == Deadline{}) *ctx.last_check = now;
+            last = *ctx.last_check;
+        }
+        next_ = last + ctx.check_every;
+    }
+    [[nodiscard]] Deadline next() const noexcept { return next_; }
+    [[nodiscard]] bool enabled() const noexcept { return next_ != kNoDeadline; }
+    // Runs the check if it is due at `now` (may throw).
+    void tick(Deadline now) {
+        if (now < next_) return;
+        if (ctx_.last_check != nullptr) *ctx_.last_check = now;  // before the check: a throw counts as one
+        next_ = now + ctx_.check_every;
+        ctx_.on_idle(ctx_.idle_context);
+    }
+
+private:
+    const WaitContext& ctx_;
+    Deadline next_ = kNoDeadline;
 };
 
 // Steps 3c + 3e over the context's sites: snapshot every futex word, then one kernel wait on all.
@@ -308,16 +339,19 @@ template <WaitStrategy S, class Ready>
     // Case 1: the condition already holds — the fast path: no clock read, no fence.
     if (ready()) return WaitOutcome::ready;
     if (is_cancelled()) return WaitOutcome::cancelled;
-    if (ctx.deadline == kPollOnly) return WaitOutcome::timed_out;
+    if (ctx.deadline == kPollOnly) {
+        // A poll that found nothing: the liveness check is due here too if its interval passed
+        // (one clock read; the ready fast path above stays clock-free).
+        if (ctx.check_every.count() > 0 && ctx.on_idle != nullptr && ctx.last_check != nullptr) {
+            const Deadline t = Clock::now();
+            LivenessClock(ctx, t).tick(t);
+        }
+        return WaitOutcome::timed_out;
+    }
 
     auto now = Clock::now();
-    auto next_check = ctx.check_every.count() > 0 && ctx.on_idle ? now + ctx.check_every : kNoDeadline;
-    const auto idle_tick = [&](Deadline t) {
-        if (t >= next_check) {
-            ctx.on_idle(ctx.idle_context);
-            next_check = t + ctx.check_every;
-        }
-    };
+    LivenessClock liveness(ctx, now);
+    const auto idle_tick = [&](Deadline t) { liveness.tick(t); };
 
     // Case 2: the spin phase (all of Spin/SpinYield, the first spin_budget of Hybrid). The clock is
     // read every 64 steps: a vDSO read costs ~20 ns, a pause ~10-40 ns.
@@ -363,17 +397,17 @@ template <WaitStrategy S, class Ready>
             if (ctx.before_sleep.fn) ctx.before_sleep.fn(ctx.before_sleep.context);
             if (ctx.sites[0].waits) ctx.sites[0].waits->fetch_add(1, std::memory_order_relaxed);
             if (ctx.kernel_waits) ++*ctx.kernel_waits;
-            const Deadline wake_by = next_check < ctx.deadline ? next_check : ctx.deadline;
+            const Deadline wake_by = liveness.next() < ctx.deadline ? liveness.next() : ctx.deadline;
             const FutexWaitResult r = snap.sleep(wake_by);  // 3e
             retract_all();                                  // 3f
             if (r == FutexWaitResult::unsupported)
                 throw Error(ErrorCode::system, "futex_waitv is not supported by this kernel (needs Linux 5.16)");
             if (ready()) return WaitOutcome::ready;
             if (is_cancelled()) return WaitOutcome::cancelled;
-            if (r == FutexWaitResult::timed_out || next_check != kNoDeadline) {
+            if (r == FutexWaitResult::timed_out || liveness.enabled()) {
                 now = Clock::now();
                 if (now >= ctx.deadline) return WaitOutcome::timed_out;
-                if (next_check != kNoDeadline) idle_tick(now);
+                idle_tick(now);
             }
         }
     }

@@ -51,7 +51,8 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
     if (has_room()) return Status::ok;  // readers moved on: still no clock read
     const SleepSite site = space_site();
     const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
-                          options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_};
+                          options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_,
+                          nullptr,          &last_liveness_check_};
     switch (block_until(options_.wait, ctx, has_room)) {
         case WaitOutcome::ready: return Status::ok;
         case WaitOutcome::cancelled: return Status::cancelled;
@@ -214,7 +215,8 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     if (has_data()) return head_ < cached_tail_ ? Status::ok : Status::closed;  // no clock read
     const SleepSite site = data_site();
     const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
-                          options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_};
+                          options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_,
+                          nullptr,          &last_liveness_check_};
     switch (block_until(options_.wait, ctx, has_data)) {
         case WaitOutcome::ready: break;
         case WaitOutcome::cancelled: return Status::cancelled;

@@ -1,0 +1,175 @@
+// Liveness across calls: a peer's death is noticed within two liveness intervals whatever timeouts the
+// survivor polls with — zero, a fifth of the interval, or the interval — on every blocking path
+// (reader, writer, gather collector, gather worker). The check is counted per endpoint across calls
+// (wait.hpp WaitContext::last_check): executors poll with short timeouts to stay responsive, and a
+// check that only ran inside one wait longer than the interval never ran for them.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "fault/fault_util.hpp"
+#include "ringcast/gather.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::test {
+namespace {
+
+constexpr auto kInterval = std::chrono::milliseconds(200);
+// The bound of the guarantee, measured from the moment the victim is reaped (certainly dead).
+constexpr auto kBound = 2 * kInterval;
+
+struct Pattern {
+    const char* name;
+    std::chrono::nanoseconds timeout;
+};
+const Pattern kPatterns[] = {{"zero", 0ns}, {"interval/5", kInterval / 5}, {"interval", kInterval}};
+
+// A child that does `setup`, raises `ready`, then sleeps until killed.
+pid_t park_child(std::atomic<int>& ready, const std::function<void()>& setup) {
+    return fork_child(
+        [&] {
+            setup();
+            ready.store(1);
+            for (;;) ::pause();
+        },
+        /*count_gtest_failures=*/false);
+}
+
+bool wait_flag(const std::atomic<int>& flag, std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (flag.load() == 0)
+        if (std::chrono::steady_clock::now() > end) return false;
+        else ::usleep(200);
+    return true;
+}
+
+void kill_and_reap(pid_t pid) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+}
+
+// Calls `poll` (one call with the pattern's timeout; returns normally when nothing happened) until it
+// throws; checks it threw peer_dead within kBound of `dead_at`.
+template <class Poll>
+void expect_peer_dead_within_bound(const char* what, const Pattern& p, Clock::time_point dead_at, Poll&& poll) {
+    const auto give_up = dead_at + 10 * kBound;
+    for (;;) {
+        try {
+            poll(p.timeout);
+        } catch (const Error& e) {
+            const auto after = Clock::now() - dead_at;
+            EXPECT_EQ(e.code(), ErrorCode::peer_dead) << what << " / " << p.name << ": " << e.what();
+            EXPECT_LE(after, kBound) << what << " polling with timeout " << p.name << " learned of the death after "
+                                     << std::chrono::duration<double, std::milli>(after).count() << " ms";
+            return;
+        }
+        if (Clock::now() > give_up) {
+            ADD_FAILURE() << what << " polling with timeout " << p.name << " never learned that its peer died";
+            return;
+        }
+    }
+}
+
+TEST(LivenessAcrossCalls, ReaderPollingLearnsTheWriterDied) {
+    for (const Pattern& p : kPatterns) {
+        ScopedName name("live-r");
+        { auto seg = Segment::create(name, SegmentOptions{.readers = 1}); }
+        ReaderOptions ro;
+        ro.liveness_interval = kInterval;
+        auto r = Reader::attach(name, 0, ro);
+        SharedBlock<std::atomic<int>> ready;
+        const pid_t writer = park_child(*ready, [&] {
+            WriterOptions wo;
+            wo.unlink_on_destroy = false;
+            static std::optional<Writer> w;  // lives until the kill
+            w.emplace(Writer::open(name, wo));
+        });
+        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the writer child never opened the queue";
+        for (int i = 0; i < 3; ++i) ASSERT_EQ(r.peek(p.timeout).status, Status::timed_out);  // polling before the death
+        kill_and_reap(writer);
+        expect_peer_dead_within_bound("reader", p, Clock::now(), [&](std::chrono::nanoseconds t) {
+            ASSERT_EQ(r.peek(t).status, Status::timed_out);
+        });
+    }
+}
+
+TEST(LivenessAcrossCalls, WriterPollingLearnsTheLaggingReaderDied) {
+    for (const Pattern& p : kPatterns) {
+        ScopedName name("live-w");
+        WriterOptions wo;
+        wo.liveness_interval = kInterval;
+        auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16}, wo);
+        SharedBlock<std::atomic<int>> ready;
+        const pid_t reader = park_child(*ready, [&] {
+            static std::optional<Reader> r;
+            r.emplace(Reader::attach(name, 0));
+        });
+        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the reader child never attached";
+        std::vector<std::byte> msg(4000);
+        while (w.write(msg, 0ns) == Status::ok) {
+        }
+        kill_and_reap(reader);
+        expect_peer_dead_within_bound("writer", p, Clock::now(), [&](std::chrono::nanoseconds t) {
+            ASSERT_EQ(w.write(msg, t), Status::timed_out);
+        });
+    }
+}
+
+TEST(LivenessAcrossCalls, GatherCollectorPollingLearnsAWorkerDied) {
+    for (const Pattern& p : kPatterns) {
+        ScopedName name("live-c");
+        GatherOptions go;
+        go.ranks = 1;
+        go.liveness_interval = kInterval;
+        auto c = GatherCollector::create(name, go);
+        SharedBlock<std::atomic<int>> ready;
+        const pid_t worker = park_child(*ready, [&] {
+            static std::optional<GatherWorker> g;
+            g.emplace(GatherWorker::attach(name, 0));
+        });
+        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the worker child never attached";
+        kill_and_reap(worker);
+        expect_peer_dead_within_bound("collector", p, Clock::now(), [&](std::chrono::nanoseconds t) {
+            ASSERT_EQ(c.collect_all(1, t).status, Status::timed_out);
+        });
+    }
+}
+
+TEST(LivenessAcrossCalls, GatherWorkerPollingLearnsTheCollectorDied) {
+    for (const Pattern& p : kPatterns) {
+        ScopedName name("live-g");
+        SharedBlock<std::atomic<int>> ready;
+        const pid_t collector = park_child(*ready, [&] {
+            GatherOptions go;
+            go.ranks = 1;
+            go.capacity = 1 << 16;
+            static std::optional<GatherCollector> c;
+            c.emplace(GatherCollector::create(name, go));
+        });
+        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the collector child never created the group";
+        WriterOptions wo;
+        wo.liveness_interval = kInterval;
+        auto g = GatherWorker::attach(name, 0, wo);
+        std::vector<std::byte> msg(4000);
+        while (g.reply(1, msg, 0ns) == Status::ok) {
+        }
+        kill_and_reap(collector);  // killed: its destructor never removes the names
+        Segment::remove(gather_ring_name(name, 0));
+        Segment::remove(gather_bell_name(name));
+        expect_peer_dead_within_bound("worker", p, Clock::now(), [&](std::chrono::nanoseconds t) {
+            ASSERT_EQ(g.reply(1, msg, t), Status::timed_out);
+        });
+    }
+}
+
+}  // namespace
+}  // namespace ringcast::test
