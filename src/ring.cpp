@@ -130,7 +130,7 @@ void Writer::check_lagging_readers() {
             // between (C1), the CAS fails and the replacement keeps a head we still honour.
             if (slot.owner.compare_exchange_strong(word, layout::pack_owner({SlotState::evicted, 0, 0}),
                                                    std::memory_order_acq_rel))
-                clear_announcement(Reader::data_site_of(segment_, r));  // the dead owner may have slept
+                clear_announcement(Reader::data_site_of(segment_, r));  // E2: the dead owner may have slept
             continue;
         }
         // Only a slot still claimed by that dead process is a death (not one re-claimed or left since).

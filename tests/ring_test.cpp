@@ -417,6 +417,137 @@ TEST(WakeAccounting, WriterWaitingForSpaceIsTheMirrorImage) {
     EXPECT_GE(w.space_waits(), 1u);
 }
 
+// A peer killed between making the condition true (w1) and its wake (w2..w3) never wakes us: the
+// kernel wait is cut at the liveness interval, or at kUnwatchedRecheck with liveness off, so such a
+// death costs one interval, never a hang (tests/model/ring.pml, orphan_rel). Simulated: the close
+// flag is set without close()'s wake.
+TEST(WakeAccounting, AWakeThatNeverCameCostsAtMostOneRecheckInterval) {
+    ScopedName name("orphan");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1});
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::futex;
+    ro.liveness_interval = 0ns;  // off: the re-check still bounds the wait
+    auto r = Reader::attach(name, 0, ro);
+    std::thread closer([&] {
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        while (w.segment().reader_sleep_line().sleeping[0].load() == 0 && std::chrono::steady_clock::now() < until)
+            std::this_thread::yield();
+        w.segment().header().flags.fetch_or(layout::kFlagClosed);  // w1 of close(), then "dies"
+    });
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(r.peek(10s).status, Status::closed);
+    const auto took = std::chrono::steady_clock::now() - start;
+    closer.join();
+    EXPECT_LT(took, kUnwatchedRecheck + 1s) << "the reader slept past its re-check";
+}
+
+// ---- scatter writes ----------------------------------------------------------------------------
+
+// A message in parts is received as their concatenation, small (one record) or fragmented.
+TEST(ScatterWrite, PartsArriveAsOneMessage) {
+    ScopedName name("parts");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0);
+    for (const std::size_t size : {std::size_t{0}, std::size_t{100}, std::size_t{16 * 1024 - 16}, std::size_t{40'000}}) {
+        const auto whole = make(size, size);
+        const std::span<const std::byte> all(whole);
+        const std::size_t a = size / 3, b = size / 2;
+        const std::span<const std::byte> parts[] = {all.first(a), all.subspan(a, b - a), {}, all.subspan(b)};
+        std::thread reader([&] {
+            std::vector<std::byte> got;
+            std::uint64_t tag = 0;
+            EXPECT_EQ(r.read(got, 10s, &tag), Status::ok);
+            EXPECT_EQ(got, whole) << "size " << size;
+            EXPECT_EQ(tag, 5u);
+        });
+        EXPECT_EQ(w.write_parts(parts, 10s, 5), Status::ok);
+        reader.join();
+    }
+}
+
+// A fragmented message written in short slices resumes where it stopped: the reader gets it once,
+// whole, and no abort record is published between the slices.
+TEST(ScatterWrite, ATimedOutFragmentedWriteResumesWithItsProgress) {
+    ScopedName name("resume");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0);
+    const auto big = make(300 * 1024, 42);  // ~19 fragments of a 64 KiB ring
+    const std::span<const std::byte> all(big);
+    const std::span<const std::byte> parts[] = {all.first(1000), all.subspan(1000)};
+    std::atomic<bool> done{false};
+    std::thread reader([&] {
+        std::vector<std::byte> got;
+        for (;;) {  // slow reader: the writer keeps timing out
+            const Message m = r.peek(50ms);
+            if (m.status == Status::ok) {
+                got.assign(m.bytes.begin(), m.bytes.end());
+                r.release();
+                break;
+            }
+            if (done.load()) break;
+        }
+        EXPECT_EQ(check_message(got, 42, big.size()), "");
+        std::vector<std::byte> next;
+        EXPECT_EQ(r.read(next, 10s), Status::ok);
+        EXPECT_EQ(check_message(next, 43, 100), "") << "the message after the resumed one";
+    });
+    WriteProgress progress;
+    int slices = 0;
+    for (;; ++slices) {
+        const Status s = w.write_parts(parts, 200us, 9, &progress);
+        if (s == Status::ok) break;
+        ASSERT_EQ(s, Status::timed_out);
+        ASSERT_LT(slices, 1'000'000);
+    }
+    EXPECT_GT(slices, 0) << "the ring never filled: nothing was resumed";
+    ASSERT_EQ(w.write(make(100, 43), 10s), Status::ok);
+    done = true;
+    reader.join();
+}
+
+// abort_write withdraws an open message: readers drop its fragments and get the next message.
+TEST(ScatterWrite, AbortWriteWithdrawsTheOpenMessage) {
+    ScopedName name("abortw");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0);
+    const auto big = make(200 * 1024, 1);
+    const std::span<const std::byte> parts[] = {std::span<const std::byte>(big)};
+    WriteProgress progress;
+    ASSERT_EQ(w.write_parts(parts, 0ns, 0, &progress), Status::timed_out);  // the ring fills, nobody reads
+    ASSERT_TRUE(progress.started());
+    std::thread reader([&] {
+        std::vector<std::byte> got;
+        EXPECT_EQ(r.read(got, 10s), Status::ok);
+        EXPECT_EQ(check_message(got, 2, 64), "") << "the withdrawn message must not arrive";
+    });
+    ASSERT_EQ(w.abort_write(progress, 10s), Status::ok);
+    EXPECT_FALSE(progress.started());
+    ASSERT_EQ(w.write(make(64, 2), 10s), Status::ok);
+    reader.join();
+}
+
+// A stale progress (its stream was withdrawn by another write) is not resumed: the message restarts.
+TEST(ScatterWrite, AProgressOfAWithdrawnStreamRestartsTheMessage) {
+    ScopedName name("stale");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0);
+    const auto big = make(100 * 1024, 7);
+    const std::span<const std::byte> parts[] = {std::span<const std::byte>(big)};
+    WriteProgress progress;
+    ASSERT_EQ(w.write_parts(parts, 0ns, 0, &progress), Status::timed_out);
+    std::vector<std::byte> got;
+    std::thread reader([&] {
+        std::vector<std::byte> m;
+        EXPECT_EQ(r.read(m, 10s), Status::ok);
+        EXPECT_EQ(check_message(m, 8, 64), "");
+        EXPECT_EQ(r.read(m, 10s), Status::ok);
+        EXPECT_EQ(check_message(m, 7, big.size()), "") << "restarted whole, not resumed mid-way";
+    });
+    ASSERT_EQ(w.write(make(64, 8), 10s), Status::ok);  // withdraws the open stream first
+    ASSERT_EQ(w.write_parts(parts, 10s, 0, &progress), Status::ok);
+    reader.join();
+}
+
 // ---- ranks ----------------------------------------------------------------------------------------
 
 TEST(Ranks, SameRankTwiceWhileAliveIsAnError) {

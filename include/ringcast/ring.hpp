@@ -25,6 +25,7 @@
 //   C1 claim:   CAS {never_attached | detached | attached by a dead pid} -> {attached, me}
 //   C2          clear the rank's sleeping bit (a dead predecessor may have died asleep)
 //   E1 evict:   CAS {attached by that dead pid} -> {evicted}  (only then is its head ignored)
+//   E2          clear the evicted rank's sleeping bit
 //   D1 detach:  CAS {attached, me} -> {left} (default) or {detached} (keep_place); after {left}, wake
 //               a writer waiting for space (the CAS is w1 of wait.hpp's handshake)
 // Clean-exit policy: a reader that leaves cleanly releases its rank unless it asked to keep its
@@ -80,6 +81,14 @@ struct ReaderOptions {
     bool keep_place = false;
 };
 
+// Where a resumable write (Writer::write_parts with progress) stopped. Opaque to callers: start with a
+// default-constructed one per message, pass the same one to every retry of that message.
+struct WriteProgress {
+    std::uint64_t written = 0;  // message bytes already published (0: nothing of it is out)
+    std::uint64_t stream = 0;   // the Writer's stream serial it belongs to (a stale one is not resumed)
+    [[nodiscard]] bool started() const noexcept { return written != 0; }
+};
+
 struct Reservation {
     Status status = Status::timed_out;
     std::span<std::byte> bytes{};  // valid until commit(); empty unless status == ok
@@ -113,6 +122,20 @@ public:
     // Throws Error(peer_dead) for a dead lagging reader (unless evicting).
     [[nodiscard]] Status write(std::span<const std::byte> message, std::chrono::nanoseconds timeout = kForever,
                                std::uint64_t tag = 0);
+
+    // Scatter write: the message is the concatenation of `parts` (no copy is made to join them).
+    // Without `progress`, as write(). With `progress`, a fragmented message that times out (or is
+    // cancelled) stays open: its fragments stay published, `progress` records how far it got, and
+    // calling write_parts again with the same parts and progress resumes where it stopped — so a
+    // caller waiting in bounded slices (a Python binding checking for Ctrl-C) never restarts a large
+    // message. Any other write, reserve or abort_write first withdraws the open message (an abort
+    // record: readers drop what they got of it). Returns ok once the whole message is published.
+    [[nodiscard]] Status write_parts(std::span<const std::span<const std::byte>> parts,
+                                     std::chrono::nanoseconds timeout = kForever, std::uint64_t tag = 0,
+                                     WriteProgress* progress = nullptr);
+    // Withdraws the open message of `progress` (publishes the abort record now). ok also when nothing
+    // of it was out; timed_out/cancelled if the abort record found no space (it stays owed).
+    [[nodiscard]] Status abort_write(WriteProgress& progress, std::chrono::nanoseconds timeout = kForever);
 
     // Zero-copy: a span of n bytes in the ring, published by commit(used <= n). n <= max_reserve()
     // or Error(message_too_large). A second reserve() before commit() replaces the first.
@@ -161,6 +184,8 @@ private:
     [[nodiscard]] Status reserve_record(std::uint64_t payload, Timeout& timeout);
     void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
     [[nodiscard]] Status finish_broken_stream(Timeout& timeout);
+    [[nodiscard]] Status write_stream(std::span<const std::span<const std::byte>> parts, std::uint64_t total,
+                                      Timeout& timeout, std::uint64_t tag, WriteProgress& progress, bool resumable);
     void check_lagging_readers();
     static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
 
@@ -180,6 +205,7 @@ private:
     std::uint64_t reserved_size_ = 0;    // payload bytes reserved; 0 with !has_reservation_
     bool has_reservation_ = false;
     bool stream_broken_ = false;         // a fragmented write stopped half way: abort it first
+    std::uint64_t stream_serial_ = 1;    // numbers fragmented streams, so a stale WriteProgress is not resumed
     detail::Taken<bool> owns_name_;
     std::uint64_t owner_word_ = 0;       // our claim in the header's writer_owner
     SleepSite bell_{};                   // set_publish_bell(); seq == nullptr: none

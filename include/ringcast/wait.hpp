@@ -275,11 +275,21 @@ struct WaitContext {
                                      // never — the first unsuccessful look starts the clock)
 };
 
+// A peer killed between its cursor exchange (w1) and its wake (w2..w3) never runs the wake. So no
+// kernel wait is longer than the liveness interval — or this, when liveness checks are off — after
+// which the waiter re-checks its condition: such a death costs at most one interval, never a hang
+// (tests/model/ring.pml, ghost orphan_rel).
+inline constexpr std::chrono::nanoseconds kUnwatchedRecheck = std::chrono::seconds(1);
+
 // The liveness schedule of one blocking call, carried across calls by WaitContext::last_check.
 class LivenessClock {
 public:
-    LivenessClock(const WaitContext& ctx, Deadline now) noexcept : ctx_(ctx) {
-        if (ctx.check_every.count() <= 0 || ctx.on_idle == nullptr) return;  // disabled: next_ stays kNoDeadline
+    LivenessClock(const WaitContext& ctx, Deadline now) noexcept
+        : ctx_(ctx), enabled_(ctx.check_every.count() > 0 && ctx.on_idle != nullptr) {
+        if (!enabled_) {
+            next_ = now + kUnwatchedRecheck;
+            return;
+        }
         Deadline last = now;
         if (ctx.last_check != nullptr) {
             if (*ctx.last_check == Deadline{}) *ctx.last_check = now;
@@ -287,11 +297,15 @@ public:
         }
         next_ = last + ctx.check_every;
     }
+    // When the kernel wait must end at the latest (the next check, or the next re-check).
     [[nodiscard]] Deadline next() const noexcept { return next_; }
-    [[nodiscard]] bool enabled() const noexcept { return next_ != kNoDeadline; }
     // Runs the check if it is due at `now` (may throw).
     void tick(Deadline now) {
         if (now < next_) return;
+        if (!enabled_) {
+            next_ = now + kUnwatchedRecheck;
+            return;
+        }
         if (ctx_.last_check != nullptr) *ctx_.last_check = now;  // before the check: a throw counts as one
         next_ = now + ctx_.check_every;
         ctx_.on_idle(ctx_.idle_context);
@@ -299,6 +313,7 @@ public:
 
 private:
     const WaitContext& ctx_;
+    bool enabled_;
     Deadline next_ = kNoDeadline;
 };
 
@@ -398,17 +413,15 @@ template <WaitStrategy S, class Ready>
             if (ctx.sites[0].waits) ctx.sites[0].waits->fetch_add(1, std::memory_order_relaxed);
             if (ctx.kernel_waits) ++*ctx.kernel_waits;
             const Deadline wake_by = liveness.next() < ctx.deadline ? liveness.next() : ctx.deadline;
-            const FutexWaitResult r = snap.sleep(wake_by);  // 3e
+            const FutexWaitResult r = snap.sleep(wake_by);  // 3e, at most until the next check
             retract_all();                                  // 3f
             if (r == FutexWaitResult::unsupported)
                 throw Error(ErrorCode::system, "futex_waitv is not supported by this kernel (needs Linux 5.16)");
             if (ready()) return WaitOutcome::ready;
             if (is_cancelled()) return WaitOutcome::cancelled;
-            if (r == FutexWaitResult::timed_out || liveness.enabled()) {
-                now = Clock::now();
-                if (now >= ctx.deadline) return WaitOutcome::timed_out;
-                idle_tick(now);
-            }
+            now = Clock::now();  // (a futex wake is microseconds; one vDSO read more is noise)
+            if (now >= ctx.deadline) return WaitOutcome::timed_out;
+            idle_tick(now);
         }
     }
 }

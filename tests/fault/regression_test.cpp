@@ -335,9 +335,10 @@ struct ChildReport {
     Text text;
 };
 
-// Pins: a reader SIGKILLed inside futex_wait never withdraws its reader_sleepers announcement (3f never
-// runs), so the writer takes the futex_wake slow path on every publish forever. The victim is killed
-// only once its waits counter rose and reader_sleepers != 0 (asleep); the replacement never sleeps.
+// Pins: a reader SIGKILLed inside futex_wait never withdraws its sleep announcement (3f never runs);
+// with a shared count the writer took the futex_wake slow path on every publish forever. The victim
+// is killed only once its waits counter rose and its sleeping bit is set (asleep); the replacement
+// never sleeps, and its claim (C2) clears the bit.
 TEST(Regression, SleeperLeakReaderKilledAsleepCostsTheWriterNoWakeCalls) {
     ScopedName name("reg-sleep-r");
     auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 20});  // 1000 x 80 B never blocks

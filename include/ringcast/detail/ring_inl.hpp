@@ -131,42 +131,101 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
     if (stream_broken_) {
         if (const Status s = finish_broken_stream(timeout); s != Status::ok) return s;
     }
-    if (message.size() <= max_payload_) {
+    if (message.size() <= max_payload_) {  // the common case: one record, one memcpy
         if (const Status s = reserve_record(message.size(), timeout); s != Status::ok) return s;
-        if (!message.empty())
-            std::memcpy(layout::record_payload(data_, reserved_pos_ & mask_), message.data(), message.size());
+        if (!message.empty()) std::memcpy(layout::record_payload(data_, reserved_pos_ & mask_), message.data(), message.size());
         commit_record(layout::RecordKind::message, message.size(), tag);
         bump_counter(line_->messages);
         return Status::ok;
     }
-    // Fragmented: fragment_first carries the total length in front of its payload.
-    std::size_t offset = 0;
-    bool first = true;
-    while (offset < message.size()) {
+    const std::span<const std::byte> one[1] = {message};
+    WriteProgress progress;
+    return write_stream(one, message.size(), timeout, tag, progress, false);
+}
+
+inline Status Writer::write_parts(std::span<const std::span<const std::byte>> parts, std::chrono::nanoseconds timeout_ns,
+                                  std::uint64_t tag, WriteProgress* progress) {
+    has_reservation_ = false;
+    Timeout timeout(timeout_ns);
+    std::uint64_t total = 0;
+    for (const auto& p : parts) total += p.size();
+    // Resume only the stream this progress belongs to, and only while it is still the open one.
+    const bool resume = progress != nullptr && progress->started() && progress->stream == stream_serial_ && stream_broken_;
+    if (!resume) {
+        if (progress != nullptr) *progress = {};
+        if (stream_broken_) {
+            if (const Status s = finish_broken_stream(timeout); s != Status::ok) return s;
+        }
+    }
+    if (total <= max_payload_) {
+        if (const Status s = reserve_record(total, timeout); s != Status::ok) return s;
+        std::byte* dst = layout::record_payload(data_, reserved_pos_ & mask_);
+        for (const auto& p : parts) {
+            if (!p.empty()) std::memcpy(dst, p.data(), p.size());
+            dst += p.size();
+        }
+        commit_record(layout::RecordKind::message, total, tag);
+        bump_counter(line_->messages);
+        return Status::ok;
+    }
+    WriteProgress local;
+    return write_stream(parts, total, timeout, tag, progress != nullptr ? *progress : local, progress != nullptr);
+}
+
+// The fragment path of every write: fragment_first carries the total length in front of its
+// payload, then fragment_middle*, fragment_last. Starts at progress.written (0, or where a resumable
+// write stopped). On timed_out/cancelled (or an exception such as peer_dead) with fragments out, the
+// stream is owed an abort record (stream_broken_) unless the caller may resume it (`resumable`).
+inline Status Writer::write_stream(std::span<const std::span<const std::byte>> parts, std::uint64_t total,
+                                   Timeout& timeout, std::uint64_t tag, WriteProgress& progress, bool resumable) {
+    if (!progress.started()) progress.stream = ++stream_serial_;
+    // Locate the part and offset where progress.written begins.
+    std::size_t part = 0;
+    std::uint64_t in_part = progress.written;
+    while (part < parts.size() && in_part >= parts[part].size()) in_part -= parts[part++].size();
+    while (progress.written < total) {
+        const bool first = progress.written == 0;
         const std::size_t prefix = first ? layout::kFragmentPrefix : 0;
-        const std::size_t chunk = std::min<std::size_t>(message.size() - offset, max_payload_ - prefix);
-        const bool last = offset + chunk == message.size();
+        const std::uint64_t chunk = std::min<std::uint64_t>(total - progress.written, max_payload_ - prefix);
+        const bool last = progress.written + chunk == total;
         if (const Status s = reserve_record(prefix + chunk, timeout); s != Status::ok) {
-            stream_broken_ = !first;  // fragments are out: readers must be told to drop them
+            // Fragments are out: readers must be told to drop them, unless the caller resumes.
+            stream_broken_ = !first;
+            if (!resumable && !first) progress = {};
             return s;
         }
         std::byte* dst = layout::record_payload(data_, reserved_pos_ & mask_);
-        if (first) {
-            const std::uint64_t total = message.size();
-            std::memcpy(dst, &total, sizeof total);
+        if (first) std::memcpy(dst, &total, sizeof total);
+        dst += prefix;
+        for (std::uint64_t left = chunk; left != 0;) {  // gather this fragment's bytes from the parts
+            const std::uint64_t n = std::min<std::uint64_t>(left, parts[part].size() - in_part);
+            std::memcpy(dst, parts[part].data() + in_part, n);
+            dst += n;
+            left -= n;
+            in_part += n;
+            if (in_part == parts[part].size()) {
+                ++part;
+                in_part = 0;
+            }
         }
-        std::memcpy(dst + prefix, message.data() + offset, chunk);
         commit_record(first ? layout::RecordKind::fragment_first
                             : (last ? layout::RecordKind::fragment_last : layout::RecordKind::fragment_middle),
                       prefix + chunk, tag);
+        progress.written += chunk;
         // Readers are mid-stream from the first fragment until the last: any way out of this loop
         // from here on (timeout, cancel, or an exception such as peer_dead) owes them an abort record.
         stream_broken_ = !last;
-        offset += chunk;
-        first = false;
     }
     bump_counter(line_->messages);
     return Status::ok;
+}
+
+inline Status Writer::abort_write(WriteProgress& progress, std::chrono::nanoseconds timeout_ns) {
+    const bool open = progress.started() && progress.stream == stream_serial_ && stream_broken_;
+    progress = {};
+    if (!open) return Status::ok;
+    Timeout timeout(timeout_ns);
+    return finish_broken_stream(timeout);
 }
 
 // ---- Reader hot path ------------------------------------------------------------------------------
