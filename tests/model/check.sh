@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# check.sh -- model-check tests/model/ring.pml with spin (see the header of
-# ring.pml for what is modelled and what each property means).
+# check.sh -- model-check the Promela models of ringcast's protocols with spin:
+#   tests/model/ring.pml    the broadcast ring: futex handshakes, announcement
+#                           bits, a dead reader's rank (claim, eviction)
+#   tests/model/gather.pml  the gather doorbell with fragmented replies
+# (see the header of each model for what is modelled and what each property
+#  means).
 #
-#   * every check of the correct model must find 0 errors, with the search
+#   * every check of a correct model must find 0 errors, with the search
 #     complete (no "max search depth too small", no out-of-memory);
 #   * every negative variant (a -DBUG_* switch that breaks the protocol) must
 #     make pan report an error OF THE EXPECTED KIND.
@@ -10,11 +14,13 @@
 # Prints one line per check; exits non-zero if any line is FAIL.
 # Works from any cwd; builds in a temporary directory (removed at exit; set
 # KEEP=1 to keep it).  JOBS=n runs n checks at once (default: nproc, max 4).
+# ONLY=regex runs only the checks whose name matches.  MODEL_DIR=dir checks
+# the models in another directory (to test this script).
 # Needs spin (Debian package `spin`) and a C compiler (CC, default gcc).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-model="${MODEL:-$here/ring.pml}"   # MODEL=path: check another copy (to test this script)
+model_dir="${MODEL_DIR:-$here}"
 CC="${CC:-gcc}"
 
 for tool in spin "$CC"; do
@@ -23,7 +29,9 @@ for tool in spin "$CC"; do
         exit 1
     fi
 done
-[[ -r "$model" ]] || { echo "FAIL  $model not readable" >&2; exit 1; }
+for m in ring.pml gather.pml; do
+    [[ -r "$model_dir/$m" ]] || { echo "FAIL  $model_dir/$m not readable" >&2; exit 1; }
+done
 
 jobs_max="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 (( jobs_max > 4 )) && jobs_max=4
@@ -38,32 +46,62 @@ fi
 
 # One check per line:
 #   name | expect | spin -D flags | cc flags | pan flags | what
+# The model is ring.pml unless the spin flags start with another model's file
+# name (gather.pml).
 # (cc flags after the default -O0 override it: -O1 pays off only for the
 #  largest searches; pan.c takes ~1.5 s to compile at -O1, ~0.5 s at -O0)
 # expect: "pass"  -> pan must report errors: 0, search complete
 #         a regex -> pan must report an error whose "pan:1:" line matches it
+#                    (grep -E; no '|' in it: that separates the fields)
+# Every correct check has must-fail partners: the negative lines after it.
 MAIN="-DN=2 -DCAP=2 -DM=4"
 DEAD="-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DNO_MONITOR"   # deadlock check alone
+DIE1="-DN=1 -DCAP=1 -DM=3 -DDEATH"                    # one rank, its reader may die
+G="gather.pml"
+P1='assertion violated .*tail-head'                   # P1, at the room decision
+PAY='assertion violated .*ring\['                     # P1, the payload a reader copies
 P3R='assertion violated .*r_blocked'                  # P3, reader half
 P3W='assertion violated .*w_blocked'                  # P3, writer half
+P3C='assertion violated .*c_blocked'                  # P3, the gather collector
+P6='assertion violated .*fresh'                       # P6, leaked announcement
 SAFE="-DSAFETY -DNOFAIR -DNOCLAIM"                    # safety-only pan (asserts + invalid end states)
 CHECKS=(
+# ---- ring.pml: the futex handshakes (w1 = the cursor exchange) ----
 "safety-cap2       |pass|$MAIN|$SAFE -O1|-m200000 -w22|P1 no overwrite, P2 all delivered, P3 no lost wake-up, P4 no deadlock (close path)"
 "safety-cap1       |pass|-DN=2 -DCAP=1 -DM=4|$SAFE -O1|-m200000 -w22|P1-P4, ring full at every message"
 "noclose-cap1      |pass|-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE|$SAFE|-m200000 -w22|P1-P4, writer never closes: the *-dl configuration, correct model"
 "spurious          |pass|-DN=2 -DCAP=2 -DM=3 -DSPURIOUS|$SAFE|-m200000 -w22|P1-P4 with futex_wait timeouts/EINTR/spurious returns"
 "nonprogress       |pass|-DN=2 -DCAP=1 -DM=2 -DSPURIOUS|-DNP|-m200000 -w22 -l -f|P5 no non-progress cycle under weak fairness, with early returns"
 "neg-np-unfair     |non-progress cycle|-DN=2 -DCAP=1 -DM=2 -DSPURIOUS|-DNP|-m200000 -w22 -l|sanity: without fairness a reader may time out forever (progress labels are live)"
-"neg-no-recheck    |$P3R|$MAIN -DBUG_NO_RECHECK|$SAFE|-m200000 -w20|Reader::wait_for_data without step 5: P3"
+"neg-no-recheck    |$P3R|$MAIN -DBUG_NO_RECHECK|$SAFE|-m200000 -w20|Reader::wait_for_data without 3d: P3"
 "neg-no-recheck-dl |invalid end state|$DEAD -DBUG_NO_RECHECK|$SAFE|-m200000 -w20|same, deadlock check alone"
-"neg-no-fence      |$P3R|$MAIN -DBUG_NO_FENCE|$SAFE|-m200000 -w20|Writer::publish without the fence: P3"
-"neg-no-fence-dl   |invalid end state|$DEAD -DBUG_NO_FENCE|$SAFE|-m200000 -w20|same, deadlock check alone"
-"neg-rel-fence     |$P3W|$MAIN -DBUG_NO_FENCE_RELEASE|$SAFE|-m200000 -w20|Reader::release without the fence: P3"
-"neg-rel-fence-dl  |invalid end state|$DEAD -DBUG_NO_FENCE_RELEASE|$SAFE|-m200000 -w20|same, deadlock check alone"
-"neg-space-recheck |$P3W|$MAIN -DBUG_SPACE_NO_RECHECK|$SAFE|-m200000 -w20|Writer::wait_for_space without its re-check: P3"
+"neg-w1-store      |$P3R|$MAIN -DBUG_W1_RELEASE_STORE|$SAFE|-m200000 -w20|Writer::commit_record w1 a plain release store, w2 hoisted above it: P3"
+"neg-w1-store-dl   |invalid end state|$DEAD -DBUG_W1_RELEASE_STORE|$SAFE|-m200000 -w20|same, deadlock check alone"
+"neg-head-store    |$P3W|$MAIN -DBUG_HEAD_RELEASE_STORE|$SAFE|-m200000 -w20|Reader::store_head w1 a plain release store, w2 hoisted above it: P3"
+"neg-head-store-dl |invalid end state|$DEAD -DBUG_HEAD_RELEASE_STORE|$SAFE|-m200000 -w20|same, deadlock check alone"
+"neg-space-recheck |$P3W|$MAIN -DBUG_SPACE_NO_RECHECK|$SAFE|-m200000 -w20|Writer::wait_for_space without 3d: P3"
 "neg-space-rchk-dl |invalid end state|$DEAD -DBUG_SPACE_NO_RECHECK|$SAFE|-m200000 -w20|same, deadlock check alone"
-"neg-room-off-by-1 |assertion violated .*tail-head|$MAIN -DBUG_ROOM_OFF_BY_ONE|$SAFE|-m200000 -w20|room test off by one: P1 overwrite"
+"neg-room-off-by-1 |$P1|$MAIN -DBUG_ROOM_OFF_BY_ONE|$SAFE|-m200000 -w20|room test off by one: P1 overwrite"
 "neg-close-order   |assertion violated .*head\[_pid\]==|$MAIN -DBUG_CLOSE_ORDER|$SAFE|-m200000 -w20|reader loads tail before closed: P2 messages dropped"
+# ---- ring.pml: a reader killed at any step; its replacement (C1, C2); eviction (E1, E2) ----
+"death-n1          |pass|$DIE1|$SAFE|-m200000 -w22|P1-P4 and P6 no leaked announcement; claim vs eviction, one rank"
+"death-cap2        |pass|-DN=1 -DCAP=2 -DM=4 -DDEATH|$SAFE|-m200000 -w22|same, ring of 2"
+"death-n2          |pass|-DN=2 -DCAP=1 -DM=3 -DDEATH|$SAFE -O1|-m200000 -w22|same, beside a second live rank (shared word of bits)"
+"death-noclose     |pass|$DIE1 -DNO_CLOSE|$SAFE|-m200000 -w22|same, writer never closes (no close wake to repair anything)"
+"neg-no-clear-claim|$P6|$DIE1 -DBUG_NO_CLEAR_ON_CLAIM|$SAFE|-m200000 -w20|replacement without C2: P6 the dead reader's bit leaks"
+"neg-no-clear-evict|$P6|$DIE1 -DBUG_NO_CLEAR_ON_EVICT|$SAFE|-m200000 -w20|eviction without E2: P6 the dead reader's bit leaks"
+"neg-evict-race    |$PAY|$DIE1 -DBUG_EVICT_CHECK_THEN_STORE|$SAFE|-m200000 -w20|old claim/evict (check, then store): P1 replacement reads overwritten slots"
+"neg-claim-word    |$P3R|-DN=2 -DCAP=1 -DM=2 -DDEATH -DBUG_CLAIM_CLEARS_WORD|$SAFE|-m200000 -w20|C2 stores 0 to the word of bits: P3 the other rank's wake is lost"
+"neg-no-tick-dl    |invalid end state|$DIE1 -DNO_CLOSE -DNO_LIVENESS_TIMEOUT -DNO_MONITOR|$SAFE|-m200000 -w20|sanity: without its liveness timeout the writer hangs on a dead reader (the tick is live)"
+# ---- gather.pml: doorbell wait against fragmented replies (F > CAP) ----
+"gather-k1         |pass|$G -DK=1 -DCAP=1 -DF=3|$SAFE|-m200000 -w22|payload, P2 replies complete, P3 collector and workers, P4 no deadlock"
+"gather-k2         |pass|$G -DK=2 -DCAP=1 -DF=3|$SAFE -O1|-m200000 -w22|same, two workers"
+"gather-cap2       |pass|$G -DK=1 -DCAP=2 -DF=5|$SAFE|-m200000 -w22|same, ring of 2 fragments"
+"gather-waitv      |pass|$G -DK=2 -DCAP=1 -DF=2 -DWAITV|$SAFE|-m200000 -w22|same with futex_waitv over the reply rings instead of the doorbell"
+"neg-bell-last     |$P3C|$G -DK=1 -DCAP=1 -DF=2 -DBUG_BELL_AFTER_LAST_FRAGMENT|$SAFE|-m200000 -w20|doorbell only after the last fragment: P3 collector asleep on records"
+"neg-bell-last-dl  |invalid end state|$G -DK=1 -DCAP=1 -DF=2 -DBUG_BELL_AFTER_LAST_FRAGMENT -DNO_MONITOR|$SAFE|-m200000 -w20|same, deadlock check alone: worker waits for space, collector asleep on the bell"
+"neg-coll-recheck  |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|wait_any without 3d: P3"
+"neg-waitv-recheck |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DWAITV -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|wait_any_waitv without 3d: P3"
 )
 
 trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; echo "${s%"${s##*[![:space:]]}"}"; }
@@ -76,12 +114,17 @@ run_one() {
     name="$(trim "$name")"
     dir="$work/$idx"
     mkdir -p "$dir"
-    cp "$model" "$dir/ring.pml"
+    local pml=ring.pml first
+    first="$(trim "$sflags")"; first="${first%% *}"
+    if [[ "$first" == *.pml ]]; then
+        pml="$first"; sflags="$(trim "$sflags")"; sflags="${sflags#"$first"}"
+    fi
+    cp "$model_dir/$pml" "$dir/$pml"
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086  # flag lists are split on purpose
     (
         cd "$dir"
-        spin -a $sflags ring.pml >spin.log 2>&1 &&
+        spin -a $sflags "$pml" >spin.log 2>&1 &&
         "$CC" -O0 -w $cflags -o pan pan.c >cc.log 2>&1 &&
         ./pan $pflags -n >pan.out 2>&1
     ) || true
@@ -116,27 +159,33 @@ run_one() {
         "$verdict" "$name" "${states:-?}" "$secs" "$what" "$detail" >"$dir/result"
     if [[ "$verdict" == FAIL ]]; then
         {
-            echo "      spin flags: $sflags | cc: $cflags | pan: $pflags"
+            echo "      model: $pml | spin flags: $sflags | cc: $cflags | pan: $pflags"
             tail -n 15 "$dir/spin.log" "$dir/cc.log" "$out" 2>/dev/null | sed 's/^/      | /'
             if [[ "$expect" == pass && -n "$errors" && "$errors" != 0 ]]; then
                 echo "      trail (spin -t -p):"
                 # shellcheck disable=SC2086
-                (cd "$dir" && spin -t -p $sflags ring.pml 2>&1 | tail -n 60 | sed 's/^/      | /') || true
+                (cd "$dir" && spin -t -p $sflags "$pml" 2>&1 | tail -n 60 | sed 's/^/      | /') || true
             fi
         } >>"$dir/result"
     fi
 }
 
 start=$(date +%s.%N)
-echo "ringcast protocol model: $model ($(spin -V | head -n1), $jobs_max jobs)"
+echo "ringcast protocol models: $model_dir/{ring,gather}.pml ($(spin -V | head -n1), $jobs_max jobs)"
+selected=()
 for idx in "${!CHECKS[@]}"; do
+    name="$(trim "${CHECKS[$idx]%%|*}")"
+    [[ -z "${ONLY:-}" || "$name" =~ $ONLY ]] && selected+=("$idx")
+done
+(( ${#selected[@]} )) || { echo "FAIL  no check matches ONLY=${ONLY:-}"; exit 1; }
+for idx in "${selected[@]}"; do
     while (( $(jobs -rp | wc -l) >= jobs_max )); do wait -n || true; done
     run_one "$idx" &
 done
 wait || true
 
 fails=0
-for idx in "${!CHECKS[@]}"; do
+for idx in "${selected[@]}"; do
     if [[ -f "$work/$idx/result" ]]; then
         cat "$work/$idx/result"
         grep -q '^FAIL' "$work/$idx/result" && fails=$((fails + 1))
@@ -148,7 +197,7 @@ done
 end=$(date +%s.%N)
 total=$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
 if (( fails )); then
-    echo "model check: $fails of ${#CHECKS[@]} checks FAILED (${total}s)"
+    echo "model check: $fails of ${#selected[@]} checks FAILED (${total}s)"
     exit 1
 fi
-echo "model check: all ${#CHECKS[@]} checks passed (${total}s)"
+echo "model check: all ${#selected[@]} checks passed (${total}s)"
