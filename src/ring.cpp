@@ -3,7 +3,9 @@
 // steps C1/C2/E1/D1 are named in the header comment of include/ringcast/ring.hpp.
 #include "ringcast/ring.hpp"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <unistd.h>
@@ -190,7 +192,21 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
 }
 
 Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOptions& options) {
-    return Reader(Segment::open(name), rank, options);
+    const Deadline give_up = deadline_after(options.create_timeout);
+    for (auto pause = std::chrono::milliseconds(1);; pause = std::min(2 * pause, std::chrono::milliseconds(50))) {
+        try {
+            return Reader(Segment::open(name), rank, options);
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::not_found || give_up == kPollOnly || Clock::now() >= give_up) {
+                if (e.code() == ErrorCode::not_found && give_up != kPollOnly)
+                    throw Error(ErrorCode::not_found, std::string(e.what()) + " (waited " +
+                                                          std::to_string(options.create_timeout.count() / 1'000'000) +
+                                                          " ms for its writer to create it)");
+                throw;
+            }
+        }
+        std::this_thread::sleep_for(pause);
+    }
 }
 
 SleepSite Reader::data_site_of(const Segment& segment, std::uint32_t rank) noexcept {

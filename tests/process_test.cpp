@@ -216,3 +216,39 @@ TEST(Processes, ReaderBlockedOnADeadWriterFails) {
 
 }  // namespace
 }  // namespace ringcast::test
+
+namespace ringcast::test {
+// A reader started before its writer waits for the name (ReaderOptions::create_timeout); without it,
+// or past it, attach fails naming the missing segment.
+TEST(Processes, AReaderStartedBeforeTheWriterWaitsForTheName) {
+    ScopedName name("early");
+    ReaderOptions ro;
+    ro.create_timeout = 10s;
+    const pid_t writer = fork_child([&] {
+        std::this_thread::sleep_for(200ms);
+        WriterOptions wo;
+        wo.unlink_on_destroy = false;  // the parent's ScopedName removes it
+        auto w = Writer::create(name, SegmentOptions{.readers = 1}, wo);
+        std::vector<std::byte> msg(64);
+        fill_message(msg, 1);
+        ASSERT_EQ(w.write(msg, 10s), Status::ok);
+    });
+    auto r = Reader::attach(name, 0, ro);  // before the writer created it
+    std::vector<std::byte> got;
+    ASSERT_EQ(r.read(got, 10s), Status::ok);
+    EXPECT_EQ(check_message(got, 1, 64), "");
+    EXPECT_EQ(wait_child(writer, 30s), 0);
+
+    ScopedName never("never");
+    ro.create_timeout = 100ms;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        (void)Reader::attach(never, 0, ro);
+        FAIL() << "attached a name nobody created";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::not_found);
+        EXPECT_NE(std::string(e.what()).find("waited 100 ms"), std::string::npos) << e.what();
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
+}
+}  // namespace ringcast::test

@@ -75,6 +75,9 @@ struct WriterOptions {
 struct ReaderOptions {
     WaitOptions wait{};
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);  // check the writer this often
+    // attach() of a name that does not exist yet waits this long for its writer to create it (a
+    // reader started before the writer), then throws Error(not_found). Zero: fail at once.
+    std::chrono::nanoseconds create_timeout{0};
     // On a clean detach (destruction): false → the rank is released: the writer stops keeping
     // messages for it and it cannot re-attach (Error rank_left). true → the writer keeps honouring
     // its head (and may block on it) until the rank re-attaches and resumes where it left.
@@ -219,6 +222,9 @@ class GatherCollector;
 
 class Reader {
 public:
+    // The name exists from Writer::create until that Writer is destroyed (WriterOptions::
+    // unlink_on_destroy; mappings stay valid after), so a reader may start first (options.
+    // create_timeout) but not after a creating writer is gone.
     // Throws Error: rank_in_use when another live process holds the rank; invalid_argument for a rank
     // out of range; peer_dead for an evicted rank; rank_left for a rank released by a clean detach;
     // corrupt for a slot whose head is impossible; everything Segment::open throws.
