@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -87,6 +88,54 @@ std::uint64_t shm_free_bytes() {
     return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
 }
 
+std::string Segment::user_of(const std::byte* image) {
+    using namespace layout;
+    const auto& h = *reinterpret_cast<const SegmentHeader*>(image);
+    if (process_alive(static_cast<pid_t>(h.creator_pid), h.creator_start_time))
+        return "its creator pid " + std::to_string(h.creator_pid) + " is alive";
+    const Owner writer = unpack_owner(h.writer_owner.load(std::memory_order_acquire));
+    if (owner_alive(writer)) return "its writer pid " + std::to_string(writer.pid) + " is alive";
+    const auto* slots = reinterpret_cast<const ReaderSlot*>(image + kReaderSlotsOffset);
+    for (std::uint32_t r = 0; r < h.reader_count; ++r) {
+        const Owner o = unpack_owner(slots[r].owner.load(std::memory_order_acquire));
+        if (owner_alive(o))
+            return "reader rank " + std::to_string(r) + " is attached by live pid " + std::to_string(o.pid);
+    }
+    return {};
+}
+
+namespace {
+// Create found `name` taken. If it is our own ringcast segment that nobody uses any more, remove it
+// (true: try again). Otherwise throw already_exists saying why the name is kept.
+bool reclaim_if_abandoned(std::string_view name, bool allowed) {
+    const std::string taken = "ringcast segment '" + std::string(name) + "' already exists";
+    std::optional<Segment> seg;
+    try {
+        seg.emplace(Segment::open(name));
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::not_found) return true;  // removed meanwhile: just create
+        throw Error(ErrorCode::already_exists, taken + " and cannot be reclaimed (" + e.what() +
+                                                   "); remove it with `ringcast rm " + std::string(name) + "`");
+    }
+    const std::string user = Segment::user_of(seg->base());
+    if (!user.empty()) throw Error(ErrorCode::already_exists, taken + " and is in use: " + user);
+    if (!allowed)
+        throw Error(ErrorCode::already_exists, taken + "; nobody uses it any more (`ringcast gc` removes such "
+                                                       "segments, or set reclaim_abandoned)");
+    // Unlink only the object we judged: a racing reclaimer may already have replaced it.
+    struct stat judged {}, now {};
+    const std::string path = "/dev/shm/" + std::string(name);
+    const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) return true;
+    const bool same = ::fstat(fd, &judged) == 0 && ::stat(path.c_str(), &now) == 0 && judged.st_ino == now.st_ino &&
+                      judged.st_uid == ::geteuid() && Segment::user_of(seg->base()).empty();
+    ::close(fd);
+    if (!same) throw Error(ErrorCode::already_exists, taken + " (another process re-created it just now)");
+    ::shm_unlink(shm_path(name).c_str());
+    return true;
+}
+}  // namespace
+
 Segment Segment::create(std::string_view name, const SegmentOptions& options) {
     validate_name(name);
     if (options.readers < 1 || options.readers > layout::kMaxReaders)
@@ -113,7 +162,13 @@ Segment Segment::create(std::string_view name, const SegmentOptions& options) {
                                              human_bytes(free_bytes));
 
     if (options.replace_existing) remove(name);
-    void* p = ShmObject::create(name, size, options.mode).map();
+    void* p = nullptr;
+    try {
+        p = ShmObject::create(name, size, options.mode).map();
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::already_exists || !reclaim_if_abandoned(name, options.reclaim_abandoned)) throw;
+        p = ShmObject::create(name, size, options.mode).map();  // a racing creator may win: already_exists
+    }
     auto* base = static_cast<std::byte*>(p);
     // ftruncate zero-fills: every atomic starts at 0, every slot is never_attached with head 0.
     auto& h = *reinterpret_cast<layout::SegmentHeader*>(base);

@@ -251,4 +251,41 @@ TEST(Processes, AReaderStartedBeforeTheWriterWaitsForTheName) {
     }
     EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
 }
+
+// A name whose creator, writer and readers were all killed is reclaimed by the next create (killed
+// processes leave their segments behind); a name still in use is refused naming the live user; with
+// reclaim_abandoned off the refusal names `ringcast gc`.
+TEST(Processes, CreateReclaimsANameNobodyUsesAnyMore) {
+    ScopedName name("reclaim");
+    const pid_t owner = fork_child([&] {
+        WriterOptions wo;
+        wo.unlink_on_destroy = false;
+        auto w = Writer::create(name, SegmentOptions{.readers = 2}, wo);
+        auto r = Reader::attach(name, 1);
+        std::vector<std::byte> msg(64);
+        ASSERT_EQ(w.write(msg, 1s), Status::ok);
+        ::kill(::getpid(), SIGKILL);  // creator, writer and reader rank 1 die together
+    });
+    EXPECT_EQ(wait_child(owner, 30s), -SIGKILL);
+    SegmentOptions no_reclaim{.readers = 1};
+    no_reclaim.reclaim_abandoned = false;
+    try {
+        (void)Writer::create(name, no_reclaim);
+        FAIL() << "an abandoned name was reclaimed with reclaim_abandoned off";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::already_exists);
+        EXPECT_NE(std::string(e.what()).find("ringcast gc"), std::string::npos) << e.what();
+    }
+    WriterOptions keep;
+    keep.unlink_on_destroy = false;
+    auto w = Writer::create(name, SegmentOptions{.readers = 1}, keep);  // reclaimed: a fresh segment
+    EXPECT_EQ(w.reader_count(), 1u);
+    try {
+        (void)Writer::create(name, SegmentOptions{.readers = 1});
+        FAIL() << "a live segment's name was taken";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::already_exists);
+        EXPECT_NE(std::string(e.what()).find("is alive"), std::string::npos) << e.what();
+    }
+}
 }  // namespace ringcast::test

@@ -24,6 +24,10 @@ struct SegmentOptions {
     std::uint64_t capacity = 1ULL << 20;    // data ring bytes: power of two, >= 64 KiB
     mode_t mode = 0600;                     // permission bits of the shm object
     bool replace_existing = false;          // unlink a same-named segment first (owner only)
+    // A same-named segment of ours that nobody uses any more — its creator, writer and every reader
+    // dead (killed processes leave their segments behind) — is removed and the name reused. Off: such
+    // a name is Error(already_exists) naming `ringcast gc`.
+    bool reclaim_abandoned = true;
 };
 
 // An open POSIX shm object: the one shm_open / size / mmap / errno path of every ringcast object
@@ -67,7 +71,8 @@ public:
     Segment& operator=(const Segment&) = delete;
     ~Segment();
 
-    // Throws Error: invalid_argument, already_exists, permission_denied, no_space, system.
+    // Throws Error: invalid_argument, already_exists (naming who still uses the name), permission_denied,
+    // no_space, system.
     [[nodiscard]] static Segment create(std::string_view name, const SegmentOptions& options);
     // Throws Error: invalid_argument, not_found, permission_denied, not_ringcast, version_mismatch,
     // corrupt, system.
@@ -101,6 +106,9 @@ public:
         return base_ + layout::data_offset(header().reader_count);
     }
 
+    // Who still uses a segment image: "" when nobody (creator, writer and every reader dead or gone),
+    // else e.g. "reader rank 3 is attached by live pid 812". The image must be a valid one.
+    [[nodiscard]] static std::string user_of(const std::byte* image);
     // Validates a mapped image (used by open() and by the fuzzer): throws Error describing the first
     // inconsistency. `size` is the real size of the image.
     static void validate_image(const std::byte* image, std::size_t size);
