@@ -1,0 +1,67 @@
+#include "errors.hpp"
+
+#include <exception>
+
+#include "ringcast/error.hpp"
+
+namespace ringcast::python::detail {
+
+PyObject* g_ringcast_error = nullptr;
+PyObject* g_closed_error = nullptr;
+PyObject* g_peer_dead_error = nullptr;
+PyObject* g_stale_reply_error = nullptr;
+
+namespace {
+
+void translate(std::exception_ptr p) {
+    try {
+        if (p) std::rethrow_exception(p);
+    } catch (const TimedOut& e) {
+        PyErr_SetString(PyExc_TimeoutError, e.what.c_str());
+    } catch (const Closed& e) {
+        PyErr_SetString(g_closed_error, e.what.c_str());
+    } catch (const Failure& e) {
+        PyErr_SetString(e.type, e.what.c_str());
+    } catch (const Error& e) {
+        PyObject* type = g_ringcast_error;
+        switch (e.code()) {
+            case ErrorCode::peer_dead: type = g_peer_dead_error; break;
+            case ErrorCode::invalid_argument:
+            case ErrorCode::not_found:
+            case ErrorCode::already_exists:
+            case ErrorCode::not_ringcast:
+            case ErrorCode::version_mismatch:
+            case ErrorCode::rank_in_use:
+            case ErrorCode::rank_left:
+            case ErrorCode::writer_in_use:
+            case ErrorCode::message_too_large: type = PyExc_ValueError; break;
+            case ErrorCode::permission_denied: type = PyExc_PermissionError; break;
+            case ErrorCode::system: type = PyExc_OSError; break;
+            case ErrorCode::no_space: type = PyExc_MemoryError; break;
+            case ErrorCode::stale_reply: type = g_stale_reply_error; break;
+            case ErrorCode::corrupt:
+            case ErrorCode::protocol: type = g_ringcast_error; break;
+        }
+        PyErr_SetString(type, e.what());
+    }
+}
+
+}  // namespace
+
+void register_exceptions(py::module_& m) {
+    g_ringcast_error = PyErr_NewExceptionWithDoc("ringcast.RingcastError", "Base of ringcast's exceptions.",
+                                                 PyExc_Exception, nullptr);
+    g_closed_error = PyErr_NewExceptionWithDoc("ringcast.ClosedError", "The queue was shut down (and drained).",
+                                               g_ringcast_error, nullptr);
+    g_peer_dead_error = PyErr_NewExceptionWithDoc(
+        "ringcast.PeerDeadError", "The writer or a reader process died.", g_ringcast_error, nullptr);
+    m.attr("RingcastError") = py::handle(g_ringcast_error);
+    m.attr("ClosedError") = py::handle(g_closed_error);
+    m.attr("PeerDeadError") = py::handle(g_peer_dead_error);
+    g_stale_reply_error = PyErr_NewExceptionWithDoc(
+        "ringcast.StaleReplyError", "A reply carried another request's tag.", g_ringcast_error, nullptr);
+    m.attr("StaleReplyError") = py::handle(g_stale_reply_error);
+    py::register_exception_translator(&translate);
+}
+
+}  // namespace ringcast::python::detail

@@ -1,0 +1,34 @@
+// Exceptions of ringcast._core: the Python exception types, the binding's own C++ exceptions, and the
+// translation of those and of ringcast::Error into Python exceptions.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+namespace py = pybind11;
+
+namespace ringcast::python::detail {
+
+// Created by register_exceptions() (module import).
+extern PyObject* g_ringcast_error;     // ringcast.RingcastError(Exception)
+extern PyObject* g_closed_error;       // ringcast.ClosedError(RingcastError)
+extern PyObject* g_peer_dead_error;    // ringcast.PeerDeadError(RingcastError)
+extern PyObject* g_stale_reply_error;  // ringcast.StaleReplyError(RingcastError)
+
+struct TimedOut {  // -> TimeoutError
+    std::string what;
+};
+struct Closed {  // -> ClosedError
+    std::string what;
+};
+struct Failure {  // a binding-level failure that is not a core Error (corrupt framing, misuse)
+    PyObject* type;
+    std::string what;
+};
+
+// Creates the exception types as attributes of `m` and installs the translator of TimedOut, Closed,
+// Failure and ringcast::Error (by ErrorCode).
+void register_exceptions(py::module_& m);
+
+}  // namespace ringcast::python::detail

@@ -1,0 +1,131 @@
+#include "framing.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ringcast::python::detail {
+
+// ---- writer side -----------------------------------------------------------------------------------
+OutgoingMessage::OutgoingMessage(const py::sequence& parts, std::size_t nparts) {
+    std::vector<bool> is_bytes;
+    bufs_.reserve(nparts);
+    for (auto item : parts) {
+        bufs_.push_back(std::make_unique<PyBuf>(item));
+        is_bytes.push_back(PyBytes_CheckExact(item.ptr()) != 0);
+    }
+
+    // Stream header.
+    header_.resize(8 + 8 * nparts);
+    const std::uint32_t magic = kFrameMagic, n32 = static_cast<std::uint32_t>(nparts);
+    std::memcpy(header_.data(), &magic, 4);
+    std::memcpy(header_.data() + 4, &n32, 4);
+    total_ = header_.size();
+    for (std::size_t i = 0; i < nparts; ++i) {
+        const std::uint64_t len = bufs_[i]->size();
+        const std::uint64_t word = len | (is_bytes[i] ? kPartIsBytes : 0);
+        std::memcpy(header_.data() + 8 + 8 * i, &word, 8);
+        total_ += len;
+    }
+    // The sources, in stream order.
+    src_.reserve(nparts + 1);
+    src_.emplace_back(header_.data(), header_.size());
+    for (auto& b : bufs_) src_.emplace_back(b->data(), b->size());
+}
+
+void OutgoingMessage::copy_next(Gil& gil, std::byte* dst, std::size_t n) {
+    std::size_t doff = 0;
+    while (doff < n) {
+        const std::size_t k = std::min(n - doff, src_[si_].second - soff_);
+        copy_bytes(gil, dst + doff, src_[si_].first + soff_, k);
+        doff += k;
+        soff_ += k;
+        if (soff_ == src_[si_].second) {
+            ++si_;
+            soff_ = 0;
+        }
+    }
+    // Skip empty parts so the cursor never points at an exhausted source.
+    while (si_ < src_.size() && src_[si_].second == 0) ++si_;
+}
+
+// ---- reader side -----------------------------------------------------------------------------------
+void Reassembly::corrupt(const std::string& why) const { throw Error(ErrorCode::corrupt, where_ + ": " + why); }
+
+void Reassembly::drop() {
+    objs_.clear();  // decrefs: callers hold the GIL
+    dst_.clear();
+    active_ = false;
+}
+
+std::vector<py::object> Reassembly::take() {
+    active_ = false;
+    dst_.clear();
+    return std::move(objs_);
+}
+
+void Reassembly::scatter(Gil& gil, const std::byte* p, std::size_t n) {
+    if (n > remaining_) corrupt("message longer than its header announced");
+    remaining_ -= n;
+    const std::size_t skip = static_cast<std::size_t>(std::min<std::uint64_t>(n, header_left_));
+    header_left_ -= skip;
+    p += skip;
+    n -= skip;
+    while (n > 0) {
+        while (di_ < dst_.size() && doff_ == dst_[di_].second) {
+            ++di_;
+            doff_ = 0;
+        }
+        if (di_ == dst_.size()) corrupt("message bytes beyond its parts");
+        const std::size_t k = std::min(n, dst_[di_].second - doff_);
+        copy_bytes(gil, dst_[di_].first + doff_, p, k);
+        doff_ += k;
+        p += k;
+        n -= k;
+    }
+}
+
+void Reassembly::start(Gil& gil, const Message& m, Frame f) {
+    const std::size_t n = m.bytes.size();
+    std::uint32_t magic = 0, nparts = 0;
+    if (n < 8) corrupt("record too short for a message header");
+    std::memcpy(&magic, m.bytes.data(), 4);
+    std::memcpy(&nparts, m.bytes.data() + 4, 4);
+    if (magic != kFrameMagic) corrupt("bad message magic (not written by ringcast's Python writer)");
+    if (nparts == 0 || nparts > kMaxParts || 8 + 8ull * nparts > n) corrupt("bad part count " + std::to_string(nparts));
+    std::vector<std::uint64_t> lens(nparts);
+    std::vector<bool> is_bytes(nparts);
+    std::uint64_t total = 8 + 8ull * nparts;
+    for (std::uint32_t i = 0; i < nparts; ++i) {
+        std::memcpy(&lens[i], m.bytes.data() + 8 + 8 * i, 8);
+        is_bytes[i] = (lens[i] & kPartIsBytes) != 0;
+        lens[i] &= ~kPartIsBytes;
+        if (lens[i] > kMaxMessage || total + lens[i] > kMaxMessage) corrupt("absurd part length");
+        total += lens[i];
+    }
+    if (f == Frame::whole ? total != n : total <= n) corrupt("message length does not match its records");
+    const bool had_gil = gil.held();
+    gil.acquire();
+    drop();
+    objs_.reserve(nparts);
+    dst_.reserve(nparts);
+    for (std::uint32_t i = 0; i < nparts; ++i) {
+        const auto len = static_cast<Py_ssize_t>(lens[i]);
+        // Fresh objects nobody else references yet: filling them later without the GIL is safe.
+        PyObject* o = is_bytes[i] ? PyBytes_FromStringAndSize(nullptr, len) : PyByteArray_FromStringAndSize(nullptr, len);
+        if (o == nullptr) throw py::error_already_set();
+        objs_.push_back(py::reinterpret_steal<py::object>(o));
+        char* p = is_bytes[i] ? PyBytes_AS_STRING(o) : PyByteArray_AS_STRING(o);
+        dst_.emplace_back(reinterpret_cast<std::byte*>(p), static_cast<std::size_t>(lens[i]));
+    }
+    // A whole (single-record) message keeps the GIL it now has: its copy is short or drops the GIL
+    // itself, and the caller needs the GIL right after anyway (one hand-off per message, not two).
+    if (!had_gil && f != Frame::whole) gil.release();
+    active_ = true;
+    seq_ = tag_seq(m.tag);
+    di_ = 0;
+    doff_ = 0;
+    header_left_ = 8 + 8ull * nparts;
+    remaining_ = total;
+}
+
+}  // namespace ringcast::python::detail

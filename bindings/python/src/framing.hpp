@@ -1,0 +1,97 @@
+// The binding's own message framing: record tags, the stream header, the writer-side copy of a message's
+// parts into reserved records and the reader-side reassembly of records into Python objects.
+//
+// Wire format (inside core ring records of <= Writer::max_reserve() bytes):
+//   record tag = (message sequence << 8) | kind, kind in Frame below;
+//   logical stream of one message = u32 magic | u32 nparts | u64 length[nparts] | part 0 | part 1 | ...
+//   (bit 63 of a length: the part was a `bytes` object and is rebuilt as one; otherwise as a bytearray)
+//   A message that fits one record is `whole`; a longer one is `first` (holds the whole stream header),
+//   `middle`*, `last`. The writer never builds the stream in memory: it copies header and parts straight
+//   into the reserved records (no intermediate concatenation), and the reader copies each record
+//   straight into the final Python objects (part 0: bytes, others: bytearray). The binding does its own
+//   fragmentation instead of the core's Writer::write() fragments because a timed-out core write() of a
+//   fragmented message withdraws the whole message, so bounded wait slices would restart it forever,
+//   and because core fragments are reassembled into the reader's buffer (a second copy).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "args.hpp"
+#include "gil.hpp"
+#include "ringcast/ring.hpp"
+
+namespace py = pybind11;
+
+namespace ringcast::python::detail {
+
+inline constexpr std::uint32_t kFrameMagic = 0x59504352u;  // "RCPY"
+inline constexpr std::uint32_t kMaxParts = 4096;
+inline constexpr std::uint64_t kPartIsBytes = 1ULL << 63;
+
+enum class Frame : std::uint64_t { whole = 1, first = 2, middle = 3, last = 4, abort = 5, raw = 6 };
+constexpr std::uint64_t make_tag(std::uint64_t seq, Frame f) { return (seq << 8) | static_cast<std::uint64_t>(f); }
+constexpr Frame tag_frame(std::uint64_t tag) { return static_cast<Frame>(tag & 0xff); }
+constexpr std::uint64_t tag_seq(std::uint64_t tag) { return tag >> 8; }
+
+// Writer side: the logical stream of one message (header, then the parts' own buffers), copied out
+// record by record. Built and destroyed with the GIL held (it exports and releases Python buffers).
+class OutgoingMessage {
+public:
+    // Exports the buffers of `parts` (`nparts` of them, already checked by the caller) and builds the
+    // stream header.
+    OutgoingMessage(const py::sequence& parts, std::size_t nparts);
+    OutgoingMessage(const OutgoingMessage&) = delete;
+    OutgoingMessage& operator=(const OutgoingMessage&) = delete;
+
+    [[nodiscard]] std::uint64_t total() const { return total_; }  // stream bytes: header and parts
+    // Copies the next `n` stream bytes to `dst` (a reserved record); large copies drop the GIL.
+    void copy_next(Gil& gil, std::byte* dst, std::size_t n);
+    void release_buffers() { bufs_.clear(); }  // PyBuffer_Release needs the GIL
+
+private:
+    std::vector<std::unique_ptr<PyBuf>> bufs_;
+    std::vector<std::byte> header_;
+    std::vector<std::pair<const std::byte*, std::size_t>> src_;  // the sources, in stream order
+    std::size_t si_ = 0, soff_ = 0;                               // source cursor
+    std::uint64_t total_ = 0;
+};
+
+// Reader side: one message in reassembly, from its whole/first record to its last.
+class Reassembly {
+public:
+    // "queue '<name>', rank index <r>": the prefix of corrupt() errors.
+    void set_where(std::string where) { where_ = std::move(where); }
+    [[noreturn]] void corrupt(const std::string& why) const;
+
+    [[nodiscard]] bool active() const { return active_; }
+    [[nodiscard]] std::uint64_t seq() const { return seq_; }
+    [[nodiscard]] std::uint64_t remaining() const { return remaining_; }  // stream bytes still expected
+
+    // Starts a message from a whole/first record: parses the stream header, allocates destinations.
+    void start(Gil& gil, const Message& m, Frame f);
+    // Copies stream bytes [header skipped] into the destinations.
+    void scatter(Gil& gil, const std::byte* p, std::size_t n);
+    // Forgets a message in progress (decrefs: the GIL must be held).
+    void drop();
+    // The parts of the message that just ended (moving py::objects needs no GIL).
+    std::vector<py::object> take();
+
+private:
+    bool active_ = false;
+    std::uint64_t seq_ = 0;
+    std::vector<py::object> objs_;                         // destinations (own the memory)
+    std::vector<std::pair<std::byte*, std::size_t>> dst_;  // stream order: header skipped
+    std::size_t di_ = 0, doff_ = 0;
+    std::uint64_t header_left_ = 0;  // header bytes still to skip in the stream
+    std::uint64_t remaining_ = 0;    // stream bytes still expected
+    std::string where_;
+};
+
+}  // namespace ringcast::python::detail

@@ -1,0 +1,184 @@
+// PyGatherCollector (incl. collect_async) and PyGatherWorker (see gather.hpp).
+#include "gather.hpp"
+
+#include "args.hpp"
+#include "errors.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::python {
+
+using namespace detail;
+
+// ---- PyGatherCollector -----------------------------------------------------------------------------
+PyGatherCollector::PyGatherCollector(const std::string& name, std::uint32_t ranks, std::uint64_t capacity,
+                                     std::uint32_t mode, const std::string& method, const std::string& wait,
+                                     double spin_us, double spin_max_us, double liveness_s)
+    : Endpoint(liveness_from(liveness_s)), name_(name) {
+    GatherOptions o;
+    o.ranks = ranks;
+    o.capacity = capacity;
+    o.mode = static_cast<mode_t>(mode);
+    if (method == "doorbell") o.method = GatherWait::doorbell;
+    else if (method == "futex_waitv") o.method = GatherWait::futex_waitv;
+    else throw Failure{PyExc_ValueError, "method must be 'doorbell' or 'futex_waitv', got '" + method + "'"};
+    o.wait = wait_options(wait, spin_us, spin_max_us);
+    o.liveness_interval = liveness_;
+    collector_ = std::make_unique<GatherCollector>(GatherCollector::create(name, o));
+}
+
+PyGatherCollector::~PyGatherCollector() {
+    if (forked_child()) (void)collector_.release();  // the parent owns the names: never remove them here
+}
+
+py::list PyGatherCollector::collect(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                    const std::optional<double>& timeout) {
+    if (async_)
+        throw Failure{PyExc_RuntimeError, "collect: a collect_async is pending on this ReplyGather; call its "
+                                          "result() first"};
+    Busy busy(*this);
+    check_usable("collect");
+    Collect c = begin(tag, std::move(ranks), timeout);
+    Gil gil;
+    return finish(c, gil);
+}
+
+void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                      const std::optional<double>& timeout) {
+    if (async_)
+        throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
+                                          "(call result() first)"};
+    check_usable("collect_async");
+    for (std::uint32_t r : ranks)
+        if (r >= collector_->ranks())
+            throw Failure{PyExc_ValueError, "rank " + std::to_string(r) + " out of range: the group has ranks 0.." +
+                                                std::to_string(collector_->ranks() - 1)};
+    async_ = std::make_unique<Collect>(begin(tag, std::move(ranks), timeout));
+}
+
+bool PyGatherCollector::collect_done() {
+    if (!async_) return false;
+    if (async_->status != Status::timed_out || async_->error) return true;
+    Busy busy(*this);
+    try {
+        async_->status = attempt(*async_, 0ns);
+    } catch (const Error&) {
+        async_->error = std::current_exception();
+        return true;
+    }
+    return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
+}
+
+py::list PyGatherCollector::collect_result() {
+    if (!async_) throw Failure{PyExc_RuntimeError, "result(): no collect_async is pending"};
+    Busy busy(*this);
+    std::unique_ptr<Collect> c = std::move(async_);
+    if (c->error) std::rethrow_exception(c->error);
+    Gil gil;
+    try {
+        return finish(*c, gil);
+    } catch (py::error_already_set& e) {  // Ctrl-C while waiting: still pending, result() may be retried
+        if (e.matches(PyExc_KeyboardInterrupt)) async_ = std::move(c);
+        throw;
+    }
+}
+
+void PyGatherCollector::shutdown() {
+    if (forked_child()) return;
+    if (shut_.exchange(true, std::memory_order_acq_rel)) return;
+    collector_->cancel();
+}
+
+PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                                    const std::optional<double>& timeout) {
+    Collect c;
+    c.tag = tag;
+    if (ranks.empty())
+        for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
+    c.ranks = std::move(ranks);
+    c.pending = c.ranks;
+    c.got.resize(collector_->ranks());
+    c.deadline = deadline_after(to_timeout(timeout));
+    c.timeout_text = timeout_text(timeout);
+    return c;
+}
+
+Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t) {
+    GatherResult last = collector_->collect(c.tag, c.pending, t);
+    for (std::uint32_t r = 0; r < last.replies.size(); ++r)
+        if (last.replies[r]) c.got[r] = std::move(last.replies[r]);
+    c.pending = std::move(last.missing);
+    return last.status;
+}
+
+py::list PyGatherCollector::finish(Collect& c, Gil& gil) {
+    Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns);
+    if (s == Status::timed_out && c.deadline != kPollOnly && Clock::now() < c.deadline)
+        s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t); },
+                        [&] { collector_->check_liveness(c.pending); });
+    gil.acquire();
+    return replies_or_raise(s, c.tag, c.ranks, c.pending, c.got, c.timeout_text);
+}
+
+py::list PyGatherCollector::replies_or_raise(Status s, std::uint64_t tag, const std::vector<std::uint32_t>& ranks,
+                                             const std::vector<std::uint32_t>& missing,
+                                             const std::vector<std::optional<std::vector<std::byte>>>& got,
+                                             const std::string& timeout_txt) const {
+    if (s != Status::ok) {
+        GatherResult r;
+        r.status = s;
+        r.missing = missing;
+        const std::string what = "collect(tag=" + std::to_string(tag) + ") on '" + name_ + "': " + r.describe();
+        if (s == Status::timed_out) throw TimedOut{what + " (timeout " + timeout_txt + ")"};
+        if (s == Status::cancelled) throw Closed{what + " (shut down)"};
+        throw Closed{what + " (those workers closed their reply rings)"};
+    }
+    py::list out(ranks.size());
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        const auto& v = got[ranks[i]];
+        out[i] = py::bytes(reinterpret_cast<const char*>(v->data()), v->size());
+    }
+    return out;
+}
+
+// ---- PyGatherWorker --------------------------------------------------------------------------------
+PyGatherWorker::PyGatherWorker(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us,
+                               double spin_max_us, double liveness_s)
+    : Endpoint(liveness_from(liveness_s)), name_(name) {
+    WriterOptions wo;
+    wo.wait = wait_options(wait, spin_us, spin_max_us);
+    wo.liveness_interval = liveness_;
+    worker_ = std::make_unique<GatherWorker>(GatherWorker::attach(name, rank, wo));
+}
+
+void PyGatherWorker::reply(std::uint64_t tag, py::buffer data, const std::optional<double>& timeout) {
+    Busy busy(*this);
+    check_usable("reply");
+    PyBuf buf(data);
+    const std::span<const std::byte> bytes(buf.data(), buf.size());
+    Gil gil;
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Status s = worker_->reply(tag, bytes, 0ns);  // probe: room now → no GIL release
+    if (s == Status::timed_out && deadline != kPollOnly) {
+        if (bytes.size() > worker_->max_reserve()) {
+            // A fragmented reply is withdrawn when its write times out, so it is not sliced: one
+            // GIL-released wait for the whole timeout (Ctrl-C is seen when it returns).
+            gil.release();
+            s = worker_->reply(tag, bytes, deadline == kNoDeadline ? kForever : std::chrono::nanoseconds(deadline - Clock::now()));
+        } else {
+            s = wait_sliced(gil, deadline, *worker_, [&](std::chrono::nanoseconds t) { return worker_->reply(tag, bytes, t); },
+                            [&] { worker_->check_liveness(); });
+        }
+    }
+    gil.acquire();
+    if (s == Status::timed_out) throw TimedOut{"reply(tag=" + std::to_string(tag) + ") on '" + name_ + "': timed out after " + timeout_text(timeout)};
+    if (s != Status::ok) throw Closed{"reply on '" + name_ + "': shut down"};
+}
+
+void PyGatherWorker::close() {
+    if (forked_child()) return;
+    shut_.store(true, std::memory_order_release);
+    worker_->close();
+}
+
+}  // namespace ringcast::python

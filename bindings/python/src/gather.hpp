@@ -1,0 +1,100 @@
+// The gather group of ringcast._core: replies from N workers, collected with one GIL release.
+// PyGatherCollector is the executor side (GatherCollector in Python), PyGatherWorker a worker's side.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gil.hpp"
+#include "ringcast/gather.hpp"
+
+namespace py = pybind11;
+
+namespace ringcast::python {
+
+// The executor side. collect() probes with the GIL held, then waits for the whole pending set in
+// slices with the GIL released (one release per slice, not per rank); replies arriving in any order
+// are kept across slices.
+class PyGatherCollector : public detail::Endpoint {
+public:
+    PyGatherCollector(const std::string& name, std::uint32_t ranks, std::uint64_t capacity, std::uint32_t mode,
+                      const std::string& method, const std::string& wait, double spin_us, double spin_max_us,
+                      double liveness_s);
+    ~PyGatherCollector();
+
+    // Replies (bytes) for `ranks` (empty: all), in the order of `ranks`.
+    py::list collect(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+
+    // ---- collect_async: collect() split in two --------------------------------------------------
+    // Today's async executors run a Python thread that blocks in collect while the main thread
+    // prepares the next step; when the replies come that thread needs the GIL (held by the main
+    // thread), and handing the result over costs two more thread wake-ups. No thread is needed: the
+    // workers' replies land in their reply rings whether or not anyone waits, so collect_start only
+    // records the request and its deadline, collect_done polls the rings (no wait), and
+    // collect_result takes what is there and waits (GIL released, one wait for the rest) only for
+    // what is not. When the replies are in before the main thread asks, it pays no wait, no wake-up
+    // and no GIL hand-off. The price: replies larger than what a reply ring buffers (its capacity,
+    // 4 x max_reply_bytes) hold their worker until result() drains them.
+    //
+    // Thread-safety: one pending collect per collector (the GIL serializes these calls); collect()
+    // and a second collect_start raise RuntimeError until result() was taken.
+    void collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+    // True once result() would not wait: every reply is in, or the collect has failed (a stale reply,
+    // a closed ring, the deadline passed).
+    [[nodiscard]] bool collect_done();
+    py::list collect_result();
+
+    void shutdown();
+    [[nodiscard]] const std::string& name() const { return name_; }
+    [[nodiscard]] std::uint32_t ranks() const { return collector_->ranks(); }
+    [[nodiscard]] std::uint64_t kernel_waits() const { return collector_->kernel_waits(); }
+
+private:
+    struct Collect {  // one collect in progress: what is asked, what came, what is left
+        std::uint64_t tag = 0;
+        std::vector<std::uint32_t> ranks;    // as asked, in the caller's order
+        std::vector<std::uint32_t> pending;  // not in yet
+        std::vector<std::optional<std::vector<std::byte>>> got;  // by rank
+        Deadline deadline{};
+        std::string timeout_text;
+        Status status = Status::timed_out;  // of the last attempt
+        std::exception_ptr error;           // a core Error from a done() poll, rethrown by result()
+    };
+
+    Collect begin(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+    // One core collect over what is still pending, waiting at most t; keeps what came.
+    Status attempt(Collect& c, std::chrono::nanoseconds t);
+    // Probe with the GIL held (no release when everything is there), then one sliced wait for the rest.
+    py::list finish(Collect& c, detail::Gil& gil);
+    py::list replies_or_raise(Status s, std::uint64_t tag, const std::vector<std::uint32_t>& ranks,
+                              const std::vector<std::uint32_t>& missing,
+                              const std::vector<std::optional<std::vector<std::byte>>>& got,
+                              const std::string& timeout_txt) const;
+
+    std::string name_;
+    std::unique_ptr<GatherCollector> collector_;
+    std::unique_ptr<Collect> async_;  // the pending collect_async, if any (GIL-protected)
+};
+
+// The worker side: reply(tag, bytes) onto this rank's reply ring, then ring the doorbell if needed.
+class PyGatherWorker : public detail::Endpoint {
+public:
+    PyGatherWorker(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us,
+                   double spin_max_us, double liveness_s);
+
+    void reply(std::uint64_t tag, py::buffer data, const std::optional<double>& timeout);
+    void close();
+    [[nodiscard]] std::uint32_t rank() const { return worker_->rank(); }
+
+private:
+    std::string name_;
+    std::unique_ptr<GatherWorker> worker_;
+};
+
+}  // namespace ringcast::python

@@ -1,0 +1,37 @@
+#include "gil.hpp"
+
+#include <unistd.h>
+
+namespace ringcast::python::detail {
+
+std::atomic<std::uint64_t> g_sleeps{0};
+std::atomic<std::uint64_t> g_sleeps_holding_gil{0};
+std::atomic<bool> g_release_gil{true};
+
+unsigned long g_main_thread_ident = 0;
+
+void gil_probe(void*) {
+    g_sleeps.fetch_add(1, std::memory_order_relaxed);
+    if (PyGILState_Check()) g_sleeps_holding_gil.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool in_main_thread() { return PyThread_get_thread_ident() == g_main_thread_ident; }
+
+void check_signals(Gil& gil) {
+    gil.acquire();
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+Endpoint::Endpoint(std::chrono::nanoseconds liveness) : liveness_(liveness), owner_pid_(::getpid()) {}
+
+void Endpoint::check_usable(const char* what) const {
+    if (::getpid() != owner_pid_)
+        throw Failure{g_ringcast_error, std::string(what) + ": this endpoint was created by pid " +
+                                            std::to_string(owner_pid_) + " and inherited through fork; "
+                                            "create a new one from the Handle in this process"};
+    if (shut_.load(std::memory_order_acquire)) throw Closed{std::string(what) + ": the queue was shut down"};
+}
+
+bool Endpoint::forked_child() const { return ::getpid() != owner_pid_; }
+
+}  // namespace ringcast::python::detail

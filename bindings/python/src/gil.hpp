@@ -1,0 +1,161 @@
+// The GIL and the blocking calls of ringcast._core: the Gil holder, the GIL probe, signal checks and the
+// Endpoint base class with its sliced wait.
+//
+// GIL rules, kept by every blocking call of the binding:
+//  * Ready data (or free space) is probed first with a zero timeout while the GIL is held: the fast path
+//    never drops and re-takes the GIL (re-taking it can cost a whole 5 ms switch interval when the main
+//    thread is busy in Python).
+//  * Only then is the GIL released for the wait. The wait runs in bounded slices: in the main thread
+//    50 ms, after which the GIL is re-taken just long enough for PyErr_CheckSignals (Ctrl-C interrupts a
+//    blocked call within ~50 ms: the core's futex loop swallows EINTR, so a signal alone cannot end
+//    the wait); in other threads the liveness interval (signals are only handled in the main thread).
+//  * Copies of large payloads (>= kNoGilCopy) run without the GIL; a message that spans several ring
+//    records is received and sent entirely inside one GIL-released region, re-taking the GIL only to
+//    allocate its destination objects and to check signals.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // every translation unit sees the same type casters
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include <sys/types.h>
+
+#include "errors.hpp"
+#include "ringcast/ring.hpp"
+
+namespace py = pybind11;
+
+namespace ringcast::python::detail {
+
+inline constexpr std::chrono::nanoseconds kMainThreadSlice = std::chrono::milliseconds(50);  // Ctrl-C latency bound (bound: 100 ms)
+inline constexpr std::size_t kNoGilCopy = 256 * 1024;  // smaller copies take less than a GIL hand-off costs
+
+// ---- the deterministic GIL probe (tests) -----------------------------------------------------------
+// WaitOptions::before_sleep runs in the waiting thread right before the kernel wait: it records whether
+// that thread holds the GIL at that moment. PyGILState_Check is safe to call without the GIL.
+extern std::atomic<std::uint64_t> g_sleeps;
+extern std::atomic<std::uint64_t> g_sleeps_holding_gil;
+// Test-only negative control: false keeps the GIL during waits, so the probe is shown to detect it.
+extern std::atomic<bool> g_release_gil;
+
+void gil_probe(void*);
+
+// threading.main_thread().ident, set at module import.
+extern unsigned long g_main_thread_ident;
+
+bool in_main_thread();
+
+// Holds or has released the GIL; re-takes it when destroyed (so exceptions reach pybind11 with it).
+class Gil {
+public:
+    Gil() = default;
+    Gil(const Gil&) = delete;
+    Gil& operator=(const Gil&) = delete;
+    ~Gil() { acquire(); }
+    void release() {
+        if (saved_ == nullptr && g_release_gil.load(std::memory_order_relaxed)) saved_ = PyEval_SaveThread();
+    }
+    void acquire() {
+        if (saved_ != nullptr) {
+            PyEval_RestoreThread(saved_);
+            saved_ = nullptr;
+        }
+    }
+    [[nodiscard]] bool held() const { return saved_ == nullptr; }
+
+private:
+    PyThreadState* saved_ = nullptr;
+};
+
+// A copy that drops the GIL when it is large (and we hold it).
+inline void copy_bytes(Gil& gil, void* dst, const void* src, std::size_t n) {
+    if (n >= kNoGilCopy && gil.held()) {
+        gil.release();
+        std::memcpy(dst, src, n);
+        gil.acquire();
+    } else if (n != 0) {
+        std::memcpy(dst, src, n);
+    }
+}
+
+// Re-takes the GIL and raises a pending signal's exception (KeyboardInterrupt) as py::error_already_set.
+void check_signals(Gil& gil);
+
+// ---- common endpoint machinery ---------------------------------------------------------------------
+class Endpoint {
+public:
+    explicit Endpoint(std::chrono::nanoseconds liveness);
+
+protected:
+    // One thread at a time per endpoint (the core's rule); a second one is told so instead of
+    // corrupting the cursor state. shutdown() is exempt: it only sets atomics and wakes.
+    class Busy {
+    public:
+        explicit Busy(Endpoint& e) : e_(e) {
+            if (e_.busy_.exchange(true, std::memory_order_acquire))
+                throw Failure{PyExc_RuntimeError,
+                              "this ringcast endpoint is already in use by another thread; use one "
+                              "MessageQueue per thread"};
+        }
+        ~Busy() { e_.busy_.store(false, std::memory_order_release); }
+        Busy(const Busy&) = delete;
+        Busy& operator=(const Busy&) = delete;
+
+    private:
+        Endpoint& e_;
+    };
+
+    // Raises unless this process created the endpoint (not a forked child) and it is not shut down.
+    void check_usable(const char* what) const;
+    [[nodiscard]] bool forked_child() const;
+
+    // Repeats attempt(slice) (a core call with a timeout, returning Status) until it returns anything
+    // but timed_out or the deadline passes. Slices: see the file comment. `liveness()` runs every
+    // liveness interval without the GIL and may throw PeerDead.
+    template <class Core, class Attempt, class Liveness>
+    Status wait_sliced(Gil& gil, Deadline deadline, Core& core, Attempt&& attempt, Liveness&& liveness) {
+        const bool main = in_main_thread();
+        const std::chrono::nanoseconds slice = main ? std::min(kMainThreadSlice, liveness_) : liveness_;
+        // A hybrid wait spins only in the first slice: the later slices resume the same wait, and
+        // spinning again at every slice boundary would cost CPU while idle (2 ms per 50 ms = 4 %).
+        struct RestoreWait {
+            Core& core;
+            WaitOptions original;
+            ~RestoreWait() { core.set_wait(original); }
+        } restore{core, core.wait_options()};
+        Deadline next_live = Clock::now() + liveness_;
+        for (bool first = true;; first = false) {
+            Deadline now = Clock::now();
+            if (now >= deadline) return Status::timed_out;
+            Deadline until = std::min({deadline, now + slice, next_live});
+            gil.release();
+            if (!first && restore.original.kind == WaitKind::hybrid) {
+                WaitOptions sleep_only = restore.original;
+                sleep_only.kind = WaitKind::futex;
+                core.set_wait(sleep_only);
+            }
+            const Status s = attempt(std::max(std::chrono::nanoseconds(until - now), std::chrono::nanoseconds(1)));
+            if (s != Status::timed_out) return s;
+            now = Clock::now();
+            if (now >= next_live) {
+                liveness();
+                next_live = now + liveness_;
+            }
+            if (main) check_signals(gil);
+        }
+    }
+
+    std::chrono::nanoseconds liveness_;
+    pid_t owner_pid_;
+    std::atomic<bool> busy_{false};
+    std::atomic<bool> shut_{false};
+};
+
+}  // namespace ringcast::python::detail

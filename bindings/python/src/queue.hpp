@@ -1,0 +1,130 @@
+// The queue endpoints of ringcast._core: Writer (PyWriter) and Reader (PyReader), the C++ half of the
+// package's MessageQueue. Messages use the binding's framing (framing.hpp); blocking calls keep the
+// GIL rules (gil.hpp).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "framing.hpp"
+#include "gil.hpp"
+#include "ringcast/ring.hpp"
+
+namespace py = pybind11;
+
+namespace ringcast::python {
+
+class PyWriter : public detail::Endpoint {
+public:
+    PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t capacity, std::uint32_t mode,
+             const std::string& wait, double spin_us, double spin_max_us, double liveness_s);
+    ~PyWriter();
+    PyWriter(const PyWriter&) = delete;
+    PyWriter& operator=(const PyWriter&) = delete;
+
+    // One message made of `parts` (buffer objects). Each part is copied straight into the ring.
+    void send(const py::sequence& parts, std::optional<double> timeout);
+
+    // acquire_write: a span of `size` bytes in the ring, published by commit_raw().
+    py::memoryview reserve_raw(std::size_t size, std::optional<double> timeout);
+
+    // Publishes the reservation (its first `used` bytes; all by default). publish=False drops it: nothing
+    // became visible and the next reserve replaces it.
+    void commit_raw(std::optional<std::size_t> used, bool publish);
+
+    // Waits until every reader rank has attached at least once (slot state left never_attached).
+    void wait_readers(std::optional<double> timeout);
+    std::vector<std::uint32_t> missing_readers() const;
+
+    // Close: readers drain, then get ClosedError. A call blocked in another thread wakes with ClosedError.
+    // The name is unlinked now (mappings stay valid), so nothing is left in /dev/shm.
+    void shutdown();
+
+    [[nodiscard]] const std::string& name() const { return name_; }
+    [[nodiscard]] std::uint64_t capacity() const { return writer_->capacity(); }
+    [[nodiscard]] std::size_t max_reserve() const { return writer_->max_reserve(); }
+    [[nodiscard]] std::uint32_t reader_count() const { return writer_->reader_count(); }
+    [[nodiscard]] std::uint64_t creation_time_ns() const { return writer_->segment().header().creation_time_ns; }
+    [[nodiscard]] std::size_t max_parts() const {
+        return std::min<std::size_t>(detail::kMaxParts, (writer_->max_reserve() - 8) / 8);
+    }
+    [[nodiscard]] bool closed() const { return shut_.load(std::memory_order_acquire); }
+
+private:
+    // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
+    std::span<std::byte> reserve(detail::Gil& gil, std::size_t n, Deadline deadline,
+                                 const std::optional<double>& timeout);
+    // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
+    void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout);
+    // A dead reader at the minimum head can never release: waiting for it is an error that names it.
+    void check_readers() { writer_->check_liveness(); }
+
+    std::unique_ptr<Writer> writer_;
+    std::string name_;
+    std::uint64_t seq_ = 0;
+    std::size_t reserved_size_ = 0;
+    bool broken_ = false;
+    bool raw_reserved_ = false;
+};
+
+class PyReader : public detail::Endpoint {
+public:
+    PyReader(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us,
+             double spin_max_us, double liveness_s);
+    ~PyReader();
+    PyReader(const PyReader&) = delete;
+    PyReader& operator=(const PyReader&) = delete;
+
+    // The parts of the next message (bytes, bytearray, ...).
+    py::list recv(std::optional<double> timeout);
+
+    // Up to max_n messages: waits (up to timeout) for the first, then takes whatever else is complete
+    // and ready without waiting — all under this one call, so a woken thread pays one GIL acquisition
+    // for a burst instead of one per message.
+    py::list recv_many(std::size_t max_n, std::optional<double> timeout);
+
+    // acquire_read: a read-only view of the next message written with acquire_write; released by
+    // release_raw(). Anything else is left in place and reported.
+    py::memoryview peek_raw(std::optional<double> timeout);
+    void release_raw();
+
+    // Raises PeerDeadError if the writer process is gone.
+    void check_writer_alive();
+
+    // Wakes a call blocked in another thread (it raises ClosedError); later calls raise ClosedError.
+    void shutdown();
+
+    [[nodiscard]] std::uint32_t rank() const { return reader_->rank(); }
+    [[nodiscard]] const std::string& name() const { return name_; }
+    [[nodiscard]] std::uint64_t creation_time_ns() const { return reader_->segment().header().creation_time_ns; }
+    [[nodiscard]] std::uint64_t capacity() const { return reader_->segment().header().capacity; }
+    [[nodiscard]] std::uint64_t waits() const { return reader_->waits(); }
+
+private:
+    [[noreturn]] void corrupt(const std::string& why) const { assembly_.corrupt(why); }
+    void check_writer() { reader_->check_liveness(); }
+
+    // The next record: probe first with the GIL as the caller holds it; then, unless `probe_only`,
+    // sliced waits without it. Returns ok or timed_out; closed/cancelled become ClosedError.
+    Message next_record(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout, bool probe_only);
+
+    // Receives one whole message. `drain`: only what is ready now (an empty result: nothing complete);
+    // a partly received message is kept for the next call.
+    std::vector<py::object> receive(detail::Gil& gil, Deadline deadline, bool drain,
+                                    const std::optional<double>& timeout);
+
+    std::unique_ptr<Reader> reader_;
+    std::string name_;
+    detail::Reassembly assembly_;
+    bool raw_peeked_ = false;
+};
+
+}  // namespace ringcast::python

@@ -1,0 +1,178 @@
+// PyReader: the receiving end of a queue (see queue.hpp).
+#include "args.hpp"
+#include "errors.hpp"
+#include "queue.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::python {
+
+using namespace detail;
+
+namespace {
+
+py::list to_list(std::vector<py::object>&& parts) {
+    py::list l(parts.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) l[i] = std::move(parts[i]);
+    return l;
+}
+
+}  // namespace
+
+PyReader::PyReader(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us,
+                   double spin_max_us, double liveness_s)
+    : Endpoint(liveness_from(liveness_s)) {
+    ReaderOptions ro;
+    ro.wait = wait_options(wait, spin_us, spin_max_us);
+    ro.liveness_interval = std::chrono::hours(24);  // checked by the binding (see PyWriter)
+    reader_ = std::make_unique<Reader>(Reader::attach(name, rank, ro));
+    name_ = name;
+    assembly_.set_where("queue '" + name_ + "', rank index " + std::to_string(reader_->rank()));
+}
+
+PyReader::~PyReader() {
+    // A forked child must not detach the parent's rank.
+    if (forked_child()) (void)reader_.release();
+}
+
+py::list PyReader::recv(std::optional<double> timeout) {
+    check_usable("dequeue");
+    Busy busy(*this);
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    std::vector<py::object> parts = receive(gil, deadline, false, timeout);
+    gil.acquire();
+    return to_list(std::move(parts));
+}
+
+py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
+    check_usable("dequeue_many");
+    Busy busy(*this);
+    if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    py::list out;
+    std::vector<py::object> parts = receive(gil, deadline, false, timeout);
+    gil.acquire();
+    out.append(to_list(std::move(parts)));
+    while (out.size() < max_n) {
+        std::vector<py::object> more;
+        try {
+            more = receive(gil, Clock::now(), true, timeout);
+        } catch (const Closed&) {
+            break;  // what was collected is delivered; the next call reports the close
+        }
+        gil.acquire();
+        if (more.empty()) break;
+        out.append(to_list(std::move(more)));
+    }
+    return out;
+}
+
+py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
+    check_usable("acquire_read");
+    Busy busy(*this);
+    if (assembly_.active())
+        throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received; "
+                                        "finish it with dequeue()"};
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    const Message m = next_record(gil, deadline, timeout, false);
+    gil.acquire();
+    if (m.status != Status::ok) throw TimedOut{"acquire_read timed out after " + timeout_text(timeout)};
+    if (tag_frame(m.tag) != Frame::raw)
+        throw Failure{g_ringcast_error, "acquire_read: the next message was sent with enqueue(); use dequeue()"};
+    raw_peeked_ = true;
+    return py::memoryview::from_memory(static_cast<const void*>(m.bytes.data()),
+                                       static_cast<py::ssize_t>(m.bytes.size()));
+}
+
+void PyReader::release_raw() {
+    check_usable("acquire_read");
+    Busy busy(*this);
+    if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};
+    raw_peeked_ = false;
+    reader_->release();
+}
+
+void PyReader::check_writer_alive() {
+    check_usable("wait_until_ready");
+    check_writer();
+}
+
+void PyReader::shutdown() {
+    if (forked_child()) return;
+    if (shut_.exchange(true, std::memory_order_acq_rel)) return;
+    reader_->cancel();
+}
+
+Message PyReader::next_record(Gil& gil, Deadline deadline, const std::optional<double>& timeout, bool probe_only) {
+    Message m = reader_->peek(0ns);
+    if (m.status == Status::timed_out && !probe_only && Clock::now() < deadline) {
+        m.status = wait_sliced(
+            gil, deadline, *reader_,
+            [&](std::chrono::nanoseconds t) {
+                m = reader_->peek(t);
+                return m.status;
+            },
+            [&] { check_writer(); });
+    }
+    if (m.status == Status::closed) {
+        gil.acquire();
+        assembly_.drop();  // a stream the writer never finished never completes
+        throw Closed{"dequeue: the writer shut the queue down and every message has been read"};
+    }
+    if (m.status == Status::cancelled) {
+        gil.acquire();
+        throw Closed{"dequeue: the queue was shut down"};
+    }
+    (void)timeout;
+    return m;
+}
+
+std::vector<py::object> PyReader::receive(Gil& gil, Deadline deadline, bool drain, const std::optional<double>& timeout) {
+    for (;;) {
+        const Message m = next_record(gil, deadline, timeout, drain);
+        if (m.status == Status::timed_out) {
+            gil.acquire();
+            if (drain) return {};
+            throw TimedOut{"dequeue timed out after " + timeout_text(timeout)};
+        }
+        const Frame f = tag_frame(m.tag);
+        switch (f) {
+            case Frame::whole:
+            case Frame::first:
+                if (assembly_.active()) corrupt("a new message began before the previous one ended");
+                assembly_.start(gil, m, f);
+                assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
+                break;
+            case Frame::middle:
+            case Frame::last:
+                if (!assembly_.active()) break;  // rank re-attached mid-stream: skip the orphan
+                if (tag_seq(m.tag) != assembly_.seq()) corrupt("record of another message inside a message");
+                assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
+                break;
+            case Frame::abort:
+                if (assembly_.active()) {
+                    gil.acquire();
+                    assembly_.drop();
+                }
+                break;
+            case Frame::raw:
+                gil.acquire();
+                if (drain) return {};  // left in place; the collected messages are delivered
+                throw Failure{g_ringcast_error,
+                              "dequeue: the next message was written with acquire_write(); read it with "
+                              "acquire_read()"};
+            default: corrupt("unknown record kind " + std::to_string(static_cast<int>(f)));
+        }
+        reader_->release();
+        if (assembly_.active() && assembly_.remaining() == 0) {
+            if (f != Frame::whole && f != Frame::last) corrupt("message ended on a non-final record");
+            return assembly_.take();  // moving py::objects needs no GIL
+        }
+        if (assembly_.active() && f == Frame::last) corrupt("last record before the announced length");
+    }
+}
+
+}  // namespace ringcast::python

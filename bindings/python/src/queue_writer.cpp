@@ -1,0 +1,188 @@
+// PyWriter: the sending end of a queue (see queue.hpp).
+#include <time.h>
+
+#include "args.hpp"
+#include "errors.hpp"
+#include "queue.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::python {
+
+using namespace detail;
+
+namespace {
+
+std::string join(const std::vector<std::uint32_t>& v) {
+    std::string s;
+    for (auto r : v) s += (s.empty() ? "" : ", ") + std::to_string(r);
+    return s;
+}
+
+}  // namespace
+
+PyWriter::PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t capacity, std::uint32_t mode,
+                   const std::string& wait, double spin_us, double spin_max_us, double liveness_s)
+    : Endpoint(liveness_from(liveness_s)) {
+    SegmentOptions so;
+    so.readers = readers;
+    so.capacity = capacity;
+    so.mode = static_cast<mode_t>(mode);
+    WriterOptions wo;
+    wo.wait = wait_options(wait, spin_us, spin_max_us);
+    // The binding waits in slices shorter than the interval, so it runs the liveness check itself
+    // (check_readers); the core's own check would never fire inside a slice.
+    wo.liveness_interval = std::chrono::hours(24);
+    wo.unlink_on_destroy = true;
+    writer_ = std::make_unique<Writer>(Writer::create(name, so, wo));
+    name_ = name;
+}
+
+PyWriter::~PyWriter() {
+    // A forked child inherits this object but is not the writer: closing or unlinking from it would
+    // end the parent's queue. Leak the core object (its mapping dies with the child).
+    if (forked_child()) (void)writer_.release();
+}
+
+void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
+    check_usable("enqueue");
+    Busy busy(*this);
+    const std::size_t nparts = py::len(parts);
+    if (nparts == 0 || nparts > max_parts())
+        throw Failure{PyExc_ValueError, "a message has 1.." + std::to_string(max_parts()) + " parts, got " +
+                                            std::to_string(nparts)};
+    OutgoingMessage msg(parts, nparts);  // destroyed after `gil`: its buffers are released with the GIL
+
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    if (broken_) finish_broken_stream(gil, deadline, timeout);
+    const std::uint64_t seq = ++seq_;
+    const std::size_t max_rec = writer_->max_reserve();
+    const std::uint64_t total = msg.total();
+    std::uint64_t sent = 0;
+    bool first = true;
+    try {
+        while (sent < total) {
+            const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(total - sent, max_rec));
+            std::span<std::byte> dst = reserve(gil, chunk, deadline, timeout);
+            msg.copy_next(gil, dst.data(), chunk);
+            sent += chunk;
+            const Frame f = first ? (sent == total ? Frame::whole : Frame::first)
+                                  : (sent == total ? Frame::last : Frame::middle);
+            writer_->commit(chunk, make_tag(seq, f));
+            first = false;
+        }
+    } catch (...) {
+        // Records of this message are out: readers must be told to drop them before the next one.
+        if (!first) broken_ = true;
+        throw;
+    }
+    gil.acquire();
+    msg.release_buffers();  // PyBuffer_Release needs the GIL
+}
+
+py::memoryview PyWriter::reserve_raw(std::size_t size, std::optional<double> timeout) {
+    check_usable("acquire_write");
+    Busy busy(*this);
+    if (size > writer_->max_reserve())
+        throw Failure{PyExc_ValueError, "acquire_write of " + std::to_string(size) +
+                                            " bytes exceeds the largest record of this ring (" +
+                                            std::to_string(writer_->max_reserve()) + " bytes)"};
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    if (broken_) finish_broken_stream(gil, deadline, timeout);
+    std::span<std::byte> dst = reserve(gil, size, deadline, timeout);
+    gil.acquire();
+    raw_reserved_ = true;
+    return py::memoryview::from_memory(static_cast<void*>(dst.data()), static_cast<py::ssize_t>(dst.size()), false);
+}
+
+void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
+    check_usable("acquire_write");
+    Busy busy(*this);
+    if (!raw_reserved_) throw Failure{g_ringcast_error, "commit without acquire_write"};
+    raw_reserved_ = false;
+    if (!publish) return;
+    const std::size_t n = used.value_or(reserved_size_);
+    if (n > reserved_size_)
+        throw Failure{PyExc_ValueError, "acquire_write: used " + std::to_string(n) + " bytes of a " +
+                                            std::to_string(reserved_size_) + "-byte reservation"};
+    writer_->commit(n, make_tag(++seq_, Frame::raw));
+}
+
+void PyWriter::wait_readers(std::optional<double> timeout) {
+    check_usable("wait_until_ready");
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    const bool main = in_main_thread();
+    Deadline next_signal_check = Clock::now() + kMainThreadSlice;
+    for (;;) {
+        if (missing_readers().empty()) return;
+        const Deadline now = Clock::now();
+        if (now >= deadline) {
+            gil.acquire();
+            throw TimedOut{"wait_until_ready timed out after " + timeout_text(timeout) +
+                           ": reader ranks (local indices) " + join(missing_readers()) + " never attached"};
+        }
+        gil.release();
+        const timespec ts{0, 1'000'000};  // readers attach once per queue: a 1 ms poll is plenty
+        ::nanosleep(&ts, nullptr);
+        if (main && Clock::now() >= next_signal_check) {
+            check_signals(gil);
+            next_signal_check = Clock::now() + kMainThreadSlice;
+        }
+    }
+}
+
+std::vector<std::uint32_t> PyWriter::missing_readers() const {
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t r = 0; r < writer_->reader_count(); ++r)
+        if (layout::unpack_owner(writer_->segment().reader_slot(r).owner.load(std::memory_order_acquire)).state ==
+            layout::SlotState::never_attached)
+            out.push_back(r);
+    return out;
+}
+
+void PyWriter::shutdown() {
+    if (forked_child()) return;
+    if (shut_.exchange(true, std::memory_order_acq_rel)) return;
+    writer_->close();
+    writer_->cancel();
+    try {
+        Segment::remove(name_);
+    } catch (const Error&) {
+    }
+}
+
+std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadline, const std::optional<double>& timeout) {
+    Reservation r = writer_->reserve(n, 0ns);
+    if (r.status == Status::timed_out && Clock::now() < deadline) {
+        const Status s = wait_sliced(
+            gil, deadline, *writer_,
+            [&](std::chrono::nanoseconds t) {
+                r = writer_->reserve(n, t);
+                return r.status;
+            },
+            [&] { check_readers(); });
+        r.status = s;
+    }
+    switch (r.status) {
+        case Status::ok: reserved_size_ = n; return r.bytes;
+        case Status::timed_out:
+            gil.acquire();
+            throw TimedOut{"enqueue timed out after " + timeout_text(timeout) +
+                           ": the slowest reader did not free ring space"};
+        case Status::cancelled:
+        case Status::closed: break;
+    }
+    gil.acquire();
+    throw Closed{"enqueue: the queue was shut down"};
+}
+
+void PyWriter::finish_broken_stream(Gil& gil, Deadline deadline, const std::optional<double>& timeout) {
+    (void)reserve(gil, 0, deadline, timeout);
+    writer_->commit(0, make_tag(seq_, Frame::abort));
+    broken_ = false;
+}
+
+}  // namespace ringcast::python
