@@ -84,36 +84,7 @@ private:
 
 pid_t fork_worker(const std::function<void()>& fn) { return fork_child(fn, /*count_gtest_failures=*/false); }
 
-// Kills and reaps the children still running when a test leaves early (a failed ASSERT).
-class Children {
-public:
-    Children() = default;
-    Children(const Children&) = delete;
-    Children& operator=(const Children&) = delete;
-    ~Children() {
-        for (pid_t p : pids_) {
-            ::kill(p, SIGKILL);
-            ::waitpid(p, nullptr, 0);
-        }
-    }
-    pid_t add(pid_t p) {
-        pids_.push_back(p);
-        return p;
-    }
-    // wait_child (bounded), then forget the pid.
-    int wait(pid_t p, std::chrono::seconds limit) {
-        const int code = wait_child(p, limit);
-        std::erase(pids_, p);
-        return code;
-    }
-    int kill_and_wait(pid_t p) {
-        ::kill(p, SIGKILL);
-        return wait(p, 10s);
-    }
-
-private:
-    std::vector<pid_t> pids_;
-};
+using Children = ChildGuard;  // kills and reaps the children still running when a test leaves early
 
 // Removes the group's names even if the process that owned them died before its destructor ran.
 struct GroupNames {

@@ -126,7 +126,9 @@ inline pid_t fork_child(const std::function<void()>& fn, bool count_gtest_failur
 }
 
 // Waits for a child with a hard timeout (kills it on expiry). Returns its exit code, or -signal.
-inline int wait_child(pid_t pid, std::chrono::seconds limit = std::chrono::seconds(300)) {
+// Reaps `pid`: its exit code, -signal, or -1000 after `limit` (it is then killed). Polls every `poll`.
+inline int wait_child(pid_t pid, std::chrono::seconds limit = std::chrono::seconds(300),
+                      std::chrono::microseconds poll = std::chrono::microseconds(2000)) {
     const auto end = std::chrono::steady_clock::now() + limit;
     int status = 0;
     for (;;) {
@@ -137,11 +139,54 @@ inline int wait_child(pid_t pid, std::chrono::seconds limit = std::chrono::secon
             ::waitpid(pid, &status, 0);
             return -1000;
         }
-        ::usleep(2000);
+        ::usleep(static_cast<useconds_t>(poll.count()));
     }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return -WTERMSIG(status);
 }
+
+// Waits for `cond` up to `limit`, polling every `poll`; false on expiry.
+template <class F>
+bool wait_until(F&& cond, std::chrono::milliseconds limit,
+                std::chrono::microseconds poll = std::chrono::microseconds(200)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!cond()) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        ::usleep(static_cast<useconds_t>(poll.count()));
+    }
+    return true;
+}
+
+// The child processes of one test: whatever was not reaped by wait() is SIGKILLed and reaped at scope
+// exit, so a failed ASSERT never leaves a process behind (or a parked one holding a rank).
+class ChildGuard {
+public:
+    ChildGuard() = default;
+    ChildGuard(const ChildGuard&) = delete;
+    ChildGuard& operator=(const ChildGuard&) = delete;
+    ~ChildGuard() {
+        for (const pid_t p : pids_) {
+            ::kill(p, SIGKILL);
+            ::waitpid(p, nullptr, 0);
+        }
+    }
+    pid_t add(pid_t p) {
+        pids_.push_back(p);
+        return p;
+    }
+    // wait_child (bounded, polling every 200 us), then forget the pid.
+    int wait(pid_t p, std::chrono::seconds limit) {
+        std::erase(pids_, p);
+        return wait_child(p, limit, std::chrono::microseconds(200));
+    }
+    int kill_and_wait(pid_t p) {
+        ::kill(p, SIGKILL);
+        return wait(p, std::chrono::seconds(10));
+    }
+
+private:
+    std::vector<pid_t> pids_;
+};
 
 // Scale for long tests: RINGCAST_TEST_SCALE=0.1 in sanitizer builds.
 inline double test_scale() {

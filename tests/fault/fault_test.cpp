@@ -222,16 +222,6 @@ void reader_kill_victim(std::string_view name, Point point, std::uint64_t hold_a
     }
 }
 
-// Waits for `cond` up to `limit`; false on expiry.
-template <class F>
-bool wait_for(F cond, std::chrono::milliseconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!cond()) {
-        if (std::chrono::steady_clock::now() > end) return false;
-        ::usleep(200);
-    }
-    return true;
-}
 
 std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts[4]) {
     ScopedName name(evict ? "fk-rev" : "fk-r");
@@ -246,14 +236,14 @@ std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts
 
     // A rank that never attached holds the writer by design (a late reader misses nothing): kill the
     // victim only once it owns its rank.
-    bool reached = wait_for([&] { return layout::unpack_owner(seg.reader_slot(0).owner.load()).pid == std::uint32_t(victim); }, 5000ms);
+    bool reached = wait_until([&] { return layout::unpack_owner(seg.reader_slot(0).owner.load()).pid == std::uint32_t(victim); }, 5000ms);
     switch (point) {
         case Point::blocked:  // victim caught up and asleep in peek: the writer paused after kBlockAfter
-            reached = reached && wait_for([&] { return t->victim_released.load() == kBlockAfter; }, 5000ms);
+            reached = reached && wait_until([&] { return t->victim_released.load() == kBlockAfter; }, 5000ms);
             ::usleep(static_cast<useconds_t>(1000 + rng.below(9000)));
             break;
         case Point::holding:
-            reached = reached && wait_for([&] { return t->victim_holding.load() != 0; }, 5000ms);
+            reached = reached && wait_until([&] { return t->victim_holding.load() != 0; }, 5000ms);
             ::usleep(static_cast<useconds_t>(rng.below(20000)));
             break;
         case Point::mid_fragment:
@@ -386,14 +376,14 @@ std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4]) {
     const pid_t r1 = spawn([&] { survive_and_check(name, 1, point, t->readers[1], &t->release_readers); });
     const pid_t writer = spawn([&] { writer_kill_writer(name, point, *t); });
     // Readers treat "no writer yet" as not a death: kill the writer only once it holds the segment.
-    bool reached = wait_for([&] { return layout::unpack_owner(seg.header().writer_owner.load()).pid == std::uint32_t(writer); }, 5000ms);
+    bool reached = wait_until([&] { return layout::unpack_owner(seg.header().writer_owner.load()).pid == std::uint32_t(writer); }, 5000ms);
     switch (point) {
         case Point::blocked:
-            reached = reached && wait_for([&] { return seg.space_line().writer_sleeping.load() != 0; }, 5000ms);
+            reached = reached && wait_until([&] { return seg.space_line().writer_sleeping.load() != 0; }, 5000ms);
             ::usleep(static_cast<useconds_t>(rng.below(10000)));
             break;
         case Point::holding:
-            reached = reached && wait_for([&] { return t->writer_idle.load() != 0; }, 5000ms);
+            reached = reached && wait_until([&] { return t->writer_idle.load() != 0; }, 5000ms);
             ::usleep(static_cast<useconds_t>(rng.below(20000)));
             break;
         case Point::mid_fragment:
@@ -483,7 +473,7 @@ TEST(PeerStopped, WriterTimesOutOnAStoppedReaderAndDoesNotDeclareItDead) {
         const std::uint64_t total = 200;
         SharedBlock<ReaderReport> rep;
         const pid_t reader = fork_child([&] { survive_and_check(name, 0, Point::anywhere, *rep); });
-        ASSERT_TRUE(wait_for([&] { return layout::unpack_owner(w.segment().reader_slot(0).owner.load()).pid == std::uint32_t(reader); }, 5000ms));
+        ASSERT_TRUE(wait_until([&] { return layout::unpack_owner(w.segment().reader_slot(0).owner.load()).pid == std::uint32_t(reader); }, 5000ms));
         const std::uint64_t stop_at = rng.below(100);
         std::vector<std::byte> msg;
         bool timed_out_once = false;

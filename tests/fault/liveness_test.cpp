@@ -44,18 +44,7 @@ pid_t park_child(std::atomic<int>& ready, const std::function<void()>& setup) {
         /*count_gtest_failures=*/false);
 }
 
-bool wait_flag(const std::atomic<int>& flag, std::chrono::milliseconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (flag.load() == 0)
-        if (std::chrono::steady_clock::now() > end) return false;
-        else ::usleep(200);
-    return true;
-}
 
-void kill_and_reap(pid_t pid) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-}
 
 // Calls `poll` (one call with the pattern's timeout; returns normally when nothing happened) until it
 // throws; checks it threw peer_dead within kBound of `dead_at`.
@@ -87,15 +76,16 @@ TEST(LivenessAcrossCalls, ReaderPollingLearnsTheWriterDied) {
         ro.liveness_interval = kInterval;
         auto r = Reader::attach(name, 0, ro);
         SharedBlock<std::atomic<int>> ready;
-        const pid_t writer = park_child(*ready, [&] {
+        ChildGuard kids;
+        const pid_t writer = kids.add(park_child(*ready, [&] {
             WriterOptions wo;
             wo.unlink_on_destroy = false;
             static std::optional<Writer> w;  // lives until the kill
             w.emplace(Writer::open(name, wo));
-        });
-        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the writer child never opened the queue";
+        }));
+        ASSERT_TRUE(wait_until([&] { return ready->load() != 0; }, 5000ms)) << "the writer child never opened the queue";
         for (int i = 0; i < 3; ++i) ASSERT_EQ(r.peek(p.timeout).status, Status::timed_out);  // polling before the death
-        kill_and_reap(writer);
+        kids.kill_and_wait(writer);
         expect_peer_dead_within_bound("reader", p, Clock::now(), [&](std::chrono::nanoseconds t) {
             ASSERT_EQ(r.peek(t).status, Status::timed_out);
         });
@@ -109,15 +99,16 @@ TEST(LivenessAcrossCalls, WriterPollingLearnsTheLaggingReaderDied) {
         wo.liveness_interval = kInterval;
         auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16}, wo);
         SharedBlock<std::atomic<int>> ready;
-        const pid_t reader = park_child(*ready, [&] {
+        ChildGuard kids;
+        const pid_t reader = kids.add(park_child(*ready, [&] {
             static std::optional<Reader> r;
             r.emplace(Reader::attach(name, 0));
-        });
-        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the reader child never attached";
+        }));
+        ASSERT_TRUE(wait_until([&] { return ready->load() != 0; }, 5000ms)) << "the reader child never attached";
         std::vector<std::byte> msg(4000);
         while (w.write(msg, 0ns) == Status::ok) {
         }
-        kill_and_reap(reader);
+        kids.kill_and_wait(reader);
         expect_peer_dead_within_bound("writer", p, Clock::now(), [&](std::chrono::nanoseconds t) {
             ASSERT_EQ(w.write(msg, t), Status::timed_out);
         });
@@ -132,12 +123,13 @@ TEST(LivenessAcrossCalls, GatherCollectorPollingLearnsAWorkerDied) {
         go.liveness_interval = kInterval;
         auto c = GatherCollector::create(name, go);
         SharedBlock<std::atomic<int>> ready;
-        const pid_t worker = park_child(*ready, [&] {
+        ChildGuard kids;
+        const pid_t worker = kids.add(park_child(*ready, [&] {
             static std::optional<GatherWorker> g;
             g.emplace(GatherWorker::attach(name, 0));
-        });
-        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the worker child never attached";
-        kill_and_reap(worker);
+        }));
+        ASSERT_TRUE(wait_until([&] { return ready->load() != 0; }, 5000ms)) << "the worker child never attached";
+        kids.kill_and_wait(worker);
         expect_peer_dead_within_bound("collector", p, Clock::now(), [&](std::chrono::nanoseconds t) {
             ASSERT_EQ(c.collect_all(1, t).status, Status::timed_out);
         });
@@ -148,21 +140,22 @@ TEST(LivenessAcrossCalls, GatherWorkerPollingLearnsTheCollectorDied) {
     for (const Pattern& p : kPatterns) {
         ScopedName name("live-g");
         SharedBlock<std::atomic<int>> ready;
-        const pid_t collector = park_child(*ready, [&] {
+        ChildGuard kids;
+        const pid_t collector = kids.add(park_child(*ready, [&] {
             GatherOptions go;
             go.ranks = 1;
             go.capacity = 1 << 16;
             static std::optional<GatherCollector> c;
             c.emplace(GatherCollector::create(name, go));
-        });
-        ASSERT_TRUE(wait_flag(*ready, 5000ms)) << "the collector child never created the group";
+        }));
+        ASSERT_TRUE(wait_until([&] { return ready->load() != 0; }, 5000ms)) << "the collector child never created the group";
         WriterOptions wo;
         wo.liveness_interval = kInterval;
         auto g = GatherWorker::attach(name, 0, wo);
         std::vector<std::byte> msg(4000);
         while (g.reply(1, msg, 0ns) == Status::ok) {
         }
-        kill_and_reap(collector);  // killed: its destructor never removes the names
+        kids.kill_and_wait(collector);  // killed: its destructor never removes the names
         Segment::remove(gather_ring_name(name, 0));
         Segment::remove(gather_bell_name(name));
         expect_peer_dead_within_bound("worker", p, Clock::now(), [&](std::chrono::nanoseconds t) {

@@ -1,7 +1,7 @@
 // Regression tests for reproduced core bugs. Each test here failed on the code it was written against
 // and pins the fix: re-attach racing an eviction, sleeper announcements leaked by a process that died
 // asleep, unvalidated cursor alignment, record lengths truncated to u32, a clean detach that keeps
-// holding the writer.
+// holding the writer, a live owner judged dead in the window of a two-store claim.
 //
 // Cross-process cases use real processes (fork) and SIGKILL; every wait is bounded by a deadline and
 // fails with a message (no test can hang); children that could outlive a failed assertion are killed
@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include <signal.h>
+#include <time.h>
+#include <ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,61 +35,14 @@ using namespace std::chrono_literals;
 namespace ringcast::test {
 namespace {
 
-// Waits for `cond` up to `limit`; false on expiry.
-template <class F>
-bool wait_until(F cond, std::chrono::milliseconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!cond()) {
-        if (std::chrono::steady_clock::now() > end) return false;
-        ::usleep(100);
-    }
-    return true;
-}
-
 int scaled_trials(int at_scale_1, int floor) {
     return std::max(floor, static_cast<int>(at_scale_1 * test_scale()));
 }
 
-// Children of one test: whatever was not reaped by wait() is SIGKILLed and reaped at scope exit, so a
-// failed ASSERT never leaves a process behind (or a parked one holding a rank).
-class Kids {
+// The children of one test (ChildGuard), started with fault_util's spawn.
+class Kids : public ChildGuard {
 public:
-    Kids() = default;
-    Kids(const Kids&) = delete;
-    Kids& operator=(const Kids&) = delete;
-    ~Kids() {
-        for (const pid_t p : pids_) {
-            ::kill(p, SIGKILL);
-            ::waitpid(p, nullptr, 0);
-        }
-    }
-    pid_t spawn(const std::function<void()>& fn) {
-        const pid_t p = ringcast::test::spawn(fn);
-        pids_.push_back(p);
-        return p;
-    }
-    // wait_child with finer polling (200 us, not 2 ms): the eviction test reaps three children per trial.
-    // Returns the exit code, -signal, or -1000 after `limit` (the child is then killed).
-    int wait(pid_t p, std::chrono::seconds limit) {
-        pids_.erase(std::remove(pids_.begin(), pids_.end(), p), pids_.end());
-        const auto end = std::chrono::steady_clock::now() + limit;
-        int status = 0;
-        for (;;) {
-            const pid_t r = ::waitpid(p, &status, WNOHANG);
-            if (r == p) break;
-            if (r < 0) return -2000;  // not our child (cannot happen)
-            if (std::chrono::steady_clock::now() > end) {
-                ::kill(p, SIGKILL);
-                ::waitpid(p, &status, 0);
-                return -1000;
-            }
-            ::usleep(200);
-        }
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    }
-
-private:
-    std::vector<pid_t> pids_;
+    pid_t spawn(const std::function<void()>& fn) { return add(ringcast::test::spawn(fn)); }
 };
 
 std::vector<std::byte> message(std::size_t size, std::uint64_t seq) {
@@ -746,6 +702,367 @@ TEST(Regression, CleanDetachWithKeepPlaceHoldsTheWriterAndResumes) {
     }
     const auto msg = message(kDetachMsg, seq);
     EXPECT_EQ(w.write(msg, 3s, seq), Status::ok) << "the re-attached reader released, the writer must go on";
+}
+
+// =================================================================================================
+// 6. Ownership claim window.
+// =================================================================================================
+
+// The three helpers below are the only code of this section that knows how a slot records its state
+// and owner, and what a clean detach does (nothing else reads ReaderSlot or sets ReaderOptions).
+
+bool rank_evicted(const Segment& seg, std::uint32_t rank) {
+    return layout::unpack_owner(seg.reader_slot(rank).owner.load(std::memory_order_acquire)).state ==
+           layout::SlotState::evicted;
+}
+std::uint32_t owner_pid(const Segment& seg, std::uint32_t rank) {
+    return layout::unpack_owner(seg.reader_slot(rank).owner.load(std::memory_order_acquire)).pid;
+}
+// keep_place: a clean detach would otherwise release the rank for good; the children take turns.
+ReaderOptions churn_options() {
+    ReaderOptions ro;
+    ro.keep_place = true;
+    return ro;
+}
+
+// ---- claim stall injection (x86-64 Linux): self single-stepping ------------------------------------
+// Left to chance, the window between a claim's two stores (a few instructions) is practically never
+// observed (measured: none in 2 s of churn, the writer checking every 1 us). So a child now and then
+// single-steps its own attach (EFLAGS.TF: a SIGTRAP after every instruction) until the rank's owner
+// pid, seen through a second mapping of the segment, turns to its own pid — the claim's first store
+// has just been made — and there stalls for kStallNs, as a preemption at that very instruction would
+// make it, then runs on at full speed. No code of the library is changed. (While it steps toward the
+// claim the other child is parked, so the claim finds the rank free and the slot still holding the
+// other child's start time; the claim releases the other child, so it contends during the stall.)
+// (Not under TSan: its signal interception does not hand the handler the context that sigreturn restores.)
+#if defined(__SANITIZE_THREAD__)
+#define RINGCAST_CLAIM_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGCAST_CLAIM_TEST_TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__linux__) && !defined(RINGCAST_CLAIM_TEST_TSAN)
+constexpr bool kCanStallClaims = true;
+namespace stall {
+constexpr greg_t kTrapFlag = 0x100;
+const Segment* view = nullptr;
+std::uint32_t me = 0;
+std::atomic<std::uint32_t>* release_on_claim = nullptr;  // stored 0 when the claim is seen
+std::atomic<int>* holders = nullptr;                      // +1 when the claim is seen: owner from there
+long stall_ns = 0;
+std::int64_t step_budget_ns = 0;
+std::int64_t give_up_at = 0;  // now_ns() past which the current stepped attach is stepped no further
+long steps = 0;               // instructions stepped in the current stepped attach
+volatile std::sig_atomic_t stepping = 0;
+volatile std::sig_atomic_t stalled = 0;  // the last stepped attach stalled after its claim
+volatile int holders_before = 0;         // what the stalled claim's holders.fetch_add(1) returned
+
+void on_trap(int, siginfo_t*, void* context) {
+    greg_t& flags = static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_EFL];
+    if (stepping != 0 && owner_pid(*view, 0) == me) {  // the instruction just run made the claim
+        stalled = 1;
+        holders_before = holders->fetch_add(1);
+        release_on_claim->store(0);
+        const timespec ts{0, stall_ns};
+        ::nanosleep(&ts, nullptr);
+        stepping = 0;
+    } else if (stepping != 0 && (++steps & 1023) == 0 && now_ns() > give_up_at) {
+        stepping = 0;  // not claimed (rank_in_use, unwinding): give up stepping this attach
+    }
+    if (stepping != 0) flags |= kTrapFlag;
+    else flags &= ~kTrapFlag;
+}
+void install(const Segment& v, std::atomic<std::uint32_t>& release, std::atomic<int>& owners,
+             long stall_for_ns, std::int64_t max_stepping_ns) {
+    view = &v;
+    release_on_claim = &release;
+    holders = &owners;
+    me = static_cast<std::uint32_t>(::getpid());
+    stall_ns = stall_for_ns;
+    step_budget_ns = max_stepping_ns;
+    struct sigaction sa {};
+    sa.sa_sigaction = on_trap;
+    sa.sa_flags = SA_SIGINFO;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGTRAP, &sa, nullptr);
+}
+void begin() {  // steps everything after it up to the claim (or end())
+    steps = 0;
+    stalled = 0;
+    give_up_at = now_ns() + step_budget_ns;
+    stepping = 1;
+    ::raise(SIGTRAP);  // its handler sets TF: stepping starts on return
+}
+void end() { stepping = 0; }  // the next trap, if any, clears TF
+}  // namespace stall
+#else
+constexpr bool kCanStallClaims = false;
+namespace stall {
+inline volatile int stalled = 0;
+inline volatile int holders_before = 0;
+inline void install(const Segment&, std::atomic<std::uint32_t>&, std::atomic<int>&, long, std::int64_t) {}
+inline void begin() {}
+inline void end() {}
+}  // namespace stall
+#endif
+
+constexpr std::uint64_t kClaimCapacity = 64 << 10;
+constexpr auto kClaimInterval = 100us;                 // the writer's liveness tick while blocked for space
+constexpr std::int64_t kClaimChurnNs = 2'000'000'000;  // churn time of the whole test
+constexpr int kClaimMaxRounds = 8;
+constexpr int kClaimReads = 2;                  // messages read per attach
+constexpr long kStallNs = 5'000'000;  // a stalled claim: 50 of the writer's liveness ticks
+// Stepping costs a signal per instruction (~5,000 from attach() to the claim, ~25,000 under ASan; 2 us
+// each on bare metal, 20 us in a VM that traps #DB), so stalls are spaced out: natural churn fills the
+// time between.
+constexpr std::int64_t kFirstStallNs = 20'000'000;   // after go: both children churn first
+constexpr std::int64_t kStallGapNs = 150'000'000;    // from the end of one stepped attach to the next
+constexpr std::int64_t kStepBudgetNs = 1'000'000'000;  // give up stepping an attach that never claims
+std::size_t claim_msg_size(std::uint64_t seq) { return 16 + static_cast<std::size_t>(mix(seq ^ 0xc1a1ULL) % 1000); }
+
+struct ClaimChurn {
+    std::atomic<int> go{0};
+    std::atomic<int> stop{0};
+    std::atomic<int> holders{0};                // children inside a Reader of rank 0 right now
+    std::atomic<std::uint32_t> last_holder{0};  // pid of the child that attached rank 0 last
+    std::atomic<std::uint64_t> next_seq{0};     // the next message rank 0 must read: the rank's place
+    std::atomic<int> double_owner{0};           // an attach succeeded while the other child held the rank
+    std::atomic<int> refused_evicted{0};        // an attach threw peer_dead: the rank was evicted
+    std::atomic<int> bad{0};                    // wrong data or order, or an unexpected error
+    std::atomic<std::uint64_t> attaches{0};
+    std::atomic<std::uint64_t> in_use{0};       // attaches refused with rank_in_use (the other child held it)
+    std::atomic<std::uint64_t> stalls{0};       // claims stalled right after their first store
+    std::atomic<std::uint32_t> stepper{0};      // pid of the child single-stepping toward a claim
+    std::atomic<std::uint32_t> parked{0};       // pid of the other child while it waits for that claim
+    std::atomic<std::int64_t> next_stall{0};    // no stepped attach starts before this (now_ns)
+    Text text;
+    void fail(std::atomic<int>& what, const std::string& why) {
+        if (what.fetch_add(1) == 0 && text.buf[0] == '\0') text.set(why);
+        stop = 1;
+    }
+};
+
+// One churning child: until `deadline_ns` (or stop), attach rank 0 (rank_in_use: retry at once), read
+// kClaimReads messages from the rank's place, detach cleanly. It never dies while it owns the rank.
+// Now and then (c.next_stall), when the other child held the rank last (the slot then holds its start
+// time), the attach is stalled right after its claim (see stall:: above).
+void claim_churn(std::string_view name, std::int64_t deadline_ns, ClaimChurn& c) {
+    while (c.go.load() == 0) {
+        if (now_ns() > deadline_ns) return;
+        ::usleep(100);
+    }
+    const auto my_pid = static_cast<std::uint32_t>(::getpid());
+    const std::string me = "pid " + std::to_string(my_pid);
+    const Segment view = Segment::open(name);  // the stall injector's look at the slot
+    stall::install(view, c.stepper, c.holders, kStallNs, kStepBudgetNs);
+    std::vector<std::byte> buf;
+    const auto running = [&] { return now_ns() < deadline_ns && c.stop.load() == 0; };
+    while (running()) {
+        // The other child steps toward a claim: park (holding nothing) until it has claimed.
+        if (const std::uint32_t s = c.stepper.load(); s != 0 && s != my_pid) {
+            c.parked = my_pid;
+            while (c.stepper.load() == s && running()) ::usleep(20);
+            c.parked = 0;
+            continue;
+        }
+        bool step = false;
+        if (const std::uint32_t last = c.last_holder.load();
+            kCanStallClaims && now_ns() >= c.next_stall.load() && last != 0 && last != my_pid) {
+            std::uint32_t none = 0;
+            if (c.stepper.compare_exchange_strong(none, my_pid)) {
+                const std::int64_t until = now_ns() + 50'000'000;
+                while (c.parked.load() == 0 && running() && now_ns() < until) ::usleep(20);
+                step = c.parked.load() != 0;
+                if (!step) {
+                    c.next_stall = now_ns() + kStallGapNs;
+                    c.stepper = 0;
+                }
+            }
+        }
+        std::optional<Reader> r;
+        if (step) stall::begin();
+        try {
+            r.emplace(Reader::attach(name, 0, churn_options()));
+            if (step) stall::end();
+        } catch (const Error& e) {
+            if (step) {
+                stall::end();
+                c.next_stall = now_ns() + kStallGapNs;
+                c.stepper = 0;
+                if (stall::stalled != 0) c.holders.fetch_sub(1);  // claimed, then refused after all
+            }
+            if (e.code() == ErrorCode::rank_in_use) {
+                c.in_use.fetch_add(1, std::memory_order_relaxed);
+                continue;
+            }
+            if (e.code() == ErrorCode::peer_dead) c.fail(c.refused_evicted, me + ": attach refused: " + e.what());
+            else c.fail(c.bad, me + ": attach threw: " + e.what());
+            return;
+        }
+        if (step) {
+            c.next_stall = now_ns() + kStallGapNs;
+            c.stepper = 0;  // (already, if the claim was seen)
+            if (stall::stalled != 0) c.stalls.fetch_add(1);
+        }
+        c.attaches.fetch_add(1, std::memory_order_relaxed);
+        c.last_holder = my_pid;
+        // A stalled claim counted itself an owner when it was made (a steal during the stall shows).
+        if ((step && stall::stalled != 0 ? stall::holders_before : c.holders.fetch_add(1)) != 0)
+            c.fail(c.double_owner, me + " attached rank 0 while the other child still held it");
+        for (int i = 0; i < kClaimReads && c.stop.load() == 0; ++i) {
+            std::uint64_t tag = 0;
+            Status s{};
+            try {
+                s = r->read(buf, 100ms, &tag);
+            } catch (const Error& e) {
+                c.fail(c.bad, me + ": read threw: " + e.what());
+                break;
+            }
+            if (s == Status::timed_out) break;  // the writer is between rounds of writes: fine
+            if (s != Status::ok) {
+                c.fail(c.bad, me + ": read returned " + to_string(s));
+                break;
+            }
+            const std::uint64_t expect = c.next_seq.load();
+            const std::string err = tag != expect
+                                        ? "read seq " + std::to_string(tag) + ", expected " + std::to_string(expect)
+                                        : check_message(buf, tag, claim_msg_size(tag));
+            if (!err.empty()) {
+                c.fail(c.bad, me + ": " + err);
+                break;
+            }
+            c.next_seq.store(tag + 1);
+        }
+        c.holders.fetch_sub(1);
+        r.reset();  // clean detach
+    }
+}
+
+struct ClaimRound {
+    bool evicted = false;  // the writer evicted rank 0 (its owner was alive)
+    int refused = 0;       // a child's attach was refused with peer_dead (evicted)
+    int double_owner = 0;  // two live children owned rank 0 at once
+    int bad = 0;
+    std::uint64_t attaches = 0, in_use = 0, stalls = 0, published = 0;
+    double secs = 0;
+    std::string text;
+    [[nodiscard]] bool misjudged() const { return evicted || refused != 0 || double_owner != 0; }
+};
+
+// One round on a fresh segment: the writer (this process) blocks for space on the lagging rank 0, its
+// liveness check running every kClaimInterval, while two children (their /proc start times differ)
+// take rank 0 from each other; it ends after `churn_ns` or at the first misjudgement.
+void run_claim_round(std::int64_t churn_ns, ClaimRound& out) {
+    ScopedName name("reg-claim");
+    WriterOptions wo;
+    wo.evict_dead_readers = true;
+    wo.liveness_interval = kClaimInterval;
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = kClaimCapacity}, wo);
+    SharedBlock<ClaimChurn> c;
+    Kids kids;
+    const std::int64_t deadline = now_ns() + churn_ns + 100'000'000;  // + the 30 ms between the forks
+    const pid_t a = kids.spawn([&] { claim_churn(name, deadline, *c); });
+    ::usleep(30'000);  // /proc start times tick every 10 ms: > 2 ticks apart, so they differ
+    const pid_t b = kids.spawn([&] { claim_churn(name, deadline, *c); });
+    const std::uint64_t start_a = process_start_time(a), start_b = process_start_time(b);
+    ASSERT_NE(start_a, 0u);
+    ASSERT_NE(start_b, 0u);
+    ASSERT_NE(start_a, start_b) << "the two churning children must have different /proc start times";
+
+    const std::int64_t t0 = now_ns();
+    c->next_stall = t0 + kFirstStallNs;
+    c->go = 1;
+    std::uint64_t seq = 0;
+    while (now_ns() < deadline && c->stop.load() == 0) {
+        if (rank_evicted(w.segment(), 0)) break;
+        const auto msg = message(claim_msg_size(seq), seq);
+        Status s{};
+        try {
+            s = w.write(msg, 20ms, seq);
+        } catch (const Error& e) {
+            c->fail(c->bad, std::string("write threw: ") + e.what());
+            break;
+        }
+        if (s == Status::ok) ++seq;
+        else if (s != Status::timed_out) {
+            c->fail(c->bad, std::string("write returned ") + to_string(s));
+            break;
+        }
+    }
+    out.evicted = rank_evicted(w.segment(), 0);
+    const std::uint32_t owner_at_end = owner_pid(w.segment(), 0);
+    out.secs = static_cast<double>(now_ns() - t0) / 1e9;
+    c->stop = 1;
+    const bool alive_a = ::kill(a, 0) == 0, alive_b = ::kill(b, 0) == 0;
+    EXPECT_EQ(kids.wait(a, 10s), 0);
+    EXPECT_EQ(kids.wait(b, 10s), 0);
+    out.refused = c->refused_evicted.load();
+    out.double_owner = c->double_owner.load();
+    out.bad = c->bad.load();
+    out.attaches = c->attaches.load();
+    out.in_use = c->in_use.load();
+    out.stalls = c->stalls.load();
+    out.published = seq;
+    out.text = c->text.str();
+    if (out.evicted)
+        out.text = "the writer evicted rank 0 (owner pid now " + std::to_string(owner_at_end) + "; children " +
+                   std::to_string(a) + (alive_a ? " alive, " : " gone, ") + std::to_string(b) +
+                   (alive_b ? " alive" : " gone") + ")" + (out.text.empty() ? "" : "; then " + out.text);
+}
+
+// Pins: claim_owner CAS-claims the owner pid first and stores the start time after it, and a clean
+// detach clears the pid but never the start time. An observer between the two stores sees the NEW
+// owner's pid with the OLD owner's start time and judges a live owner dead: the writer's liveness
+// check (evict_dead_readers) evicts a live reader, or a second claimant takes the rank from its live
+// owner. Two children that never die take rank 0 from each other (2 s of churn in all, in rounds that
+// end at the first misjudgement, at most kClaimMaxRounds) while the writer, blocked on that lagging
+// rank, checks its liveness every 100 us; now and then a claim stalls right after its first store.
+TEST(Regression, LiveOwnerIsNeverJudgedDeadDuringClaims) {
+    std::vector<ClaimRound> rounds;
+    std::int64_t left = kClaimChurnNs;
+    while (left > 50'000'000 && static_cast<int>(rounds.size()) < kClaimMaxRounds) {
+        ClaimRound r;
+        run_claim_round(left, r);
+        if (::testing::Test::HasFatalFailure()) return;
+        rounds.push_back(r);
+        left -= static_cast<std::int64_t>(r.secs * 1e9);
+    }
+    int misjudged = 0, evictions = 0, refusals = 0, doubles = 0, bad = 0, bad_alone = 0;
+    std::uint64_t attaches = 0, in_use = 0, stalls = 0;
+    std::string first, first_bad, per_round;
+    for (const ClaimRound& r : rounds) {
+        misjudged += r.misjudged();
+        evictions += r.evicted;
+        refusals += r.refused != 0;
+        doubles += r.double_owner != 0;
+        bad += r.bad != 0;
+        bad_alone += r.bad != 0 && !r.misjudged();
+        attaches += r.attaches;
+        in_use += r.in_use;
+        stalls += r.stalls;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " [%.2f s%s%s%s%s]", r.secs, r.evicted ? " evicted" : "",
+                      r.refused ? " refused" : "", r.double_owner ? " two-owners" : "", r.bad ? " bad" : "");
+        per_round += buf;
+        if (first.empty() && r.misjudged()) first = r.text;
+        if (first_bad.empty() && r.bad != 0 && !r.misjudged()) first_bad = r.text;
+    }
+    std::printf("claim churn: %zu rounds, %d misjudged (evicted %d, attach refused %d, two owners %d), bad %d; "
+                "%llu attaches (%llu claims stalled%s), %llu rank_in_use; rounds:%s\n",
+                rounds.size(), misjudged, evictions, refusals, doubles, bad, static_cast<unsigned long long>(attaches),
+                static_cast<unsigned long long>(stalls), kCanStallClaims ? "" : ": no stall injection here",
+                static_cast<unsigned long long>(in_use), per_round.c_str());
+    EXPECT_EQ(misjudged, 0) << misjudged << " of " << rounds.size()
+                            << " rounds judged a live owner of rank 0 dead (evicted by the writer: " << evictions
+                            << ", re-attach refused as evicted: " << refusals
+                            << ", taken by the other claimant while held: " << doubles << "); first: " << first;
+    EXPECT_EQ(bad_alone, 0) << "rounds with wrong data or order, or an unexpected error, and no misjudgement: "
+                            << bad_alone << "; first: " << first_bad;
+    EXPECT_GT(attaches, 50u) << "the children hardly churned";
+    if (kCanStallClaims) {
+        EXPECT_GT(stalls, 0u) << "no claim was stalled: the stall injector never found a claim";
+    }
 }
 
 }  // namespace
