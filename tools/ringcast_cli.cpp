@@ -6,6 +6,7 @@
 //   ringcast gc [--dry-run] [--prefix P]  remove segments whose creator, writer and readers are all dead
 //
 // Exit status: 0 success, 1 a failure the message explains, 2 bad usage.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -64,6 +65,23 @@ std::string pid_str(std::uint32_t pid, bool alive) {
 
 // ---- ls -----------------------------------------------------------------------------------------
 
+// Prints rows (the first is the header) in columns as wide as their widest cell, separated by one
+// space; right_aligned[i] aligns column i to the right (numbers). The last column is not padded.
+void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right_aligned) {
+    std::vector<std::size_t> width(right_aligned.size(), 0);
+    for (const auto& row : rows)
+        for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            const std::string pad(i + 1 == row.size() && !right_aligned[i] ? 0 : width[i] - row[i].size(), ' ');
+            if (i != 0) line += ' ';
+            line += right_aligned[i] ? pad + row[i] : row[i] + pad;
+        }
+        std::printf("%s\n", line.c_str());
+    }
+}
+
 int cmd_ls(bool json, const std::string& prefix) {
     const auto listing = ringcast::cli::list_segments(prefix);
     std::vector<SegmentInfo> infos;
@@ -89,22 +107,21 @@ int cmd_ls(bool json, const std::string& prefix) {
         }
         std::printf("%s]\n", infos.empty() ? "" : "\n");
     } else {
-        std::printf("%-32s %-10s %-5s %8s %8s %-8s %-16s %-16s %s\n", "NAME", "OWNER", "MODE", "SIZE", "RING",
-                    "READERS", "CREATOR", "WRITER", "STATE");
+        // Column widths come from the data (names are up to 200 characters): every row lines up.
+        std::vector<std::vector<std::string>> rows{{"NAME", "OWNER", "MODE", "SIZE", "RING", "READERS", "CREATOR",
+                                                    "WRITER", "STATE"}};
         for (const auto& s : infos) {
             if (!s.error.empty()) {
-                std::printf("%-32s %-10s %-5s %8s %8s %-8s %-16s %-16s error: %s\n", s.name.c_str(), s.owner.c_str(),
-                            mode_str(s.file_mode).c_str(), human(s.file_size).c_str(), "-", "-", "-", "-",
-                            s.error.c_str());
+                rows.push_back({s.name, s.owner, mode_str(s.file_mode), human(s.file_size), "-", "-", "-", "-",
+                                "error: " + s.error});
                 continue;
             }
-            const std::string readers = std::to_string(s.live_readers()) + "/" + std::to_string(s.reader_count);
-            const char* state = s.abandoned() ? "abandoned" : (s.closed() ? "closed" : "open");
-            std::printf("%-32s %-10s %-5s %8s %8s %-8s %-16s %-16s %s\n", s.name.c_str(), s.owner.c_str(),
-                        mode_str(s.file_mode).c_str(), human(s.file_size).c_str(), human(s.capacity).c_str(),
-                        readers.c_str(), pid_str(s.creator_pid, s.creator_alive).c_str(),
-                        pid_str(s.writer_pid, s.writer_alive).c_str(), state);
+            rows.push_back({s.name, s.owner, mode_str(s.file_mode), human(s.file_size), human(s.capacity),
+                            std::to_string(s.live_readers()) + "/" + std::to_string(s.reader_count),
+                            pid_str(s.creator_pid, s.creator_alive), pid_str(s.writer_pid, s.writer_alive),
+                            s.abandoned() ? "abandoned" : (s.closed() ? "closed" : "open")});
         }
+        print_table(rows, {false, false, false, true, true, false, false, false, false});
     }
     if (listing.unreadable != 0)
         std::fprintf(stderr, "ringcast: %zu entr%s in /dev/shm could not be read (permission denied)\n", listing.unreadable,

@@ -1,10 +1,12 @@
 // Tests of every `ringcast` subcommand (tools/ringcast_cli.cpp) on real segments. Each test works only
 // on names with its own prefix (ls/gc --prefix), so segments of concurrently running programs are
 // never listed nor collected.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -123,6 +125,56 @@ TEST(CliLs, ListsRingcastSegmentsWithOwnerSizeReadersAndLiveness) {
                                  "d[0]['live_readers']==1 and d[0]['creator_alive'] and d[0]['size']==" +
                                  std::to_string(w.segment().size()) + " and not d[0]['abandoned']";
         EXPECT_TRUE(json_check(js.out, want)) << js.out;
+    }
+}
+
+// Names may be 200 characters long: the columns of `ls` are as wide as their data, so every row lines
+// up with the header whatever the names' lengths (a fixed 32-character NAME column pushed the rest of
+// a long name's row to the right).
+TEST(CliLs, ColumnsLineUpForNamesUpTo200Characters) {
+    const std::string prefix = prefix_for("lswide");
+    const std::string longest = prefix + std::string(200 - prefix.size(), 'n'), shortest = prefix + "s";
+    ASSERT_EQ(longest.size(), 200u);
+    auto w_long = Writer::create(longest, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto r_long = Reader::attach(longest, 0);
+    auto w_short = Writer::create(shortest, SegmentOptions{.readers = 3, .capacity = 1 << 20});
+
+    const RunResult res = cli({"ls", "--prefix", prefix});
+    ASSERT_EQ(res.exit_code, 0) << res.err;
+    std::vector<std::string> lines;
+    for (std::size_t pos = 0, end; pos < res.out.size(); pos = end + 1) {
+        end = res.out.find('\n', pos);
+        if (end == std::string::npos) end = res.out.size();
+        lines.push_back(res.out.substr(pos, end - pos));
+    }
+    ASSERT_EQ(lines.size(), 3u) << res.out;
+    const std::string& header = lines[0];
+    ASSERT_EQ(header.rfind("NAME ", 0), 0u) << res.out;
+    // Where each column starts (left-aligned) or ends (SIZE and RING: right-aligned), from the header.
+    const auto start = [&](const char* title) { return header.find(std::string(" ") + title + " ") + 1; };
+    const std::size_t owner = start("OWNER"), mode = start("MODE"), readers = start("READERS"),
+                      creator = start("CREATOR"), writer = start("WRITER"), state = header.rfind(" STATE") + 1;
+    const std::size_t size_end = start("SIZE") + 4, ring_end = start("RING") + 4;
+    EXPECT_EQ(header.substr(state), "STATE");
+    EXPECT_GT(owner, longest.size()) << "the NAME column is narrower than the longest name:\n" << res.out;
+    const std::string me = std::to_string(::getpid()) + " (alive)";
+    for (const auto& [name, ranks] : {std::pair{longest, std::string("1/1")}, std::pair{shortest, std::string("0/3")}}) {
+        const auto row = std::find_if(lines.begin() + 1, lines.end(), [&](const std::string& l) {
+            return l.rfind(name + " ", 0) == 0;
+        });
+        ASSERT_NE(row, lines.end()) << name << " is not listed:\n" << res.out;
+        const std::string& l = *row;
+        for (std::size_t col : {owner, mode, readers, creator, writer, state})
+            EXPECT_TRUE(l[col - 1] == ' ' && l[col] != ' ') << "a column of '" << name << "' does not start at "
+                                                            << col << ", under its title:\n" << res.out;
+        for (std::size_t end : {size_end, ring_end})
+            EXPECT_TRUE(l[end - 1] != ' ' && l[end] == ' ') << "SIZE/RING of '" << name << "' does not end at " << end
+                                                            << ", under its title:\n" << res.out;
+        EXPECT_EQ(l.substr(mode, 5), "0600 ") << l;
+        EXPECT_EQ(l.substr(readers, ranks.size() + 1), ranks + " ") << l;
+        EXPECT_EQ(l.substr(creator, me.size()), me) << l;
+        EXPECT_EQ(l.substr(writer, me.size()), me) << l;
+        EXPECT_EQ(l.substr(state), "open") << l;
     }
 }
 

@@ -1,17 +1,66 @@
 #!/usr/bin/env bash
-# Installs ringcast from <source> into <work>/prefix, then builds a consumer against it twice:
-# with CMake's find_package(ringcast) and with pkg-config. Runs both.
+# Proves the installed package is relocatable. Builds ringcast from <source> configured for one prefix
+# (<work>/configured, never created), installs it with `cmake --install --prefix <work>/installed`
+# (what a user does), then MOVES the installed tree to <work>/moved, so no file may still point at
+# either earlier place. From the moved tree it builds and runs a consumer twice: with CMake's
+# find_package(ringcast) (CMAKE_PREFIX_PATH) and with pkg-config (PKG_CONFIG_LIBDIR: only this .pc).
+# Done for libdir `lib` and again for a multiarch libdir one level deeper (lib/x86_64-linux-gnu).
 set -euo pipefail
 src=$1 work=$2
-rm -rf "$work"; mkdir -p "$work"
-cmake -S "$src" -B "$work/lib" -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BUILD_BENCH=OFF -DRINGCAST_BUILD_PYTHON=OFF \
-      -DCMAKE_INSTALL_PREFIX="$work/prefix" >"$work/log" 2>&1
-cmake --build "$work/lib" -j2 >>"$work/log" 2>&1
-cmake --install "$work/lib" >>"$work/log" 2>&1
 here=$(cd "$(dirname "$0")" && pwd)
-cmake -S "$here" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >>"$work/log" 2>&1
-cmake --build "$work/consumer" >>"$work/log" 2>&1
-"$work/consumer/consumer"
-pc_dir=$(dirname "$(find "$work/prefix" -name ringcast.pc | head -1)")
-g++ "$here/main.cpp" -o "$work/consumer-pc" $(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs ringcast)
-"$work/consumer-pc"
+rm -rf "$work"; mkdir -p "$work"
+log=$work/log
+fail() {
+  echo "install_consumer: FAILED: $*" >&2
+  echo "---- last lines of $log:" >&2
+  tail -n 30 "$log" >&2
+  exit 1
+}
+step() { echo "+ $*" >>"$log"; "$@" >>"$log" 2>&1; }
+
+# check NAME LIBDIR: configure with that libdir, install elsewhere, move, consume from the new place.
+check() {
+  local name=$1 libdir=$2
+  local configured=$work/$name/configured installed=$work/$name/installed moved=$work/$name/moved
+  mkdir -p "$work/$name"
+  # The same build tree for every libdir: only install paths change, nothing recompiles.
+  step cmake -S "$src" -B "$work/lib" -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BUILD_BENCH=OFF \
+       -DRINGCAST_BUILD_PYTHON=OFF -DRINGCAST_BUILD_TOOLS=OFF \
+       -DCMAKE_INSTALL_PREFIX="$configured" -DCMAKE_INSTALL_LIBDIR="$libdir" || fail "$name: configure"
+  step cmake --build "$work/lib" -j2 || fail "$name: build"
+  step cmake --install "$work/lib" --prefix "$installed" || fail "$name: install"
+  [ ! -e "$configured" ] || fail "$name: the install wrote into the configured prefix $configured"
+  mv "$installed" "$moved"
+
+  # find_package(ringcast), looking only at the moved tree.
+  step cmake -S "$here" -B "$work/$name/consumer-cmake" -DCMAKE_PREFIX_PATH="$moved" \
+       || fail "$name: find_package(ringcast) with CMAKE_PREFIX_PATH=$moved"
+  local found
+  found=$(sed -n 's/^ringcast_DIR:[A-Z]*=//p' "$work/$name/consumer-cmake/CMakeCache.txt")
+  case $found in "$moved"/*) ;; *) fail "$name: find_package found ringcast at '$found', not under $moved" ;; esac
+  step cmake --build "$work/$name/consumer-cmake" || fail "$name: consumer build (find_package)"
+  "$work/$name/consumer-cmake/consumer" || fail "$name: consumer run (find_package)"
+
+  # pkg-config, with only the moved tree's ringcast.pc visible.
+  local pcdir=$moved/$libdir/pkgconfig
+  [ -f "$pcdir/ringcast.pc" ] || fail "$name: no ringcast.pc in $pcdir"
+  local pc_prefix flags
+  pc_prefix=$(PKG_CONFIG_LIBDIR=$pcdir pkg-config --variable=prefix ringcast) || fail "$name: pkg-config ringcast"
+  flags=$(PKG_CONFIG_LIBDIR=$pcdir pkg-config --cflags --libs ringcast) || fail "$name: pkg-config --cflags --libs"
+  echo "+ $name: pkg-config prefix=$pc_prefix flags: $flags" >>"$log"
+  # shellcheck disable=SC2086  # $flags is a list of compiler arguments
+  step g++ "$here/main.cpp" -o "$work/$name/consumer-pc" $flags \
+    || fail "$name: consumer build with pkg-config from $pcdir (ringcast.pc says prefix=$pc_prefix; flags: $flags)"
+  [ "$(realpath -m "$pc_prefix")" = "$(realpath "$moved")" ] \
+    || fail "$name: ringcast.pc says prefix=$pc_prefix, the tree is at $moved"
+  "$work/$name/consumer-pc" || fail "$name: consumer run (pkg-config)"
+  echo "install_consumer: $name (libdir $libdir): find_package and pkg-config work from the moved tree"
+}
+
+check plain lib
+multiarch=$(g++ -print-multiarch 2>/dev/null || true)
+if [ -n "$multiarch" ]; then
+  check multiarch "lib/$multiarch"
+else
+  echo "install_consumer: no multiarch triplet from g++ -print-multiarch: the lib/<triplet> case is skipped"
+fi
