@@ -118,3 +118,36 @@ def test_dead_writer_is_named():
             p.kill()
         if handle is not None:
             ringcast._core.remove_segment(handle.name)  # a killed writer cannot unlink its segment
+
+
+@pytest.mark.parametrize("timeout_fraction", [0.0, 0.2, 1.0])
+def test_a_reader_polling_with_short_timeouts_learns_the_writer_died(timeout_fraction):
+    # Executors poll with short timeouts to stay responsive; the liveness check is counted across
+    # calls, so every timeout pattern learns of a dead writer within two liveness intervals.
+    liveness = 0.2
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    p = ctx.Process(target=writer_then_sleep, args=(child, liveness))
+    p.start()
+    handle = None
+    try:
+        handle = parent.recv()
+        r = ringcast.MessageQueue.create_from_handle(handle, 0)
+        r.wait_until_ready()
+        p.kill()
+        p.join(timeout=10)
+        dead_at = time.monotonic()
+        with pytest.raises(ringcast.PeerDeadError, match=f"pid {p.pid}"):
+            while time.monotonic() - dead_at < 20 * liveness:
+                try:
+                    r.dequeue(timeout=liveness * timeout_fraction)
+                except TimeoutError:
+                    pass
+        took = time.monotonic() - dead_at
+        assert took <= 2 * liveness + 0.1, f"learned of the death after {took:.3f} s (liveness {liveness} s)"
+    finally:
+        if p.is_alive():
+            p.kill()
+        p.join(timeout=10)
+        if handle is not None:
+            ringcast._core.remove_segment(handle.name)  # a killed writer cannot unlink its segment

@@ -114,8 +114,7 @@ Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t) {
 py::list PyGatherCollector::finish(Collect& c, Gil& gil) {
     Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns);
     if (s == Status::timed_out && c.deadline != kPollOnly && Clock::now() < c.deadline)
-        s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t); },
-                        [&] { collector_->check_liveness(c.pending); });
+        s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t); });
     gil.acquire();
     return replies_or_raise(s, c.tag, c.ranks, c.pending, c.got, c.timeout_text);
 }
@@ -166,8 +165,7 @@ void PyGatherWorker::reply(std::uint64_t tag, py::buffer data, const std::option
             gil.release();
             s = worker_->reply(tag, bytes, deadline == kNoDeadline ? kForever : std::chrono::nanoseconds(deadline - Clock::now()));
         } else {
-            s = wait_sliced(gil, deadline, *worker_, [&](std::chrono::nanoseconds t) { return worker_->reply(tag, bytes, t); },
-                            [&] { worker_->check_liveness(); });
+            s = wait_sliced(gil, deadline, *worker_, [&](std::chrono::nanoseconds t) { return worker_->reply(tag, bytes, t); });
         }
     }
     gil.acquire();

@@ -117,10 +117,11 @@ protected:
     [[nodiscard]] bool forked_child() const;
 
     // Repeats attempt(slice) (a core call with a timeout, returning Status) until it returns anything
-    // but timed_out or the deadline passes. Slices: see the file comment. `liveness()` runs every
-    // liveness interval without the GIL and may throw PeerDead.
-    template <class Core, class Attempt, class Liveness>
-    Status wait_sliced(Gil& gil, Deadline deadline, Core& core, Attempt&& attempt, Liveness&& liveness) {
+    // but timed_out or the deadline passes. Slices: see the file comment. The dead-peer check is the
+    // core's, counted across calls per endpoint, so it runs on schedule however the wait is sliced
+    // (and however short the caller's timeouts are); it throws PeerDead out of attempt().
+    template <class Core, class Attempt>
+    Status wait_sliced(Gil& gil, Deadline deadline, Core& core, Attempt&& attempt) {
         const bool main = in_main_thread();
         const std::chrono::nanoseconds slice = main ? std::min(kMainThreadSlice, liveness_) : liveness_;
         // A hybrid wait spins only in the first slice: the later slices resume the same wait, and
@@ -130,11 +131,10 @@ protected:
             WaitOptions original;
             ~RestoreWait() { core.set_wait(original); }
         } restore{core, core.wait_options()};
-        Deadline next_live = Clock::now() + liveness_;
         for (bool first = true;; first = false) {
-            Deadline now = Clock::now();
+            const Deadline now = Clock::now();
             if (now >= deadline) return Status::timed_out;
-            Deadline until = std::min({deadline, now + slice, next_live});
+            const Deadline until = std::min(deadline, now + slice);
             gil.release();
             if (!first && restore.original.kind == WaitKind::hybrid) {
                 WaitOptions sleep_only = restore.original;
@@ -143,11 +143,6 @@ protected:
             }
             const Status s = attempt(std::max(std::chrono::nanoseconds(until - now), std::chrono::nanoseconds(1)));
             if (s != Status::timed_out) return s;
-            now = Clock::now();
-            if (now >= next_live) {
-                liveness();
-                next_live = now + liveness_;
-            }
             if (main) check_signals(gil);
         }
     }

@@ -30,9 +30,7 @@ PyWriter::PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t
     so.mode = static_cast<mode_t>(mode);
     WriterOptions wo;
     wo.wait = wait_options(wait, spin_us, spin_max_us);
-    // The binding waits in slices shorter than the interval, so it runs the liveness check itself
-    // (check_readers); the core's own check would never fire inside a slice.
-    wo.liveness_interval = std::chrono::hours(24);
+    wo.liveness_interval = liveness_;  // counted across calls by the core: slicing cannot starve it
     wo.unlink_on_destroy = true;
     writer_ = std::make_unique<Writer>(Writer::create(name, so, wo));
     name_ = name;
@@ -162,8 +160,7 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
             [&](std::chrono::nanoseconds t) {
                 r = writer_->reserve(n, t);
                 return r.status;
-            },
-            [&] { check_readers(); });
+            });
         r.status = s;
     }
     switch (r.status) {
