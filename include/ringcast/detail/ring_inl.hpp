@@ -199,7 +199,7 @@ inline Status Writer::write_stream(std::span<const std::span<const std::byte>> p
         dst += prefix;
         for (std::uint64_t left = chunk; left != 0;) {  // gather this fragment's bytes from the parts
             const std::uint64_t n = std::min<std::uint64_t>(left, parts[part].size() - in_part);
-            std::memcpy(dst, parts[part].data() + in_part, n);
+            if (n != 0) std::memcpy(dst, parts[part].data() + in_part, n);  // an empty part may have no data()
             dst += n;
             left -= n;
             in_part += n;
