@@ -208,7 +208,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
             if (std::find(pending.begin(), pending.end(), r) == pending.end()) pending.push_back(r);
         }
     }
-    // Replies an earlier collect of this tag took before it threw come first.
+    // Replies an earlier, unfinished collect of this tag took come first.
     if (!kept_.empty()) {
         if (kept_tag_ == tag) {
             for (auto it = pending.begin(); it != pending.end();) {
@@ -221,9 +221,21 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
                 }
             }
         } else {
-            kept_.clear();  // an abandoned tag's replies: its collect failed and the caller moved on
+            kept_.clear();  // another tag's: its collect did not finish and the caller moved on
         }
     }
+    // An unfinished collect keeps what it took (released from the rings: nobody else has it any
+    // more), so that a retry of the tag — or a caller collecting in slices, as the Python binding
+    // does — never waits for a reply that already came.
+    const auto keep_taken = [&](bool copy) {
+        if (kept_.empty() || kept_tag_ != tag) kept_.assign(readers_.size(), std::nullopt);
+        kept_tag_ = tag;
+        for (std::uint32_t r = 0; r < readers_.size(); ++r) {
+            if (!result.replies[r]) continue;
+            if (copy) kept_[r] = result.replies[r];
+            else kept_[r] = std::move(result.replies[r]);
+        }
+    };
     std::vector<std::uint32_t> closed_ranks;
     try {
         for (;;) {
@@ -236,14 +248,11 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
             result.missing = pending;
             result.missing.insert(result.missing.end(), closed_ranks.begin(), closed_ranks.end());
             std::sort(result.missing.begin(), result.missing.end());
+            keep_taken(/*copy=*/true);  // the caller gets them too
             return result;
         }
     } catch (...) {
-        // Keep what was taken (it was released from the rings: nobody else has it any more).
-        if (kept_.empty() || kept_tag_ != tag) kept_.assign(readers_.size(), std::nullopt);
-        kept_tag_ = tag;
-        for (std::uint32_t r = 0; r < readers_.size(); ++r)
-            if (result.replies[r]) kept_[r] = std::move(result.replies[r]);
+        keep_taken(/*copy=*/false);
         throw;
     }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;

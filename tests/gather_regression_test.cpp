@@ -222,6 +222,40 @@ TEST(GatherRegression, StaleReplyKeepsTheGoodRepliesAlreadyDrained) {
     }
 }
 
+// Pins: a collect that does not finish keeps the replies it took. A caller collecting in slices (the
+// Python binding waits in 50 ms slices) got rank 1's reply in a timed-out slice, then a stale reply
+// from rank 0 threw; the next collect of the tag waited for rank 1's reply that had already come.
+TEST(GatherRegression, RepliesTakenBySlicesSurviveAStaleReply) {
+    for (const GatherWait method : kMethods) {
+        SCOPED_TRACE(std::string("method ") + method_name(method));
+        ScopedName name("greg-slices");
+        GatherOptions o;
+        o.ranks = 2;
+        o.method = method;
+        auto c = GatherCollector::create(name, o);
+        auto w0 = GatherWorker::attach(name, 0);
+        auto w1 = GatherWorker::attach(name, 1);
+        const auto a = pattern(1, 100), b = pattern(2, 200);
+        ASSERT_EQ(w1.reply(42, b, 1s), Status::ok);
+        const GatherResult first = c.collect_all(42, 20ms);  // slice 1: rank 1's reply, rank 0 missing
+        ASSERT_EQ(first.status, Status::timed_out);
+        ASSERT_TRUE(first.replies[1].has_value());
+        ASSERT_EQ(w0.reply(41, pattern(3, 10), 1s), Status::ok);  // stale
+        const std::uint32_t only0[] = {0};
+        try {
+            (void)c.collect(42, only0, 1s);  // slice 2: the stale reply
+            FAIL() << "no stale_reply";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::stale_reply) << e.what();
+        }
+        ASSERT_EQ(w0.reply(42, a, 1s), Status::ok);
+        const GatherResult r = c.collect_all(42, 1s);
+        ASSERT_EQ(r.status, Status::ok) << r.describe();
+        EXPECT_EQ(*r.replies[0], a);
+        EXPECT_EQ(*r.replies[1], b) << "rank 1's reply, taken by the timed-out slice, was lost";
+    }
+}
+
 // ---- Bug 3 ----------------------------------------------------------------------------------------
 // Pins: a collector that exits cleanly wedges its workers. Its Readers detach keeping their heads, so
 // the worker's ring (64 KiB) fills after ~one 60 KiB reply and every further reply waits for space

@@ -21,9 +21,10 @@
 //    workers' ordinary publish path wakes it: no doorbell needed. At most 128 ranks (FUTEX_WAITV_MAX).
 // Both are the one sleep mechanism of wait.hpp, with the same spin, liveness, cancel and timeout rules.
 //
-// Replies a collect() took before it failed with an exception (a stale reply, a dead worker, a
-// corrupt record) are kept: the next collect() of the same tag returns them (a collect of another
-// tag drops them). A collect() that returns timed_out or cancelled hands what came to its caller.
+// Replies a collect() took without finishing — it failed with an exception (a stale reply, a dead
+// worker, a corrupt record) or returned timed_out / cancelled (its result carries them too) — are
+// kept: the next collect() of the same tag returns them, so a retry, or a caller collecting in
+// slices, never waits for a reply that already came; a collect of another tag drops them.
 #pragma once
 
 #include <chrono>
@@ -125,7 +126,7 @@ private:
     DoorbellMapping bell_;
     std::vector<Reader> readers_;  // reader rank 0 of each worker's reply ring
     std::uint64_t kernel_waits_ = 0;
-    // Replies taken by a collect() that then threw: returned by the next collect(kept_tag_).
+    // Replies taken by a collect() that did not finish: returned by the next collect(kept_tag_).
     std::vector<std::optional<std::vector<std::byte>>> kept_;
     std::uint64_t kept_tag_ = 0;
     SpinHistory reply_waits_;  // how long waits for replies lasted (adaptive hybrid)
