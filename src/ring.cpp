@@ -43,11 +43,18 @@ Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
                                                       std::to_string(holder.pid) + ")");
         if (h.writer_owner.compare_exchange_weak(seen, mine, std::memory_order_acq_rel)) break;
     }
+    RINGCAST_CRASH_POINT(writer_claim);  // (the fault tests' crash points, detail/crash_point.hpp)
     owner_word_ = mine;
     line_ = &segment_.writer_line();
     data_ = segment_.data();
     // C2 for the writer role: a predecessor killed while asleep for space left its bit set.
     clear_announcement(space_site());
+    // E2 owed by a predecessor killed between E1 and E2: an evicted rank has no owner who could ever
+    // clear its bit (and a left one had none asleep), so clear theirs too.
+    for (std::uint32_t r = 0; r < readers_; ++r)
+        if (!holds_writer(layout::unpack_owner(segment_.reader_slot(r).owner.load(std::memory_order_acquire)).state))
+            clear_announcement(Reader::data_site_of(segment_, r));
+    RINGCAST_CRASH_POINT(writer_c2);
     tail_ = line_->tail.load(std::memory_order_acquire);  // a previous writer's records stay published
     known_free_end_ = tail_;  // unknown: the first reservation scans the heads
     // A previous writer may have died in the middle of a fragmented message, its first fragments
@@ -131,8 +138,11 @@ void Writer::check_lagging_readers() {
             // E1: one CAS from exactly the word we judged. If a replacement claimed the rank in
             // between (C1), the CAS fails and the replacement keeps a head we still honour.
             if (slot.owner.compare_exchange_strong(word, layout::pack_owner({SlotState::evicted, 0, 0}),
-                                                   std::memory_order_acq_rel))
+                                                   std::memory_order_acq_rel)) {
+                RINGCAST_CRASH_POINT(evict_e1);
                 clear_announcement(Reader::data_site_of(segment_, r));  // E2: the dead owner may have slept
+                RINGCAST_CRASH_POINT(evict_e2);
+            }
             continue;
         }
         // Only a slot still claimed by that dead process is a death (not one re-claimed or left since).
@@ -169,6 +179,7 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
                                                     std::to_string(holder.pid));
         if (slot.owner.compare_exchange_weak(seen, mine, std::memory_order_acq_rel)) break;
     }
+    RINGCAST_CRASH_POINT(claim_c1);
     owner_word_ = mine;
     line_ = &segment_.writer_line();
     slot_ = &slot;
@@ -177,6 +188,7 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
     mask_ = capacity_ - 1;
     max_payload_ = layout::max_record_payload(capacity_);
     clear_announcement(data_site());  // C2: a predecessor killed asleep left our bit set
+    RINGCAST_CRASH_POINT(claim_c2);
     // The head is ours now and the writer honours it (the slot was never evicted or left, and from
     // C1 on the writer's E1 cannot succeed against our live claim): tail - head <= capacity holds.
     head_ = slot.head.load(std::memory_order_acquire);  // never attached: 0 — nothing is missed
@@ -221,6 +233,7 @@ void Reader::release_claim(SlotState to) noexcept {
     std::uint64_t expected = owner_word_;
     const bool released = segment_.reader_slot(rank_).owner.compare_exchange_strong(
         expected, layout::pack_owner({to, 0, 0}), std::memory_order_seq_cst);
+    if (released) RINGCAST_CRASH_POINT(detach_d1);
     // A left rank no longer holds the writer: the CAS is w1 of wait.hpp for a writer asleep on space.
     if (released && to == SlotState::left) notify_sleepers(space_site(), segment_.reader_slot(rank_).wake_calls);
 }

@@ -55,6 +55,7 @@
 
 #include <sched.h>
 
+#include "ringcast/detail/crash_point.hpp"
 #include "ringcast/futex.hpp"
 
 namespace ringcast {
@@ -175,16 +176,20 @@ inline void clear_announcement(const SleepSite& site) noexcept {
 inline bool notify_sleepers(const SleepSite& site, std::atomic<std::uint64_t>& wake_calls) noexcept {
     if (!any_announced(site)) return false;           // w2: the fast path
     site.seq->fetch_add(1, std::memory_order_release);  // w3
+    RINGCAST_CRASH_POINT(wake_w3_seq);  // (detail/crash_point.hpp: nothing outside the fault tests)
     futex_wake(site.seq);
     wake_calls.fetch_add(1, std::memory_order_relaxed);  // slow path (a syscall follows); may have many storers
     return true;
 }
 
 // Waker side, steps w1..w3 above: publishes `value` into `cursor` and wakes sleepers if any.
-// Returns true if a wake system call was made.
+// Returns true if a wake system call was made. `after_w1` names the caller's step for the fault
+// tests' crash points (detail/crash_point.hpp); it compiles to nothing elsewhere.
 inline bool publish_and_notify(std::atomic<std::uint64_t>& cursor, std::uint64_t value, const SleepSite& site,
-                               std::atomic<std::uint64_t>& wake_calls) noexcept {
+                               std::atomic<std::uint64_t>& wake_calls,
+                               [[maybe_unused]] detail::CrashPoint after_w1 = detail::CrashPoint::none) noexcept {
     cursor.exchange(value, std::memory_order_seq_cst);  // w1 (also a release: publishes the bytes)
+    RINGCAST_CRASH_POINT_VAR(after_w1);
     return notify_sleepers(site, wake_calls);
 }
 
@@ -399,8 +404,11 @@ template <WaitStrategy S, class Ready>
         };
         for (;;) {
             for (const SleepSite& site : ctx.sites) announce(site);  // 3a
+            RINGCAST_CRASH_POINT(sleep_3a);  // (the fault tests' crash points: nothing elsewhere)
             std::atomic_thread_fence(std::memory_order_seq_cst);     // 3b: see the argument above
+            RINGCAST_CRASH_POINT(sleep_3b);
             snap.snapshot();                                         // 3c
+            RINGCAST_CRASH_POINT(sleep_3c);
             if (ready()) {                                           // 3d re-check
                 retract_all();
                 return WaitOutcome::ready;
@@ -413,8 +421,11 @@ template <WaitStrategy S, class Ready>
             if (ctx.sites[0].waits) ctx.sites[0].waits->fetch_add(1, std::memory_order_relaxed);
             if (ctx.kernel_waits) ++*ctx.kernel_waits;
             const Deadline wake_by = liveness.next() < ctx.deadline ? liveness.next() : ctx.deadline;
+            RINGCAST_CRASH_POINT(sleep_3d);
             const FutexWaitResult r = snap.sleep(wake_by);  // 3e, at most until the next check
+            RINGCAST_CRASH_POINT(sleep_3e);
             retract_all();                                  // 3f
+            RINGCAST_CRASH_POINT(sleep_3f);
             if (r == FutexWaitResult::unsupported)
                 throw Error(ErrorCode::system, "futex_waitv is not supported by this kernel (needs Linux 5.16)");
             if (ready()) return WaitOutcome::ready;

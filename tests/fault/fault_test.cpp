@@ -56,6 +56,23 @@ std::size_t trial_size(std::uint64_t seq, Point p) {
     return message_size(seq);
 }
 
+// Where the random-time kills landed: the victim traces every named step it passes
+// (include/ringcast/detail/crash_point.hpp) into shared memory; after the kill the last one is where
+// the kill landed ("after step X, before the next named step").
+struct Landings {
+    int n[static_cast<int>(detail::CrashPoint::count_)]{};
+    void add(std::uint32_t p) { ++n[p < static_cast<std::uint32_t>(detail::CrashPoint::count_) ? p : 0]; }
+    std::string summary() const {
+        std::string out;
+        for (int i = 0; i < static_cast<int>(detail::CrashPoint::count_); ++i)
+            if (n[i] != 0)
+                out += std::string(out.empty() ? "" : ", ") +
+                       (i == 0 ? "before any step" : detail::crash_point_name(static_cast<detail::CrashPoint>(i))) + " " +
+                       std::to_string(n[i]);
+        return out;
+    }
+};
+
 struct Stats {
     std::vector<double> ms;
     void add(std::int64_t ns) { ms.push_back(double(ns) / 1e6); }
@@ -120,6 +137,7 @@ void survive_and_check(std::string_view name, std::uint32_t rank, Point point, R
 // ---- a reader dies ------------------------------------------------------------------------------
 
 struct ReaderKillTrial {
+    std::atomic<std::uint32_t> landed{0};  // the victim's last named step
     std::atomic<std::uint64_t> victim_released{0};
     std::atomic<int> victim_holding{0};
     std::atomic<int> go{0};
@@ -223,14 +241,17 @@ void reader_kill_victim(std::string_view name, Point point, std::uint64_t hold_a
 }
 
 
-std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts[4]) {
+std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts[4], Landings& landings) {
     ScopedName name(evict ? "fk-rev" : "fk-r");
     auto seg = Segment::create(name, SegmentOptions{.readers = 2, .capacity = kCapacity});
     SharedBlock<ReaderKillTrial> t;
     const auto point = static_cast<Point>(rng.below(4));
     counts[static_cast<int>(point)]++;
     const std::uint64_t hold_at = rng.below(30);
-    const pid_t victim = spawn([&] { reader_kill_victim(name, point, hold_at, *t); });
+    const pid_t victim = spawn([&] {
+        detail::trace_crash_points(&t->landed);
+        reader_kill_victim(name, point, hold_at, *t);
+    });
     const pid_t survivor = spawn([&] { survive_and_check(name, 1, point, t->survivor); });
     const pid_t writer = spawn([&] { reader_kill_writer(name, point, evict, *t); });
 
@@ -253,6 +274,7 @@ std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts
     ::kill(victim, SIGKILL);
     t->go = 1;
     const int victim_rc = wait_child(victim, kChildLimit);
+    landings.add(t->landed.load());
     const int writer_rc = wait_child(writer, kChildLimit);
     const int survivor_rc = wait_child(survivor, kChildLimit);
 
@@ -301,10 +323,11 @@ void reader_kill_suite(bool evict) {
     Rng rng{seed};
     Stats stats;
     int counts[4]{};
+    Landings landings;
     int failures = 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < trials; ++i) {
-        const std::string err = run_reader_kill_trial(rng, evict, stats, counts);
+        const std::string err = run_reader_kill_trial(rng, evict, stats, counts, landings);
         if (!err.empty()) {
             ADD_FAILURE() << "trial " << i << " (RINGCAST_FAULT_SEED=" << seed << "): " << err;
             if (++failures >= 5) break;
@@ -316,6 +339,7 @@ void reader_kill_suite(bool evict) {
                 evict ? "on" : "off", trials, counts[0], counts[1], counts[2], counts[3], secs,
                 static_cast<unsigned long long>(seed), evict ? "longest write stall after the kill" : "detection",
                 stats.summary().c_str());
+    std::printf("  where the kills landed (last named step passed): %s\n", landings.summary().c_str());
 }
 
 TEST(ReaderKilled, WriterFailsNamingTheDeadRankWithinTwoIntervals) { reader_kill_suite(false); }
@@ -324,6 +348,7 @@ TEST(ReaderKilled, EvictingWriterGoesOnWithinTwoIntervals) { reader_kill_suite(t
 // ---- the writer dies ----------------------------------------------------------------------------
 
 struct WriterKillTrial {
+    std::atomic<std::uint32_t> landed{0};  // the victim's last named step
     std::atomic<std::int64_t> kill_ns{0};
     std::atomic<int> release_readers{0};  // Point::blocked: rank 1 stops reading until the kill
     std::atomic<std::uint64_t> published{0};
@@ -363,7 +388,7 @@ void writer_kill_writer(std::string_view name, Point point, WriterKillTrial& t) 
     }
 }
 
-std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4]) {
+std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4], Landings& landings) {
     ScopedName name("fk-w");
     auto seg = Segment::create(name, SegmentOptions{.readers = 2, .capacity = kCapacity});
     SharedBlock<WriterKillTrial> t;
@@ -374,7 +399,10 @@ std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4]) {
     if (point != Point::blocked) t->release_readers = 1;
     const pid_t r0 = spawn([&] { survive_and_check(name, 0, point, t->readers[0]); });
     const pid_t r1 = spawn([&] { survive_and_check(name, 1, point, t->readers[1], &t->release_readers); });
-    const pid_t writer = spawn([&] { writer_kill_writer(name, point, *t); });
+    const pid_t writer = spawn([&] {
+        detail::trace_crash_points(&t->landed);
+        writer_kill_writer(name, point, *t);
+    });
     // Readers treat "no writer yet" as not a death: kill the writer only once it holds the segment.
     bool reached = wait_until([&] { return layout::unpack_owner(seg.header().writer_owner.load()).pid == std::uint32_t(writer); }, 5000ms);
     switch (point) {
@@ -393,6 +421,7 @@ std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4]) {
     ::kill(writer, SIGKILL);
     t->release_readers = 1;
     const int writer_rc = wait_child(writer, kChildLimit);
+    landings.add(t->landed.load());
     const int rc0 = wait_child(r0, kChildLimit);
     const int rc1 = wait_child(r1, kChildLimit);
 
@@ -430,10 +459,11 @@ TEST(WriterKilled, ReadersFailWithinTwoIntervalsAndNeverSeeATornMessage) {
     Rng rng{seed};
     Stats stats;
     int counts[4]{};
+    Landings landings;
     int failures = 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < trials; ++i) {
-        const std::string err = run_writer_kill_trial(rng, stats, counts);
+        const std::string err = run_writer_kill_trial(rng, stats, counts, landings);
         if (!err.empty()) {
             ADD_FAILURE() << "trial " << i << " (RINGCAST_FAULT_SEED=" << seed << "): " << err;
             if (++failures >= 5) break;
@@ -444,6 +474,7 @@ TEST(WriterKilled, ReadersFailWithinTwoIntervalsAndNeverSeeATornMessage) {
                 "reader detection %s\n",
                 trials, counts[0], counts[1], counts[2], counts[3], secs, static_cast<unsigned long long>(seed),
                 stats.summary().c_str());
+    std::printf("  where the kills landed (last named step passed): %s\n", landings.summary().c_str());
 }
 
 // ---- a peer is stopped (alive but stuck): time out, never declare it dead -------------------------

@@ -74,22 +74,30 @@ inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
         h.length = static_cast<std::uint32_t>(pad - sizeof(layout::RecordHeader));
         h.kind = static_cast<std::uint32_t>(layout::RecordKind::padding);
         h.tag = 0;
+        RINGCAST_CRASH_POINT(publish_padding);
     }
     reserved_pos_ = tail_ + pad;
     return Status::ok;
 }
 
 // Steps 2..5 of the publish order (header comment of ring.hpp).
+// (RINGCAST_CRASH_POINT: the fault tests' crash points, detail/crash_point.hpp; nothing elsewhere.)
 inline void Writer::commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept {
+    RINGCAST_CRASH_POINT(publish_1_payload);
     auto& h = layout::record_at(data_, reserved_pos_ & mask_);
     h.length = static_cast<std::uint32_t>(payload);  // payload <= max_payload_ <= kMaxRecordLength: no cut
     h.kind = static_cast<std::uint32_t>(kind);
     h.tag = tag;
     tail_ = reserved_pos_ + layout::record_size(payload);
+    RINGCAST_CRASH_POINT(publish_2_header);
     // 3 + 4: seq_cst exchange (a release: pairs with the readers' acquire loads of tail), then w2..w3.
-    publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls);
+    publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls, detail::CrashPoint::publish_3_tail);
+    RINGCAST_CRASH_POINT(publish_4_readers_woken);
     // 5: the same exchange is w1 for the bell's sleeper too.
-    if (bell_.seq != nullptr) notify_sleepers(bell_, *bell_wake_calls_);
+    if (bell_.seq != nullptr) {
+        notify_sleepers(bell_, *bell_wake_calls_);
+        RINGCAST_CRASH_POINT(publish_5_bell);
+    }
 }
 
 inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeout_ns) {
@@ -215,6 +223,7 @@ inline Status Writer::write_stream(std::span<const std::span<const std::byte>> p
         // Readers are mid-stream from the first fragment until the last: any way out of this loop
         // from here on (timeout, cancel, or an exception such as peer_dead) owes them an abort record.
         stream_broken_ = !last;
+        if (!last) RINGCAST_CRASH_POINT(fragment_between);
     }
     bump_counter(line_->messages);
     return Status::ok;
@@ -253,8 +262,10 @@ inline SleepSite Reader::space_site() const noexcept {
 
 // Steps 2..3 of the release order (header comment of ring.hpp).
 inline void Reader::store_head(std::uint64_t new_head) noexcept {
+    RINGCAST_CRASH_POINT(release_1_done);
     // seq_cst exchange (a release: pairs with the writer's acquire loads of heads), then w2..w3.
-    publish_and_notify(slot_->head, new_head, space_site(), slot_->wake_calls);
+    publish_and_notify(slot_->head, new_head, space_site(), slot_->wake_calls, detail::CrashPoint::release_2_head);
+    RINGCAST_CRASH_POINT(release_3_woken);
 }
 
 inline bool Reader::poll_acquire() noexcept {
