@@ -1,4 +1,4 @@
-"""ReplyGather: replies from N worker ranks, collected by the executor with one wait.
+"""ReplyGather, GatherHandle, PendingReplies: replies from N worker ranks, collected with one wait.
 
 Each worker rank owns a one-reader reply ring; one shared doorbell line wakes the executor (or one
 futex_waitv over the rings' own futex words, ``method="futex_waitv"``). ``collect(tag, ranks)`` waits
@@ -21,7 +21,21 @@ from ringcast._queue import check_handle_version
 
 @dataclass(frozen=True)
 class GatherHandle:
-    """What a worker process needs to attach its rank; picklable."""
+    """What a worker process needs to attach its rank of a ReplyGather; picklable.
+
+    Get it from the executor's ``ReplyGather.export_handle()`` and attach with
+    ``ReplyGather.create_from_handle(handle, rank)``. A handle from another ringcast version is
+    refused with ValueError.
+
+    Attributes:
+        name: the gather's name (its reply rings are ``<name>.r<rank>``, its doorbell ``<name>.bell``).
+        n_ranks: worker ranks 0..n_ranks-1.
+        wait: the workers' wait strategy ('hybrid', 'futex', 'spin', 'spin_yield').
+        liveness_interval: seconds between a blocked worker's checks that the executor lives.
+        spin_us: hybrid: microseconds a worker spins before sleeping.
+        abi_version: the ringcast ABI of the exporting process (-1 in a handle built by hand).
+        spin_max_us: hybrid: above spin_us the workers' spin is adaptive, up to this long.
+    """
 
     name: str
     n_ranks: int
@@ -48,15 +62,47 @@ def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
 
 
 class ReplyGather:
-    """The executor creates it (``ReplyGather(n_ranks)``) and sends ``export_handle()`` to the workers;
-    each worker calls ``ReplyGather.create_from_handle(handle, rank)`` and ``reply(tag, obj)``; the
-    executor calls ``collect(tag, ranks=None | int | list, timeout=None)``.
+    """Replies from N worker ranks to one executor, collected with one wait for all ranks.
 
-    Options: ``max_reply_bytes`` sizes each reply ring (larger replies still work, in fragments);
-    ``method`` 'doorbell' (default) or 'futex_waitv' (at most 128 ranks); ``wait`` 'hybrid' (default),
-    'futex', 'spin' or 'spin_yield'; ``spin_us`` how long hybrid spins before sleeping; ``spin_max_us``
-    above spin_us makes that spin adaptive (MessageQueue's docstring says how), applied to both sides;
-    ``liveness_interval`` seconds between dead-worker checks.
+    The executor creates it (``ReplyGather(n_ranks)``) and sends ``export_handle()`` to the workers;
+    each worker calls ``ReplyGather.create_from_handle(handle, rank)`` and answers each request with
+    ``reply(tag, obj)``; the executor calls ``collect(tag, ranks)`` (or ``collect_async``).
+
+    Tags: the executor picks a tag per request (an int, 0..2**64-1, e.g. a step counter), sends it
+    with the request (e.g. through a MessageQueue), and each worker replies with it. Use a new tag
+    for every request: a reply carrying another tag (a late answer to an earlier request) raises
+    StaleReplyError, never passes for the answer to this one.
+
+    One wait for all ranks: collect() drains whatever replies are there, in any order, then waits
+    once (GIL released) until any pending rank answers, instead of one wait per rank.
+
+    Args:
+        n_ranks: worker ranks 0..n_ranks-1 (>= 1).
+        max_reply_bytes: sizes each rank's reply ring (the next power of two >= 4 x (max_reply_bytes
+            + 64), at least 64 KiB); larger replies still work, in fragments. Default 256 KiB.
+        method: how the executor sleeps: 'doorbell' (default; one shared doorbell line) or
+            'futex_waitv' (one futex_waitv over every pending ring; at most 128 ranks).
+        wait: 'hybrid' (default: spin spin_us, then sleep), 'futex', 'spin' or 'spin_yield', as
+            MessageQueue; applied to both sides (travels in the handle).
+        spin_us: hybrid: microseconds to spin before sleeping (default 10).
+        spin_max_us: hybrid: above spin_us the spin is adaptive (MessageQueue's docstring says
+            how); both sides. Default 0: off.
+        liveness_interval: seconds between dead-peer checks while blocked (default 1.0, > 0): a dead
+            worker (or executor) raises PeerDeadError within two intervals.
+        name: base name of the /dev/shm objects (default: a unique one).
+        mode: permission bits of the /dev/shm objects (default 0o600, owner only); a group mode
+            such as 0o660 lets the group attach; world-writable is refused.
+
+    Raises:
+        ValueError: n_ranks not an int >= 1, an unknown method or wait, a negative spin,
+            liveness_interval <= 0, futex_waitv with more than 128 ranks, a bad or used name, a
+            world-writable mode.
+        PermissionError, MemoryError, OSError: /dev/shm refused the objects (as MessageQueue).
+
+    Clean exit: a worker that closes (or is garbage-collected) closes its reply ring, and a collect
+    waiting for that rank raises ClosedError naming it; an executor that exits cleanly releases the
+    reply rings, so workers replying after it never block. One thread at a time per ReplyGather (a
+    second thread's concurrent call raises RuntimeError).
     """
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
@@ -80,6 +126,14 @@ class ReplyGather:
         self.rank = None
 
     def export_handle(self) -> GatherHandle:
+        """The handle the workers attach with (executor side).
+
+        Returns:
+            GatherHandle: picklable; pass it with a rank to ``ReplyGather.create_from_handle``.
+
+        Raises:
+            RuntimeError: called on a worker.
+        """
         if self._collector is None:
             raise RuntimeError("export_handle: only the executor side (the constructor's) has a handle")
         return GatherHandle(self.name, self.n_ranks, self._wait, self._liveness, self._spin_us, _core.ABI_VERSION,
@@ -87,6 +141,24 @@ class ReplyGather:
 
     @staticmethod
     def create_from_handle(handle: GatherHandle, rank: int) -> "ReplyGather":
+        """Attaches this process as worker ``rank``.
+
+        A rank whose previous worker is gone (its ReplyGather garbage-collected, or its process
+        dead) may be attached again, e.g. by a restarted worker.
+
+        Args:
+            handle: the executor's ``export_handle()``.
+            rank: 0..handle.n_ranks-1.
+
+        Returns:
+            ReplyGather: the worker side (reply, close).
+
+        Raises:
+            ValueError: not a GatherHandle, a handle from another ringcast version, a rank out of
+                range, a rank already attached by a live process, or a gather that does not exist
+                (any more).
+            PermissionError: the gather belongs to another user (mode 0o600).
+        """
         if not isinstance(handle, GatherHandle):
             raise ValueError(f"not a ReplyGather handle: {type(handle).__name__}")
         check_handle_version(handle)
@@ -105,8 +177,25 @@ class ReplyGather:
 
     # ---- worker side ----------------------------------------------------------------------------
     def reply(self, tag: int, obj: Any, timeout: Optional[float] = None) -> None:
-        """Sends `obj` as this rank's reply to request `tag` (blocks, GIL released, only if the
-        executor has not collected this rank's earlier replies and its ring is full)."""
+        """Sends ``obj`` (pickled) as this rank's reply to request ``tag`` (worker side).
+
+        Returns at once while the rank's reply ring has room; blocks, GIL released, only if the
+        executor has not collected this rank's earlier replies and the ring is full (a reply larger
+        than the ring streams through it while the executor collects).
+
+        Args:
+            tag: the request's tag (int, 0..2**64-1).
+            obj: any picklable object.
+            timeout: seconds; None (default) waits forever, 0 only takes free space.
+
+        Raises:
+            TimeoutError: the ring stayed full.
+            ClosedError: this worker was closed.
+            PeerDeadError: the executor died while this worker waited for ring space (within two
+                liveness intervals).
+            RuntimeError: called on the executor, or while another thread uses this worker.
+            ValueError: a negative timeout. TypeError: a tag that is not an int.
+        """
         if self._worker is None:
             raise RuntimeError("reply: only a worker (create_from_handle) replies")
         self._worker.reply(tag, pickle.dumps(obj, protocol=5), timeout)
@@ -114,10 +203,36 @@ class ReplyGather:
     # ---- executor side --------------------------------------------------------------------------
     def collect(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
                 timeout: Optional[float] = None) -> List[Any]:
-        """The replies to request `tag` from `ranks` (None: all; an int: that output rank only), as a
-        list in the order of `ranks`. One wait for the whole set. Raises TimeoutError naming the ranks
-        that did not answer, StaleReplyError for a reply with another tag, PeerDeadError for a dead
-        worker, ClosedError if a pending worker closed or the gather was shut down."""
+        """The replies to request ``tag`` from ``ranks`` (executor side).
+
+        Takes the replies that are there, in any order, then waits once for the rest — one wait
+        (GIL released) for all ranks, not one per rank.
+
+        Args:
+            tag: the request's tag.
+            ranks: None (default: every rank), an int (that rank only) or an iterable of ranks.
+            timeout: seconds; None (default) waits forever, 0 only takes what is there.
+
+        Returns:
+            list: the unpickled replies, in the order of ``ranks``.
+
+        Raises:
+            TimeoutError: the timeout passed; names the ranks that did not answer. The replies it
+                took are kept: a retry, collect() of the same tag, returns them and waits only for
+                the rest; a collect of another tag drops them (and a reply that arrives for the
+                abandoned tag later raises StaleReplyError there).
+            StaleReplyError: a rank replied with another tag (names the rank and both tags). The
+                stale reply is consumed; the good replies this collect took before it are kept for
+                the next collect of the same tag (a collect of another tag drops them).
+            PeerDeadError: a pending worker died (names its rank and pid; within two liveness
+                intervals).
+            ClosedError: a pending worker closed its reply ring (names the ranks), or the gather
+                was shut down (also wakes a collect blocked in another thread).
+            RuntimeError: called on a worker, while a collect_async is pending, or while another
+                thread uses this gather.
+            ValueError: a rank out of range, a negative timeout. TypeError: a rank that is not an
+                int.
+        """
         if self._collector is None:
             raise RuntimeError("collect: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
@@ -125,15 +240,30 @@ class ReplyGather:
 
     def collect_async(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
                       timeout: Optional[float] = None) -> "PendingReplies":
-        """Starts collect(tag, ranks, timeout) and returns at once, for an executor that prepares the next
-        step meanwhile — instead of a Python thread blocked in collect(). No thread is needed: the
-        replies land in each rank's reply ring whether or not anyone waits. ``done()`` looks without
-        waiting; ``result()`` returns what collect() would have returned (or raises what it would have
-        raised), and when the replies are in by then it costs no wait, no thread wake-up and no GIL
-        hand-off; otherwise it waits once, GIL released, for the rest. Replies larger than a reply
-        ring buffers (~4 x max_reply_bytes) hold their worker until result(). One pending collect per
-        ReplyGather: take result() before the next collect or collect_async. The timeout runs from
-        this call."""
+        """Starts collect(tag, ranks, timeout) and returns at once (executor side).
+
+        For an executor that prepares the next step meanwhile, instead of a Python thread blocked in
+        collect(). No thread is needed: the replies land in each rank's reply ring whether or not
+        anyone waits. ``PendingReplies.done()`` looks without waiting; ``PendingReplies.result()``
+        returns what collect() would have returned (or raises what it would have raised), and when
+        the replies are in by then it costs no wait, no thread wake-up and no GIL hand-off;
+        otherwise it waits once, GIL released, for the rest. Replies larger than a reply ring
+        buffers (~4 x max_reply_bytes) hold their worker until result(). One pending collect per
+        ReplyGather: take result() before the next collect or collect_async.
+
+        Args:
+            tag, ranks: as collect().
+            timeout: as collect(), but it runs from this call; a TimeoutError (like every other
+                error of the collect) is raised by result().
+
+        Returns:
+            PendingReplies: the started collect.
+
+        Raises:
+            RuntimeError: called on a worker, or a collect is already pending.
+            ClosedError: the gather was shut down.
+            ValueError, TypeError: a bad rank or timeout (at once, not from result()).
+        """
         if self._collector is None:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
@@ -142,11 +272,18 @@ class ReplyGather:
 
     @property
     def kernel_waits(self) -> int:
+        """How many times the executor's collects slept in the kernel (0 on a worker)."""
         return self._collector.kernel_waits if self._collector is not None else 0
 
     def close(self) -> None:
-        """Worker: close this rank's reply ring (a pending collect sees it). Executor: shut down (a
-        collect blocked in another thread raises ClosedError)."""
+        """Closes this side; ``shutdown`` is the same method.
+
+        Worker: closes this rank's reply ring: a collect waiting for the rank raises ClosedError
+        naming it; later reply() calls raise ClosedError. Once this object is garbage-collected a
+        new worker may attach the rank.
+        Executor: shuts down: a collect blocked in another thread, and every later call, raises
+        ClosedError; the /dev/shm objects are removed when the object is garbage-collected.
+        """
         if self._worker is not None:
             self._worker.close()
         if self._collector is not None:
@@ -160,9 +297,13 @@ class ReplyGather:
 
 
 class PendingReplies:
-    """A collect started by ReplyGather.collect_async()."""
+    """A collect started by ReplyGather.collect_async(); take its outcome with result().
 
-    __slots__ = ("_collector", "tag", "_taken")
+    Attributes:
+        tag: the request's tag.
+    """
+
+    __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None}
 
     def __init__(self, collector, tag: int):
         self._collector = collector
@@ -170,11 +311,24 @@ class PendingReplies:
         self._taken = False
 
     def done(self) -> bool:
-        """True once every reply is in (or the collect failed): result() will not wait."""
+        """True once result() will not wait: every reply is in, or the collect failed or timed out.
+
+        Never waits; the collect's errors are raised by result(). False after result() was taken.
+        """
         return not self._taken and self._collector.collect_done()
 
     def result(self) -> List[Any]:
-        """The replies in the order of the ranks asked for; waits (GIL released) if they are not all in."""
+        """The replies, in the order of the ranks asked for; waits (GIL released) for missing ones.
+
+        Returns:
+            list: what collect() would have returned.
+
+        Raises:
+            TimeoutError: the timeout given to collect_async() passed (names the missing ranks).
+            StaleReplyError, PeerDeadError, ClosedError: as collect().
+            RuntimeError: result() was already taken. After KeyboardInterrupt the collect is still
+                pending and result() may be called again.
+        """
         if self._taken:
             raise RuntimeError(f"result() of collect(tag={self.tag}) was already taken")
         try:

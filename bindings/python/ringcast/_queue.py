@@ -1,9 +1,10 @@
-"""MessageQueue: vLLM's shm_broadcast API on top of ringcast._core.
+"""MessageQueue and Handle: vLLM's shm_broadcast API on top of ringcast._core.
 
-Ownership of received objects: every object dequeue() returns owns its memory (the reader copies each
-part straight from the ring into a fresh bytes/bytearray before the ring space is released), so it
-stays valid forever and is independent of the queue. acquire_read() is the zero-copy exception: its
-memoryview is valid only inside the with-block.
+Objects are pickled with protocol 5; buffers of at least ``oob_threshold`` bytes travel out of band
+(see MessageQueue). Ownership of received objects: every object dequeue() returns owns its memory (the
+reader copies each part straight from the ring into a fresh bytes/bytearray before the ring space is
+released), so it stays valid forever and is independent of the queue. acquire_read() is the zero-copy
+exception: its memoryview is valid only inside the with-block.
 """
 
 from __future__ import annotations
@@ -31,7 +32,32 @@ _REMOTE_READERS_ISSUE = "remote readers (ZeroMQ) issue"
 
 @dataclass
 class Handle:
-    """Everything a reader process needs to attach; picklable (send it to spawned workers)."""
+    """Everything a reader process needs to attach to a MessageQueue; picklable.
+
+    Get it from the writer's ``MessageQueue.export_handle()``, send it to the reader processes (as a
+    ``multiprocessing`` argument, fork or spawn, or pickled over any channel) and attach there with
+    ``MessageQueue.create_from_handle(handle, rank)``. Build none by hand: a handle from another
+    ringcast version, or one whose queue was shut down or re-created, is refused with ValueError.
+
+    Attributes:
+        name: the queue's /dev/shm name.
+        n_reader: total reader ranks (vLLM); equal to ``len(local_reader_ranks)`` (no remote readers).
+        local_reader_ranks: the global rank of each local reader; a reader attaches as one of them.
+        max_chunk_bytes: the constructor's max_chunk_bytes (with max_chunks it sized the ring; the
+            default size of acquire_write()).
+        max_chunks: the constructor's max_chunks.
+        creation_time_ns: when the segment was created; tells a stale handle from a re-created
+            segment of the same name.
+        writer_pid: pid of the writer process.
+        wait: the wait strategy the readers use ('hybrid', 'futex', 'spin', 'spin_yield').
+        spin_us: hybrid: microseconds a reader spins before sleeping in the kernel.
+        spin_max_us: hybrid: above spin_us the readers' spin is adaptive, up to this long.
+        liveness_interval: seconds between a blocked reader's checks that the writer lives.
+        local_subscribe_addr: vLLM field, always None (kept for code that inspects it).
+        remote_subscribe_addr: vLLM field, always None (remote readers are not supported).
+        remote_addr_ipv6: vLLM field, always False.
+        abi_version: the ringcast ABI of the exporting process (-1 in a handle built by hand).
+    """
 
     name: str
     n_reader: int
@@ -53,13 +79,19 @@ class Handle:
 
     @property
     def buffer_handle(self):
+        """vLLM's ``(n_reader, max_chunk_bytes, max_chunks, name)`` tuple, for code that inspects it."""
         return (self.n_reader, self.max_chunk_bytes, self.max_chunks, self.name)
 
 
 def check_handle_version(handle) -> None:
-    """A handle pickled by another ringcast version (its fields may mean other things) is refused with
-    the reason, before anything is attached. Looks at the instance's own fields: a pickle from a
-    version without the field must not pick up the class default."""
+    """Refuses a handle pickled by another ringcast version (its fields may mean other things).
+
+    Called before anything is attached. Looks at the instance's own fields: a pickle from a version
+    without the field must not pick up the class default.
+
+    Raises:
+        ValueError: the handle's abi_version is not this ringcast's (or missing), with the reason.
+    """
     version = vars(handle).get("abi_version")
     if version != _core.ABI_VERSION:
         raise ValueError(f"handle from another ringcast version (ABI {version if version is not None else 'unknown'}); "
@@ -86,15 +118,82 @@ def _shutdown_writer(core_writer) -> None:  # weakref.finalize callback: must no
 
 
 class MessageQueue:
-    """One writer -> n_local_reader reader processes; every reader gets every message, in order.
+    """One writer -> ``n_local_reader`` reader processes over a shared-memory ring.
 
-    Same constructor and methods as vLLM's MessageQueue. Extra keyword-only options: ``name`` (the
-    /dev/shm name), ``wait`` ('hybrid', 'futex', 'spin', 'spin_yield'), ``spin_us`` (hybrid: spin this
-    long before sleeping; applies to the readers too), ``spin_max_us`` (hybrid: above spin_us, the spin
-    adapts: each endpoint spins about twice as long as its recent waits lasted, up to spin_max_us, and
-    only spin_us once its waits have been longer than that; past spin_us the spin yields the CPU and
-    stops when another thread needed it — low latency while steps come quickly, no CPU once idle),
-    ``liveness_interval`` (seconds between dead-peer checks while blocked), ``oob_threshold``.
+    Every reader gets every message, in order. The constructor makes the writer (and the /dev/shm
+    segment); send ``export_handle()`` to each reader process, which attaches with
+    ``MessageQueue.create_from_handle(handle, rank)``. Same constructor and methods as vLLM's
+    shm_broadcast MessageQueue (switch by changing the import), plus keyword-only options.
+
+    Args:
+        n_reader: total reader ranks (vLLM: local and remote). Must equal n_local_reader: remote
+            readers are not implemented.
+        n_local_reader: reader ranks on this machine, attached through shared memory (at most
+            1024); each gets its own cursor in the ring, and the writer waits for the slowest one,
+            including ranks that have not attached yet.
+        local_reader_ranks: the global rank of each local reader (default ``range(n_local_reader)``):
+            n_local_reader distinct ints; ``create_from_handle`` takes one of them.
+        max_chunk_bytes: with max_chunks, sizes the ring as in vLLM: the ring is the next power of two
+            >= max(max_chunk_bytes * max_chunks, 4 * (max_chunk_bytes + 16), 64 KiB) bytes of
+            /dev/shm (the defaults, 10 MiB x 10, give 128 MiB). Also the default size of
+            acquire_write(). It does not cap a message: a larger one is split into records of at
+            most capacity/4 - 16 bytes that stream through the ring.
+        max_chunks: see max_chunk_bytes: the ring holds about max_chunks messages of
+            max_chunk_bytes before the writer waits for the slowest reader.
+        connect_ip: accepted for vLLM compatibility; unused.
+        name: the /dev/shm name, 1..200 characters of [A-Za-z0-9._-] not starting with '.'
+            (default: a unique one). Removed again by shutdown().
+        wait: how a blocked call waits: 'hybrid' (default: spin spin_us, then sleep in the kernel),
+            'futex' (sleep at once), 'spin' (busy-spin, never sleeps: a whole core per waiter) or
+            'spin_yield' (sched_yield loop, never sleeps). Travels in the handle to the readers.
+        spin_us: hybrid: microseconds to spin before sleeping (default 10); readers too.
+        spin_max_us: hybrid: above spin_us the spin adapts: each endpoint spins about twice as long
+            as its recent waits lasted, up to spin_max_us, and only spin_us once its waits have been
+            longer than that; past spin_us the spin yields the CPU and stops when another thread
+            needed it (low latency while steps come quickly, no CPU once idle). Default 0: off.
+        liveness_interval: seconds between dead-peer checks while blocked (``liveness_s`` in
+            ringcast._core; default 1.0, must be > 0): a dead peer raises PeerDeadError within two
+            intervals. Travels in the handle.
+        oob_threshold: buffers (numpy arrays, pickle.PickleBuffer, a bytes/bytearray/memoryview
+            sent as the message itself) of at least this many bytes travel out of band: copied from
+            the object straight into the ring, and from the ring straight into the receiver's
+            buffer, never through the pickle. Smaller ones stay inside the pickle. Writer only;
+            default OOB_THRESHOLD (4096).
+
+    Attributes:
+        handle: the Handle (export_handle() returns it).
+        n_reader, n_local_reader, max_chunk_bytes, max_chunks: as given.
+        n_remote_reader: always 0.
+        local_reader_rank: a reader's index into local_reader_ranks; -1 on the writer.
+
+    Raises:
+        TypeError: a count or rank that is not an int.
+        ValueError: a count < 1, n_local_reader > n_reader, local_reader_ranks of the wrong length
+            or with duplicates, an unknown wait, a negative spin, liveness_interval <= 0, a bad
+            name or one already in use.
+        NotImplementedError: n_reader > n_local_reader (remote readers).
+        PermissionError: /dev/shm refused to create the segment (permission denied).
+        MemoryError: /dev/shm has no room for the ring. OSError: another system call failed.
+
+    Timeouts (every blocking method): seconds; None waits forever, 0 polls (what is ready now, else
+    TimeoutError at once), a negative value raises ValueError. The GIL is never held while
+    blocked: a call takes what is ready without dropping the GIL, and only then waits in the kernel
+    with it released (in the main thread in 50 ms slices, so Ctrl-C raises KeyboardInterrupt).
+
+    Dead peers: a blocked writer checks the readers it waits for, and a blocked reader the writer,
+    every liveness_interval; PeerDeadError names the dead process (pid; a reader's rank index)
+    within two intervals of the later of its death and the call blocking. A stopped (SIGSTOP) or
+    slow peer is alive: the call times out.
+
+    Clean exit: a reader that leaves (its MessageQueue is garbage-collected, e.g. when the worker
+    function returns) releases its rank: the writer stops keeping messages for it and never waits
+    for it again (a writer blocked on it wakes at once); attaching that rank again raises
+    ValueError. The writer's shutdown() (or its garbage collection) closes the queue: readers
+    drain what was sent, then get ClosedError.
+
+    One thread at a time per MessageQueue: a second thread's concurrent call raises RuntimeError
+    (shutdown() works from any thread). After fork the child cannot use the parent's queue
+    (RingcastError) and never closes it; it attaches its own from the handle.
     """
 
     def __init__(
@@ -160,13 +259,37 @@ class MessageQueue:
             liveness_interval=liveness_interval, local_subscribe_addr=None,
             remote_subscribe_addr=None, remote_addr_ipv6=False)
 
-    # ---- construction of readers -------------------------------------------------------------
     def export_handle(self) -> Handle:
+        """The Handle the reader processes attach with (picklable; the same object as ``self.handle``).
+
+        Returns:
+            Handle: pass it with a rank to ``MessageQueue.create_from_handle`` in each reader process.
+        """
         return self.handle
 
     @staticmethod
     def create_from_handle(handle: Handle, rank: int) -> "MessageQueue":
-        """Attach as the reader of global `rank` (one of handle.local_reader_ranks)."""
+        """Attaches this process as the reader of global rank ``rank``.
+
+        A late reader misses nothing: the writer keeps every message for a rank that has not
+        attached yet (and waits for it once the ring is full). A rank whose reader died may be
+        attached by a replacement process, which resumes where the dead one stopped; a rank whose
+        reader left cleanly is released for good (see the class docstring, "Clean exit").
+
+        Args:
+            handle: the writer's ``export_handle()``.
+            rank: one of ``handle.local_reader_ranks``.
+
+        Returns:
+            MessageQueue: the reader side (dequeue, dequeue_many, acquire_read, broadcast_object).
+
+        Raises:
+            ValueError: not a Handle, a handle from another ringcast version, a rank not in
+                local_reader_ranks, a stale handle (the queue was shut down or re-created), a rank
+                already attached by a live process or released by a clean exit, or a segment that
+                is not ringcast's.
+            PermissionError: the segment belongs to another user (segments are owner-only, 0600).
+        """
         if not isinstance(handle, Handle):
             raise ValueError(f"expected a ringcast.Handle, got {type(handle).__name__}")
         check_handle_version(handle)
@@ -206,7 +329,19 @@ class MessageQueue:
         return self
 
     def wait_until_ready(self, timeout: Optional[float] = None) -> None:
-        """Writer: wait until every local reader has attached. Reader: check that the writer lives."""
+        """Writer: waits until every local reader rank has attached. Reader: checks the writer lives.
+
+        Args:
+            timeout: writer only: seconds to wait; None (default) waits forever, 0 checks once. The
+                GIL is released while waiting. A reader does not wait.
+
+        Raises:
+            TimeoutError: writer: the timeout passed; the message lists the ranks that never
+                attached.
+            PeerDeadError: reader: the writer process is gone.
+            ClosedError: this queue was shut down.
+            ValueError: a negative timeout.
+        """
         if self._is_writer:
             self._writer.wait_readers(timeout)
         else:
@@ -252,23 +387,95 @@ class MessageQueue:
             raise RuntimeError(f"{what}: the writer cannot read; readers come from create_from_handle()")
 
     def enqueue(self, obj: Any, timeout: Optional[float] = None) -> None:
-        """Send `obj` to every reader. Blocks (GIL released) while the slowest reader holds the ring."""
+        """Sends ``obj`` to every reader.
+
+        Pickles ``obj`` (protocol 5; buffers of at least oob_threshold bytes out of band) and copies
+        it into the ring; any size works, a large message streams through the ring in records.
+        Returns at once while the ring has room; otherwise blocks, GIL released, until the slowest
+        reader frees space. A send interrupted half way (timeout, Ctrl-C, shutdown) is withdrawn:
+        readers never see a torn message.
+
+        Args:
+            obj: any picklable object.
+            timeout: seconds; None (default) waits forever, 0 only takes free space.
+
+        Raises:
+            TimeoutError: the slowest reader did not free space in time.
+            ClosedError: the queue was shut down (also wakes a call blocked in another thread).
+            PeerDeadError: a reader the writer waits for died (names its rank index and pid;
+                within two liveness intervals).
+            RuntimeError: called on a reader, or while another thread uses this queue.
+            ValueError: a negative timeout.
+            pickle.PicklingError, TypeError, AttributeError: what pickle raises for an object
+                it cannot pickle (nothing is sent).
+        """
         self._require_writer("enqueue")
         self._writer.send(self._dumps(obj), timeout)
 
     def dequeue(self, timeout: Optional[float] = None, indefinite: bool = False) -> Any:
-        """The next object. `indefinite` is accepted for vLLM compatibility (no periodic warnings here)."""
+        """Receives the next object (blocks, GIL released, until one is there).
+
+        The returned object owns its memory (numpy arrays are writable and independent of the ring).
+
+        Args:
+            timeout: seconds; None (default) waits forever, 0 only takes a message already there.
+            indefinite: accepted for vLLM compatibility; ignored (no periodic warnings here).
+
+        Returns:
+            The object the writer enqueued.
+
+        Raises:
+            TimeoutError: no message arrived in time.
+            ClosedError: the writer shut the queue down and every message has been read, or this
+                reader was shut down (also wakes a call blocked in another thread).
+            PeerDeadError: the writer died (names its pid; within two liveness intervals). What it
+                published before dying is still delivered first.
+            RingcastError: the next message was written with acquire_write() (read it with
+                acquire_read()), or the ring holds corrupt data.
+            RuntimeError: called on the writer, or while another thread uses this queue.
+            ValueError: a negative timeout.
+        """
         self._require_reader("dequeue")
         return self._loads(self._reader.recv(timeout))
 
     def dequeue_many(self, max_n: int, timeout: Optional[float] = None) -> List[Any]:
-        """Waits up to `timeout` for one object, then also takes every further complete one that is
-        ready (up to max_n) in the same call: one GIL acquisition per burst, not per message."""
+        """Receives a burst: waits for one object, then takes every further one that is ready.
+
+        One GIL acquisition per burst, not per message. Stops before a message written with
+        acquire_write() and before a close (the next call reports it).
+
+        Args:
+            max_n: the most objects to return (>= 1).
+            timeout: seconds to wait for the first object; None (default) forever, 0 poll.
+
+        Returns:
+            list: 1..max_n objects, in order.
+
+        Raises:
+            TimeoutError, ClosedError, PeerDeadError, RingcastError, RuntimeError: as dequeue()
+                (for the first object).
+            TypeError, ValueError: max_n not an int >= 1, a negative timeout.
+        """
         self._require_reader("dequeue_many")
         _check_int("max_n", max_n, 1)
         return [self._loads(parts) for parts in self._reader.recv_many(max_n, timeout)]
 
     def broadcast_object(self, obj: Any = None) -> Any:
+        """vLLM's broadcast: the writer sends ``obj`` and returns it; a reader returns the next object.
+
+        Waits without a timeout (GIL released), so it never raises TimeoutError: use enqueue() /
+        dequeue() with ``timeout`` for a bounded wait.
+
+        Args:
+            obj: writer: the object to send; ignored on a reader.
+
+        Returns:
+            Writer: ``obj``. Reader: the received object.
+
+        Raises:
+            ClosedError, PeerDeadError, RuntimeError: as enqueue() on the writer, dequeue() on a
+                reader.
+        """
         if self._is_writer:
             self.enqueue(obj)
             return obj
@@ -277,9 +484,27 @@ class MessageQueue:
     # ---- raw chunks (zero-copy) ---------------------------------------------------------------
     @contextmanager
     def acquire_write(self, timeout: Optional[float] = None, size: Optional[int] = None) -> Iterator[memoryview]:
-        """A writable memoryview of `size` (default max_chunk_bytes) bytes inside the ring, published to
-        every reader when the block exits normally (dropped if it raises). Readers get it with
-        acquire_read(). The view must not outlive the block."""
+        """Context manager: a writable memoryview of ``size`` bytes inside the ring (zero copy).
+
+        Write into the view inside the ``with`` block; the chunk is published to every reader when
+        the block exits normally and dropped if it raises. Readers take it with acquire_read()
+        (dequeue() refuses it). The view must not outlive the block.
+
+        Args:
+            timeout: seconds to wait for ring space; None (default) forever, 0 poll.
+            size: bytes (default max_chunk_bytes), at most the ring's largest record
+                (capacity/4 - 16).
+
+        Yields:
+            memoryview: writable, ``size`` bytes.
+
+        Raises:
+            TimeoutError: no space in time.
+            ClosedError, PeerDeadError: as enqueue().
+            ValueError: ``size`` exceeds the largest record; a negative timeout.
+            RingcastError: a view of the chunk outlived the block (the chunk was published).
+            RuntimeError: called on a reader, or while another thread uses this queue.
+        """
         self._require_writer("acquire_write")
         buf = self._writer.reserve_raw(self.max_chunk_bytes if size is None else size, timeout)
         ok = False
@@ -300,8 +525,23 @@ class MessageQueue:
 
     @contextmanager
     def acquire_read(self, timeout: Optional[float] = None, indefinite: bool = False) -> Iterator[memoryview]:
-        """A read-only view of the next chunk written with acquire_write(), valid inside the block;
-        the chunk is consumed when the block exits."""
+        """Context manager: a read-only memoryview of the next acquire_write() chunk (zero copy).
+
+        The view is valid only inside the ``with`` block; the chunk is consumed when it exits.
+
+        Args:
+            timeout: seconds; None (default) waits forever, 0 poll.
+            indefinite: accepted for vLLM compatibility; ignored.
+
+        Yields:
+            memoryview: read-only, the bytes the writer published.
+
+        Raises:
+            TimeoutError: no message arrived in time.
+            RingcastError: the next message was sent with enqueue() (it is left for dequeue()), or
+                one is partly received.
+            ClosedError, PeerDeadError, RuntimeError, ValueError: as dequeue().
+        """
         self._require_reader("acquire_read")
         buf = self._reader.peek_raw(timeout)
         try:
@@ -315,9 +555,13 @@ class MessageQueue:
 
     # ---- end -----------------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Writer: readers drain what was sent, then get ClosedError; the shm name is removed.
-        Reader: later calls raise ClosedError (the rank detaches when the object is collected).
-        Either way a call blocked in another thread wakes with ClosedError."""
+        """Closes this end; idempotent, callable from any thread.
+
+        Writer: readers drain what was sent, then get ClosedError; the /dev/shm name is removed at
+        once (done too when the writer is garbage-collected). Reader: later calls raise ClosedError;
+        the rank is released (the writer stops waiting for it) when the object is garbage-collected.
+        Either way a call blocked in another thread wakes with ClosedError.
+        """
         if self._is_writer:
             self._writer.shutdown()
             if self._finalizer is not None:
@@ -327,6 +571,7 @@ class MessageQueue:
 
     @property
     def name(self) -> str:
+        """The queue's /dev/shm name (``handle.name``)."""
         return self.handle.name
 
     def __repr__(self) -> str:

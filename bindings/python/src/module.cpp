@@ -25,7 +25,16 @@ PYBIND11_MODULE(_core, m) {
     using namespace ringcast;
     using namespace ringcast::python;
     using namespace ringcast::python::detail;
-    m.doc() = "ringcast C++ core binding (use the `ringcast` package)";
+    m.doc() =
+        "ringcast C++ core binding: the endpoints under the `ringcast` package (use that package).\n\n"
+        "Writer/Reader are the two ends of MessageQueue, GatherCollector/GatherWorker those of ReplyGather.\n"
+        "Every blocking method takes timeout in seconds (None: forever, 0: poll; negative: ValueError) and\n"
+        "never holds the GIL while blocked. liveness_s is the dead-peer check interval: PeerDeadError within\n"
+        "two intervals. Errors: TimeoutError, ClosedError, PeerDeadError, StaleReplyError, ValueError (bad\n"
+        "argument), PermissionError (another user's segment), RuntimeError (one thread per endpoint).\n\n"
+        "Constants: MAX_PARTS (parts per message), ABI_VERSION (handles of another one are refused),\n"
+        "MIN_CAPACITY (smallest ring, bytes), MAX_READERS (reader ranks per ring), MAIN_THREAD_SLICE_S\n"
+        "(main-thread wait slice: Ctrl-C latency), NO_GIL_COPY_BYTES (copies this large drop the GIL).";
 
     register_exceptions(m);
 
@@ -38,8 +47,13 @@ PYBIND11_MODULE(_core, m) {
     m.attr("MAIN_THREAD_SLICE_S") = std::chrono::duration<double>(kMainThreadSlice).count();
     m.attr("NO_GIL_COPY_BYTES") = kNoGilCopy;
 
-    m.def("max_record_payload", [](std::uint64_t capacity) { return layout::max_record_payload(capacity); });
-    m.def("remove_segment", [](const std::string& name) { return Segment::remove(name); });
+    m.def(
+        "max_record_payload", [](std::uint64_t capacity) { return layout::max_record_payload(capacity); },
+        "max_record_payload(capacity): the largest record a ring of `capacity` bytes holds (capacity/4 - 16).");
+    m.def(
+        "remove_segment", [](const std::string& name) { return Segment::remove(name); },
+        "remove_segment(name): removes the /dev/shm segment `name`; returns whether it existed.\n"
+        "Raises ValueError for a bad name, PermissionError for another user's segment.");
     m.def(
         "segment_info",
         [](const std::string& name) {
@@ -50,71 +64,132 @@ PYBIND11_MODULE(_core, m) {
                             py::arg("writer_pid") = layout::unpack_owner(h.writer_owner.load()).pid,
                             py::arg("closed") = (h.flags.load() & layout::kFlagClosed) != 0);
         },
-        "Header fields of a segment (raises ValueError if it does not exist or is not ringcast's)");
+        "segment_info(name): the header fields of segment `name` as a dict (readers, capacity,\n"
+        "creation_time_ns, creator_pid, writer_pid, closed). Raises ValueError if it does not exist or is\n"
+        "not ringcast's, PermissionError if it belongs to another user.");
     m.def(
         "gil_probe", [] { return py::make_tuple(g_sleeps.load(), g_sleeps_holding_gil.load()); },
-        "(kernel waits entered, of which with the GIL held) since the last reset");
-    m.def("gil_probe_reset", [] {
-        g_sleeps = 0;
-        g_sleeps_holding_gil = 0;
-    });
+        "(kernel waits entered, of which with the GIL held) since the last reset: the second must stay 0.");
+    m.def(
+        "gil_probe_reset",
+        [] {
+            g_sleeps = 0;
+            g_sleeps_holding_gil = 0;
+        },
+        "Resets both counters of gil_probe() to 0.");
     m.def(
         "_set_release_gil", [](bool on) { g_release_gil = on; },
         "TEST ONLY: False keeps the GIL while blocked (the negative control of the GIL probe)");
 
-    py::class_<PyWriter>(m, "Writer")
+    py::class_<PyWriter>(m, "Writer",
+                         "The sending end of a queue (MessageQueue's writer): creates the /dev/shm segment.\n"
+                         "One thread at a time (RuntimeError otherwise); shutdown() from any thread.")
         .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&, double, double, double>(),
              py::arg("name"), py::arg("readers"), py::arg("capacity"), py::arg("mode") = 0600,
-             py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0)
-        .def("send", &PyWriter::send, py::arg("parts"), py::arg("timeout") = py::none())
-        .def("reserve_raw", &PyWriter::reserve_raw, py::arg("size"), py::arg("timeout") = py::none())
-        .def("commit_raw", &PyWriter::commit_raw, py::arg("used") = py::none(), py::arg("publish") = true)
-        .def("wait_readers", &PyWriter::wait_readers, py::arg("timeout") = py::none())
-        .def("missing_readers", &PyWriter::missing_readers)
-        .def("shutdown", &PyWriter::shutdown)
-        .def_property_readonly("name", &PyWriter::name)
-        .def_property_readonly("capacity", &PyWriter::capacity)
-        .def_property_readonly("max_reserve", &PyWriter::max_reserve)
-        .def_property_readonly("max_parts", &PyWriter::max_parts)
-        .def_property_readonly("reader_count", &PyWriter::reader_count)
-        .def_property_readonly("creation_time_ns", &PyWriter::creation_time_ns)
-        .def_property_readonly("closed", &PyWriter::closed);
+             py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0,
+             "Creates segment `name` for `readers` reader ranks and a ring of `capacity` bytes (a power of two,\n"
+             ">= MIN_CAPACITY). wait: 'hybrid', 'futex', 'spin' or 'spin_yield'; spin_us/spin_max_us: the hybrid\n"
+             "spin; liveness_s: seconds between dead-reader checks while blocked. Raises ValueError (bad\n"
+             "argument, name in use), PermissionError, MemoryError (/dev/shm full), OSError.")
+        .def("send", &PyWriter::send, py::arg("parts"), py::arg("timeout") = py::none(),
+             "Sends one message made of `parts` (buffer objects, 1..max_parts), each copied straight into the\n"
+             "ring; a send interrupted half way is withdrawn. Raises TimeoutError (the slowest reader held the\n"
+             "ring), ClosedError, PeerDeadError (a dead reader: rank and pid), ValueError, RuntimeError.")
+        .def("reserve_raw", &PyWriter::reserve_raw, py::arg("size"), py::arg("timeout") = py::none(),
+             "acquire_write: a writable memoryview of `size` bytes in the ring, published by commit_raw().\n"
+             "Raises TimeoutError, ClosedError, PeerDeadError, ValueError (size > max_reserve), RuntimeError.")
+        .def("commit_raw", &PyWriter::commit_raw, py::arg("used") = py::none(), py::arg("publish") = true,
+             "Publishes the reserve_raw() reservation (its first `used` bytes; all by default), or drops it\n"
+             "with publish=False. Raises RingcastError without a reservation, ValueError if used > size.")
+        .def("wait_readers", &PyWriter::wait_readers, py::arg("timeout") = py::none(),
+             "Waits (GIL released) until every reader rank has attached once. Raises TimeoutError naming the\n"
+             "ranks that never attached, ClosedError.")
+        .def("missing_readers", &PyWriter::missing_readers, "The reader ranks (local indices) never attached.")
+        .def("shutdown", &PyWriter::shutdown,
+             "Closes the queue (readers drain, then get ClosedError), wakes a call blocked in another thread\n"
+             "with ClosedError and removes the name. Idempotent; any thread.")
+        .def_property_readonly("name", &PyWriter::name, "The segment's /dev/shm name.")
+        .def_property_readonly("capacity", &PyWriter::capacity, "The ring's size in bytes.")
+        .def_property_readonly("max_reserve", &PyWriter::max_reserve, "The largest record (capacity/4 - 16 bytes).")
+        .def_property_readonly("max_parts", &PyWriter::max_parts, "The most parts one send() takes.")
+        .def_property_readonly("reader_count", &PyWriter::reader_count, "Reader ranks of the segment.")
+        .def_property_readonly("creation_time_ns", &PyWriter::creation_time_ns,
+                               "When the segment was created (tells a stale handle from a re-created name).")
+        .def_property_readonly("closed", &PyWriter::closed, "True after shutdown().");
 
-    py::class_<PyReader>(m, "Reader")
+    py::class_<PyReader>(m, "Reader",
+                         "The receiving end of a queue (a MessageQueue reader): attaches one reader rank.\n"
+                         "A Reader that is destroyed releases its rank: the writer never waits for it again.\n"
+                         "One thread at a time (RuntimeError otherwise); shutdown() from any thread.")
         .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double, double>(), py::arg("name"),
-             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0)
-        .def("recv", &PyReader::recv, py::arg("timeout") = py::none())
-        .def("recv_many", &PyReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none())
-        .def("peek_raw", &PyReader::peek_raw, py::arg("timeout") = py::none())
-        .def("release_raw", &PyReader::release_raw)
-        .def("check_writer_alive", &PyReader::check_writer_alive)
-        .def("shutdown", &PyReader::shutdown)
-        .def_property_readonly("rank", &PyReader::rank)
-        .def_property_readonly("name", &PyReader::name)
-        .def_property_readonly("capacity", &PyReader::capacity)
-        .def_property_readonly("creation_time_ns", &PyReader::creation_time_ns)
-        .def_property_readonly("waits", &PyReader::waits);
+             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0,
+             "Attaches reader rank `rank` (a local index) of segment `name`. liveness_s: seconds between\n"
+             "checks that the writer lives while blocked. Raises ValueError (no such segment, not ringcast's,\n"
+             "rank out of range, already attached by a live process or released), PermissionError.")
+        .def("recv", &PyReader::recv, py::arg("timeout") = py::none(),
+             "The parts of the next message (bytes/bytearray). Raises TimeoutError, ClosedError (the writer\n"
+             "shut down and all was read, or this reader was shut down), PeerDeadError (the writer died),\n"
+             "RingcastError (the next message is an acquire_write chunk), ValueError, RuntimeError.")
+        .def("recv_many", &PyReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none(),
+             "Up to max_n messages (lists of parts): waits for the first as recv() does, then takes whatever\n"
+             "else is complete and ready, in the same call. Raises as recv(); ValueError if max_n is 0.")
+        .def("peek_raw", &PyReader::peek_raw, py::arg("timeout") = py::none(),
+             "acquire_read: a read-only memoryview of the next acquire_write chunk, released by release_raw().\n"
+             "Raises TimeoutError, ClosedError, PeerDeadError, RingcastError (the next message came from send()).")
+        .def("release_raw", &PyReader::release_raw,
+             "Consumes the chunk peek_raw() returned. Raises RingcastError without one.")
+        .def("check_writer_alive", &PyReader::check_writer_alive,
+             "Raises PeerDeadError if the writer process is gone (ClosedError after shutdown()).")
+        .def("shutdown", &PyReader::shutdown,
+             "Wakes a call blocked in another thread (it raises ClosedError); later calls raise ClosedError.\n"
+             "The rank is released when the object is destroyed. Idempotent; any thread.")
+        .def_property_readonly("rank", &PyReader::rank, "This reader's rank (local index).")
+        .def_property_readonly("name", &PyReader::name, "The segment's /dev/shm name.")
+        .def_property_readonly("capacity", &PyReader::capacity, "The ring's size in bytes.")
+        .def_property_readonly("creation_time_ns", &PyReader::creation_time_ns, "When the segment was created.")
+        .def_property_readonly("waits", &PyReader::waits, "How many times this reader slept in the kernel.");
 
-    py::class_<PyGatherCollector>(m, "GatherCollector")
+    py::class_<PyGatherCollector>(m, "GatherCollector",
+                                  "The executor side of a ReplyGather: creates one reply ring per worker rank and\n"
+                                  "the doorbell, and collects replies with one wait for all ranks.")
         .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&,
                       const std::string&, double, double, double>(),
              py::arg("name"), py::arg("ranks"), py::arg("capacity"), py::arg("mode") = 0600,
              py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0,
-             py::arg("liveness_s") = 1.0)
-        .def("collect", &PyGatherCollector::collect, py::arg("tag"), py::arg("ranks"), py::arg("timeout") = py::none())
+             py::arg("liveness_s") = 1.0,
+             "Creates `ranks` reply rings of `capacity` bytes named `<name>.r<rank>` and `<name>.bell`.\n"
+             "method: 'doorbell' or 'futex_waitv' (<= 128 ranks). Raises ValueError, PermissionError, OSError.")
+        .def("collect", &PyGatherCollector::collect, py::arg("tag"), py::arg("ranks"), py::arg("timeout") = py::none(),
+             "The replies (bytes) tagged `tag` from `ranks` (empty: all), in that order; one wait (GIL released)\n"
+             "for the whole set. Raises TimeoutError naming the missing ranks, StaleReplyError (another tag;\n"
+             "the good replies taken are kept for the next collect of `tag`), PeerDeadError (a dead worker:\n"
+             "rank and pid), ClosedError (a worker closed, or shut down), RuntimeError (a collect is pending).")
         .def("collect_start", &PyGatherCollector::collect_start, py::arg("tag"), py::arg("ranks"),
-             py::arg("timeout") = py::none())
-        .def("collect_done", &PyGatherCollector::collect_done)
-        .def("collect_result", &PyGatherCollector::collect_result)
-        .def("shutdown", &PyGatherCollector::shutdown)
-        .def_property_readonly("name", &PyGatherCollector::name)
-        .def_property_readonly("ranks", &PyGatherCollector::ranks)
-        .def_property_readonly("kernel_waits", &PyGatherCollector::kernel_waits);
+             py::arg("timeout") = py::none(),
+             "collect_async: starts collect(tag, ranks, timeout) and returns at once; the timeout runs from\n"
+             "now. Raises RuntimeError if one is pending, ValueError for a bad rank, ClosedError.")
+        .def("collect_done", &PyGatherCollector::collect_done,
+             "True once collect_result() will not wait (all replies in, or the collect failed); never waits.")
+        .def("collect_result", &PyGatherCollector::collect_result,
+             "The started collect's replies, waiting (GIL released) for missing ones; raises what collect()\n"
+             "would (TimeoutError, StaleReplyError, PeerDeadError, ClosedError), RuntimeError if none started.")
+        .def("shutdown", &PyGatherCollector::shutdown,
+             "Wakes a collect blocked in another thread (ClosedError); later calls raise ClosedError.")
+        .def_property_readonly("name", &PyGatherCollector::name, "The gather's base name.")
+        .def_property_readonly("ranks", &PyGatherCollector::ranks, "The number of worker ranks.")
+        .def_property_readonly("kernel_waits", &PyGatherCollector::kernel_waits,
+                               "How many times collects slept in the kernel.");
 
-    py::class_<PyGatherWorker>(m, "GatherWorker")
+    py::class_<PyGatherWorker>(m, "GatherWorker",
+                               "A worker rank of a ReplyGather: the writer of that rank's reply ring.")
         .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double, double>(), py::arg("name"),
-             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0)
-        .def("reply", &PyGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none())
-        .def("close", &PyGatherWorker::close)
-        .def_property_readonly("rank", &PyGatherWorker::rank);
+             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0,
+             "Attaches worker `rank` of gather `name`. Raises ValueError (no such gather, rank out of range or\n"
+             "in use), PermissionError.")
+        .def("reply", &PyGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none(),
+             "Sends `data` (a buffer) as the reply to request `tag`; blocks (GIL released) only while the ring\n"
+             "is full. Raises TimeoutError, ClosedError, PeerDeadError (the executor died), RuntimeError.")
+        .def("close", &PyGatherWorker::close,
+             "Closes this rank's reply ring: a collect waiting for it raises ClosedError naming the rank.")
+        .def_property_readonly("rank", &PyGatherWorker::rank, "This worker's rank.");
 }
