@@ -11,9 +11,10 @@ Variants:
                  between polls; replies read rank by rank, each with its own spin-wait
   (b) ringcast   ringcast.MessageQueue broadcast; replies through one MessageQueue per worker, read rank by rank
   (c) gather     ringcast.MessageQueue broadcast; replies through ringcast.ReplyGather: one wait for all ranks
-                 (in async mode collect_async: no collector thread, result() after the preparation)
-  (d) gather     as (c), with the adaptive hybrid spin (spin_max_us=2000: spin about twice the recent
-                 waits, at most 2 ms, politely; sleep at once when waits have been longer)
+                 (in async mode collect_async: no collector thread, result() after the preparation).
+                 (b) and (c) use the library's defaults, the adaptive hybrid spin among them (spin about
+                 twice the recent waits, at most 2 ms, politely; sleep at once when waits have been longer)
+  (d) gather     as (c) without the adaptive spin (spin_max_us=0: spin 10 us, then sleep)
 each in sync mode and in async-scheduling mode, where the executor's main thread spends `--prep-ms` of
 pure-Python work preparing the next step while a second thread collects the replies: a Python thread
 for (a) and (b), as executors do it today; ringcast's collect_async for (c), (d) (no thread: the replies
@@ -224,13 +225,12 @@ class RingcastRankByRank(RankByRank):
 
 class RingcastGather:
     name = "(c) ringcast + gather"
-    spin_us = 10.0  # the library's default hybrid spin
-    spin_max_us = 0.0  # not adaptive (the default)
+    options = {}  # the library's defaults: what a user who sets nothing gets
 
     def __init__(self, workers):
         self.workers = workers
-        self.bcast = ringcast.MessageQueue(workers, workers, spin_us=self.spin_us, spin_max_us=self.spin_max_us)
-        self.gather = ringcast.ReplyGather(workers, spin_us=self.spin_us, spin_max_us=self.spin_max_us)
+        self.bcast = ringcast.MessageQueue(workers, workers, **self.options)
+        self.gather = ringcast.ReplyGather(workers, **self.options)
         self.handles = (self.bcast.export_handle(), self.gather.export_handle())
 
     def worker_endpoints(self, rank):
@@ -251,16 +251,15 @@ class RingcastGather:
         self.bcast.shutdown()
 
 
-class RingcastGatherAdaptiveSpin(RingcastGather):
-    """(c) with the adaptive hybrid spin (spin_max_us): each endpoint spins about twice its recent
-    waits, up to 2 ms, yielding the CPU when another thread needs it; only the 10 us floor once its
-    waits have been longer. The latency of a spinning queue while steps come, no CPU once idle."""
+class RingcastGatherNoAdaptiveSpin(RingcastGather):
+    """(c) without the adaptive spin (spin_max_us=0, the default before it became one): every wait
+    spins 10 us, then sleeps in the kernel — the CPU-frugal end of the trade-off."""
 
-    name = "(d) ringcast + gather, adaptive"
-    spin_max_us = 2000.0
+    name = "(d) ringcast + gather, no adaptive spin"
+    options = {"spin_max_us": 0.0}
 
 
-TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": RingcastGatherAdaptiveSpin}
+TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": RingcastGatherNoAdaptiveSpin}
 
 
 def worker_main(transport, rank, work, reply_all):
@@ -399,7 +398,7 @@ def plot(rows, path):
     ax.set_yscale("log")
     ax.set_xticks(range(len(rows)), labels, fontsize=8)
     ax.set_ylabel("step overhead p50 (µs, log)")
-    ax.set_title("executor showdown: (a) spin+yield rank-by-rank, (b) ringcast rank-by-rank, (c) ringcast + gather, (d) (c) adaptive spin")
+    ax.set_title("executor showdown: (a) spin+yield rank-by-rank, (b) ringcast rank-by-rank, (c) ringcast + gather, (d) (c) without adaptive spin")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"plot: {path}")

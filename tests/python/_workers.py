@@ -108,3 +108,15 @@ def gather_worker(handle, rank, steps, start_tag):
 def gather_worker_dies(handle, rank):
     g = ringcast.ReplyGather.create_from_handle(handle, rank)  # noqa: F841 — attached, then killed
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def idle_cpu_reader(handle, burst, results):
+    """Reads a burst of back-to-back messages (short waits: the adaptive spin learns to spin), then
+    reports the CPU time its wait for the next message burnt — a wait the writer makes ~1 s long."""
+    q = ringcast.MessageQueue.create_from_handle(handle, 0)
+    q.wait_until_ready(timeout=30)
+    for _ in range(burst):
+        q.dequeue(timeout=30)
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    q.dequeue(timeout=30)
+    results.put((time.process_time() - cpu0, time.monotonic() - wall0))

@@ -1,5 +1,6 @@
 """MessageQueue in one process: objects, framing, raw chunks, errors, handles."""
 import pickle
+import time
 
 import pytest
 
@@ -194,3 +195,31 @@ def test_role_errors(queue_pair):
         q.dequeue(timeout=0)
     with pytest.raises(RuntimeError):
         r.enqueue(1)
+
+
+def test_the_default_adaptive_spin_burns_no_cpu_while_idle():
+    """The default (spin_max_us=2000) spins through short waits; a reader whose next message is a
+    second away must still sleep: it may spin at most ~2 ms of that second, not the second."""
+    import multiprocessing as mp
+    from _workers import idle_cpu_reader
+    ctx = mp.get_context("spawn")
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=64)
+    assert q.export_handle().spin_max_us == 2000.0, "the adaptive spin is the default"
+    results = ctx.Queue()
+    burst = 2000
+    p = ctx.Process(target=idle_cpu_reader, args=(q.export_handle(), burst, results))
+    p.start()
+    try:
+        q.wait_until_ready(timeout=30)
+        for i in range(burst):
+            q.enqueue(i, timeout=30)
+        time.sleep(1.0)
+        q.enqueue("after a second", timeout=30)
+        cpu, wall = results.get(timeout=30)
+        assert wall >= 0.5, f"the reader's wait was not idle ({wall:.3f} s)"
+        assert cpu < 0.05, f"an idle wait of {wall:.2f} s burnt {cpu * 1000:.1f} ms of CPU (spun instead of sleeping)"
+    finally:
+        q.shutdown()
+        p.join(timeout=30)
+        if p.is_alive():
+            p.kill()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional, Union
 
 from ringcast import _core
-from ringcast._queue import check_handle_version
+from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class GatherHandle:
     liveness_interval: float
     spin_us: float = 10.0
     abi_version: int = -1  # set by export_handle; another version's handle is refused
-    spin_max_us: float = 0.0
+    spin_max_us: float = DEFAULT_SPIN_MAX_US
 
 
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
@@ -86,7 +86,7 @@ class ReplyGather:
             MessageQueue; applied to both sides (travels in the handle).
         spin_us: hybrid: microseconds to spin before sleeping (default 10).
         spin_max_us: hybrid: above spin_us the spin is adaptive (MessageQueue's docstring says
-            how); both sides. Default 0: off.
+            how); both sides. Default 2000 (2 ms); 0 turns it off.
         liveness_interval: seconds between dead-peer checks while blocked (default 1.0, > 0): a dead
             worker (or executor) raises PeerDeadError within two intervals.
         name: base name of the /dev/shm objects (default: a unique one).
@@ -106,7 +106,7 @@ class ReplyGather:
     """
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
-                 wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = 0.0,
+                 wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_SPIN_MAX_US,
                  liveness_interval: float = 1.0, name: Optional[str] = None,
                  mode: int = 0o600):
         if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
@@ -167,7 +167,7 @@ class ReplyGather:
         self = ReplyGather.__new__(ReplyGather)
         self.name, self.n_ranks, self._wait, self._liveness = handle.name, handle.n_ranks, handle.wait, handle.liveness_interval
         self._spin_us = handle.spin_us
-        self._spin_max_us = vars(handle).get("spin_max_us", 0.0)
+        self._spin_max_us = vars(handle).get("spin_max_us", DEFAULT_SPIN_MAX_US)
         self._collector = None
         self._worker = _core.GatherWorker(handle.name, rank, handle.wait, spin_us=handle.spin_us,
                                           spin_max_us=self._spin_max_us,

@@ -30,6 +30,13 @@ _VLLM_MAX_CHUNKS = 10
 _REMOTE_READERS_ISSUE = "remote readers (ZeroMQ) issue"
 
 
+# The default adaptive spin: an endpoint spins about twice as long as its recent waits lasted, up to
+# this long (politely: it yields once past spin_us and sleeps when the CPU is wanted), and only spin_us
+# once its waits have been longer — an idle queue costs no CPU. Measured on a 16-core machine, it halves
+# the synchronous step's overhead against sleeping after spin_us (docs/benchmarks.md).
+DEFAULT_SPIN_MAX_US = 2000.0
+
+
 @dataclass
 class Handle:
     """Everything a reader process needs to attach to a MessageQueue; picklable.
@@ -68,7 +75,7 @@ class Handle:
     writer_pid: int
     wait: str = "hybrid"
     spin_us: float = 10.0  # hybrid: how long a waiter spins before sleeping in the kernel
-    spin_max_us: float = 0.0  # hybrid: > spin_us makes the spin adaptive, up to this long
+    spin_max_us: float = DEFAULT_SPIN_MAX_US  # hybrid: > spin_us makes the spin adaptive, up to this long
     liveness_interval: float = 1.0
     # vLLM Handle fields, kept for code that inspects them; remote readers are not supported yet.
     local_subscribe_addr: Optional[str] = None
@@ -150,7 +157,8 @@ class MessageQueue:
         spin_max_us: hybrid: above spin_us the spin adapts: each endpoint spins about twice as long
             as its recent waits lasted, up to spin_max_us, and only spin_us once its waits have been
             longer than that; past spin_us the spin yields the CPU and stops when another thread
-            needed it (low latency while steps come quickly, no CPU once idle). Default 0: off.
+            needed it (low latency while steps come quickly, no CPU once idle). Default 2000 (2 ms);
+            0 turns it off (spin spin_us, then sleep).
         liveness_interval: seconds between dead-peer checks while blocked (``liveness_s`` in
             ringcast._core; default 1.0, must be > 0): a dead peer raises PeerDeadError within two
             intervals. Travels in the handle.
@@ -208,7 +216,7 @@ class MessageQueue:
         name: Optional[str] = None,
         wait: str = "hybrid",
         spin_us: float = 10.0,
-        spin_max_us: float = 0.0,
+        spin_max_us: float = DEFAULT_SPIN_MAX_US,
         liveness_interval: float = 1.0,
         oob_threshold: int = OOB_THRESHOLD,
     ):
@@ -306,7 +314,7 @@ class MessageQueue:
                              "exported")
         try:
             reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
-                                  spin_max_us=vars(handle).get("spin_max_us", 0.0),
+                                  spin_max_us=vars(handle).get("spin_max_us", DEFAULT_SPIN_MAX_US),
                                   liveness_s=handle.liveness_interval)
         except ValueError as e:
             raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
