@@ -148,7 +148,7 @@ void Writer::check_lagging_readers() {
         // Only a slot still claimed by that dead process is a death (not one re-claimed or left since).
         if (slot.owner.load(std::memory_order_acquire) != word) continue;
         throw Error(ErrorCode::peer_dead, "reader rank " + std::to_string(r) + " (pid " + std::to_string(owner.pid) +
-                                              ") died without releasing; the writer cannot make progress");
+                                              ") died without releasing; the writer cannot make progress" + kDeadPeerHint);
     }
 }
 
@@ -169,7 +169,7 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
     for (;;) {
         const Owner holder = layout::unpack_owner(seen);
         if (holder.state == SlotState::evicted)
-            throw Error(ErrorCode::peer_dead, rank_name(rank, segment_) + " was evicted by the writer after its reader died");
+            throw Error(ErrorCode::peer_dead, rank_name(rank, segment_) + " was evicted by the writer after its reader died" + kDeadPeerHint);
         if (holder.state == SlotState::left)
             throw Error(ErrorCode::rank_left, rank_name(rank, segment_) +
                                                   " was released by a clean detach: the writer no longer keeps its "
@@ -264,7 +264,7 @@ void Reader::check_writer() const {
     if ((h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0) return;
     if (h.writer_owner.load(std::memory_order_acquire) != word) return;
     throw Error(ErrorCode::peer_dead, "the writer of segment '" + segment_.name() + "' (pid " +
-                                          std::to_string(writer.pid) + ") died without closing the queue");
+                                          std::to_string(writer.pid) + ") died without closing the queue" + kDeadPeerHint);
 }
 
 void Reader::corrupt(const std::string& why) const {

@@ -13,6 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include <algorithm>
+#include <cstddef>
+
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -122,19 +126,90 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
     if (!allowed)
         throw Error(ErrorCode::already_exists, taken + "; nobody uses it any more (`ringcast gc` removes such "
                                                        "segments, or set reclaim_abandoned)");
-    // Unlink only the object we judged: a racing reclaimer may already have replaced it.
+    if (!unlink_if_still_abandoned(name, *seg))
+        throw Error(ErrorCode::already_exists, taken + " (another process re-created it just now)");
+    return true;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+}  // namespace
+
+// Unlinks `name` only if it is still the object `seg` maps, ours, and still unused: between judging
+// and unlinking, a racing reclaimer may have replaced it, or a reader attached. (The window between
+// this last check and the unlink stays: an attach landing exactly there keeps its mapping and works;
+// only the name is gone — the same as `ringcast rm` of a segment in use.)
+bool unlink_if_still_abandoned(std::string_view name, const Segment& seg) {
     struct stat judged {}, now {};
     const std::string path = "/dev/shm/" + std::string(name);
     const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0) return true;
+    if (fd < 0) return false;
     const bool same = ::fstat(fd, &judged) == 0 && ::stat(path.c_str(), &now) == 0 && judged.st_ino == now.st_ino &&
-                      judged.st_uid == ::geteuid() && Segment::user_of(seg->base()).empty();
+                      judged.st_uid == ::geteuid() && Segment::user_of(seg.base()).empty();
     ::close(fd);
-    if (!same) throw Error(ErrorCode::already_exists, taken + " (another process re-created it just now)");
-    ::shm_unlink(shm_path(name).c_str());
-    return true;
+    return same && ::shm_unlink(shm_path(name).c_str()) == 0;
 }
-}  // namespace
+
+std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_run) {
+    std::vector<AbandonedObject> found;
+    DIR* dir = ::opendir("/dev/shm");
+    if (dir == nullptr) throw_system_error("opendir(/dev/shm)", errno);
+    std::vector<std::pair<std::string, std::uint64_t>> candidates, bells;
+    std::vector<std::string> kept;  // ringcast segments left in place (in use, or unreadable)
+    const int dfd = ::dirfd(dir);
+    while (const dirent* e = ::readdir(dir)) {
+        const std::string_view name = e->d_name;
+        if (name.substr(0, prefix.size()) != prefix) continue;
+        try {
+            Segment::validate_name(name);  // ringcast never creates any other name
+        } catch (const Error&) {
+            continue;
+        }
+        struct stat st {};
+        if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (st.st_uid != ::geteuid()) continue;  // other users' objects are theirs to sweep
+        const auto bytes = static_cast<std::uint64_t>(st.st_size);
+        if (bytes == sizeof(layout::DoorbellLine) && ends_with(name, ".bell")) bells.emplace_back(name, bytes);
+        else if (bytes >= sizeof(layout::SegmentHeader)) candidates.emplace_back(name, bytes);
+    }
+    ::closedir(dir);
+    for (const auto& [name, bytes] : candidates) {
+        std::optional<Segment> seg;
+        try {
+            seg.emplace(Segment::open(name));  // foreign, half-created, other versions: throws, kept
+        } catch (const Error&) {
+            continue;
+        }
+        if (!Segment::user_of(seg->base()).empty() || (!dry_run && !unlink_if_still_abandoned(name, *seg))) {
+            kept.push_back(name);
+            continue;
+        }
+        found.push_back({name, bytes});
+    }
+    // A gather doorbell "<group>.bell" has no owner of its own: it is abandoned once no reply ring
+    // "<group>.r<N>" of its group is left (the collector removes the bell last; a collector killed
+    // between creating the bell and its first ring leaves a bell alone, too). Only bells whose magic
+    // says they are ringcast's are removed.
+    for (const auto& [name, bytes] : bells) {
+        const std::string group = name.substr(0, name.size() - 5) + ".r";
+        const auto in_group = [&](const std::string& n) { return n.compare(0, group.size(), group) == 0; };
+        if (std::any_of(kept.begin(), kept.end(), in_group)) continue;
+        bool ring_left = false;
+        for (const auto& [n, b] : candidates)
+            ring_left |= in_group(n) && std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.name == n; });
+        if (ring_left) continue;  // a ring we could not judge (foreign, being created): keep its bell
+        const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (fd < 0) continue;
+        std::uint64_t magic = 0;
+        const bool is_bell = ::pread(fd, &magic, sizeof magic, offsetof(layout::DoorbellLine, magic)) ==
+                                 static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic;
+        ::close(fd);
+        if (!is_bell || (!dry_run && ::shm_unlink(shm_path(name).c_str()) != 0)) continue;
+        found.push_back({name, bytes});
+    }
+    return found;
+}
 
 Segment Segment::create(std::string_view name, const SegmentOptions& options) {
     validate_name(name);

@@ -218,36 +218,30 @@ int cmd_rm(const std::string& name, bool force) {
 }
 
 int cmd_gc(bool dry_run, const std::string& prefix) {
+    // Segments we cannot judge are named (and kept); the judging and removal are the library's own
+    // sweep, the one Python's queues run at creation (one rule for "nobody uses it any more").
     const auto listing = ringcast::cli::list_segments(prefix);
-    int removed = 0, kept = 0, failed = 0;
     for (const auto& name : listing.names) {
         const SegmentInfo s = ringcast::cli::inspect(name);
-        if (!s.error.empty()) {
-            std::fprintf(stderr, "ringcast: skipping '%s': %s\n", name.c_str(), s.error.c_str());
-            ++kept;
-            continue;
-        }
-        if (!s.abandoned()) {
-            ++kept;
-            continue;
-        }
-        if (dry_run) {
-            std::printf("would remove %s\n", name.c_str());
-            ++removed;
-            continue;
-        }
-        try {
-            if (ringcast::Segment::remove(name)) {
-                std::printf("removed %s\n", name.c_str());
-                ++removed;
-            }
-        } catch (const ringcast::Error& e) {
-            std::fprintf(stderr, "ringcast: could not remove '%s': %s\n", name.c_str(), e.what());
-            ++failed;
-        }
+        if (!s.error.empty()) std::fprintf(stderr, "ringcast: skipping '%s': %s\n", name.c_str(), s.error.c_str());
     }
-    std::printf("%d %s, %d kept\n", removed, dry_run ? "to remove" : "removed", kept);
-    return failed == 0 ? 0 : 1;
+    std::vector<ringcast::AbandonedObject> swept;
+    try {
+        swept = ringcast::sweep_abandoned(prefix, dry_run);
+    } catch (const ringcast::Error& e) {
+        std::fprintf(stderr, "ringcast: %s\n", e.what());
+        return 1;
+    }
+    std::uint64_t bytes = 0;
+    std::size_t segments = 0;
+    for (const auto& o : swept) {
+        std::printf("%s %s\n", dry_run ? "would remove" : "removed", o.name.c_str());
+        bytes += o.bytes;
+        segments += std::find(listing.names.begin(), listing.names.end(), o.name) != listing.names.end();
+    }
+    std::printf("%zu %s, %zu kept (%s of /dev/shm %s)\n", swept.size(), dry_run ? "to remove" : "removed",
+                listing.names.size() - segments, human(bytes).c_str(), dry_run ? "to free" : "freed");
+    return 0;
 }
 
 }  // namespace

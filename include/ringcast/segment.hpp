@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -122,6 +123,24 @@ private:
     std::byte* base_ = nullptr;
     std::size_t size_ = 0;
 };
+
+// One object removed (or, dry run, to be removed) by sweep_abandoned().
+struct AbandonedObject {
+    std::string name;
+    std::uint64_t bytes = 0;  // its size in /dev/shm
+};
+
+// Removes every ringcast object of this user whose name starts with `prefix` and that nobody uses any
+// more: segments whose creator, writer and every reader are dead (Segment::user_of), and gather
+// doorbells whose group has no reply ring left. Killed processes leave their segments behind by
+// nature; `ringcast gc` and Python's MessageQueue/ReplyGather (unless told not to) call this.
+// Other users' objects, foreign objects, segments still being created or made by another ringcast
+// version are never touched. dry_run: only lists. Thread-safe; safe against concurrent sweeps and
+// creators (an object is unlinked only if it is still the one judged, see unlink_if_still_abandoned).
+// Throws Error(system) if /dev/shm cannot be listed.
+[[nodiscard]] std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix = {}, bool dry_run = false);
+// Unlinks `name` if it is still the object `seg` maps, owned by us and unused. True if unlinked.
+bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);
 
 // Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
 [[nodiscard]] std::uint64_t shm_free_bytes();

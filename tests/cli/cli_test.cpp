@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_util.hpp"
+#include "ringcast/gather.hpp"
 #include "ringcast/ring.hpp"
 #include "test_util.hpp"
 
@@ -318,6 +319,65 @@ TEST(CliGc, RemovesOnlySegmentsWhoseCreatorWriterAndReadersAreAllDead) {
 
     r = cli({"gc", "extra"});
     EXPECT_EQ(r.exit_code, 2);
+}
+
+// A killed executor leaves a gather group behind: its reply rings and the doorbell, which has no owner
+// word of its own. gc removes the rings by the owner rule and then the bell whose group has no ring
+// left; a live group's bell stays.
+TEST(CliGc, RemovesTheDoorbellOfAGatherGroupWhoseCollectorWasKilled) {
+    const std::string prefix = prefix_for("gcbell");
+    const std::string dead_group = prefix + "dead", live_group = prefix + "live";
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const pid_t pid = fork_child([&] {
+        auto c = GatherCollector::create(dead_group, GatherOptions{.ranks = 2, .capacity = 64 << 10});
+        const char ch = 1;
+        (void)!::write(p[1], &ch, 1);
+        for (;;) ::pause();
+    });
+    char ch = 0;
+    ASSERT_EQ(::read(p[0], &ch, 1), 1);
+    ::close(p[0]);
+    ::close(p[1]);
+    ::kill(pid, SIGKILL);
+    ASSERT_NE(wait_child(pid, 30s), 0);
+    auto live = GatherCollector::create(live_group, GatherOptions{.ranks = 1, .capacity = 64 << 10});
+    for (const auto& n : {gather_bell_name(dead_group), gather_ring_name(dead_group, 0), gather_ring_name(dead_group, 1)})
+        ASSERT_TRUE(shm_exists(n)) << n << ": a killed collector leaves it behind";
+
+    const RunResult r = cli({"gc", "--prefix", prefix});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& n : {gather_bell_name(dead_group), gather_ring_name(dead_group, 0), gather_ring_name(dead_group, 1)}) {
+        EXPECT_FALSE(shm_exists(n)) << n << "\n" << r.out;
+        EXPECT_NE(r.out.find("removed " + n + "\n"), std::string::npos) << r.out;
+    }
+    EXPECT_TRUE(shm_exists(gather_bell_name(live_group))) << "a live group's bell must stay\n" << r.out;
+    EXPECT_TRUE(shm_exists(gather_ring_name(live_group, 0)));
+}
+
+// Every dead-peer error tells the user how to get /dev/shm back.
+TEST(CliGc, DeadPeerErrorsNameRingcastGc) {
+    const std::string name = prefix_for("gchint") + "q";
+    const pid_t pid = fork_child([&] {
+        auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+        for (;;) ::pause();
+    }, false);
+    ASSERT_TRUE(wait_until([&] { return shm_exists(name); }, 10s));
+    ReaderOptions ro;
+    ro.liveness_interval = 50ms;
+    ro.create_timeout = 10s;
+    auto reader = Reader::attach(name, 0, ro);
+    ::kill(pid, SIGKILL);
+    ASSERT_NE(wait_child(pid, 30s), 0);
+    try {
+        std::vector<std::byte> buf;
+        (void)reader.read(buf, 5s);
+        FAIL() << "a read from a queue whose writer was killed must throw peer_dead";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+        EXPECT_NE(std::string(e.what()).find("`ringcast gc`"), std::string::npos) << e.what();
+    }
+    Segment::remove(name);
 }
 
 }  // namespace

@@ -15,6 +15,10 @@ RINGCAST_PACKAGES=(
   spin                                  # Promela model check of the futex protocol
   libbenchmark-dev libboost-dev         # microbenchmarks, Boost.Interprocess peer
   cppzmq-dev libzmq3-dev                # ZeroMQ peer in the benchmark harness
+  liburing-dev                          # io_uring back end of the wait set
+  python3-uvloop                        # asyncio tests run under uvloop too
+  python3-setuptools python3-wheel python3-venv python3-build mypy   # pip install ., wheel, type check
+  hipcc libamdhip64-dev                 # HIP build of the GPU interop (compile only without an AMD GPU)
   python3-matplotlib                    # the showdown plot under build/report/
   python3 python3-dev pybind11-dev python3-pytest python3-numpy   # the Python binding and its tests
   clang libclang-rt-14-dev              # libFuzzer targets

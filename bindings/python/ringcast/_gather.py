@@ -17,6 +17,7 @@ from typing import Any, Iterable, List, Optional, Union
 
 from ringcast import _core
 from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version
+from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class ReplyGather:
         name: base name of the /dev/shm objects (default: a unique one).
         mode: permission bits of the /dev/shm objects (default 0o600, owner only); a group mode
             such as 0o660 lets the group attach; world-writable is refused.
+        sweep_abandoned: as MessageQueue's: first remove abandoned ``ringcast-py-*`` objects
+            (one warning line if any). Default True.
 
     Raises:
         ValueError: n_ranks not an int >= 1, an unknown method or wait, a negative spin,
@@ -108,12 +111,14 @@ class ReplyGather:
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
                  wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_SPIN_MAX_US,
                  liveness_interval: float = 1.0, name: Optional[str] = None,
-                 mode: int = 0o600):
+                 mode: int = 0o600, sweep_abandoned: bool = True):
         if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
             raise ValueError(f"n_ranks must be an int >= 1, got {n_ranks!r}")
+        if sweep_abandoned:
+            sweep_generated_names()
         capacity = max(4 * (max_reply_bytes + 64), _core.MIN_CAPACITY)
         capacity = 1 << (capacity - 1).bit_length()
-        self.name = name or f"rcg-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.name = name or f"{GENERATED_PREFIX}g-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.n_ranks = n_ranks
         self._wait = wait
         self._liveness = liveness_interval

@@ -55,6 +55,24 @@ PYBIND11_MODULE(_core, m) {
         "remove_segment(name): removes the /dev/shm segment `name`; returns whether it existed.\n"
         "Raises ValueError for a bad name, PermissionError for another user's segment.");
     m.def(
+        "sweep_abandoned",
+        [](const std::string& prefix, bool dry_run) {
+            std::vector<AbandonedObject> swept;
+            {
+                py::gil_scoped_release unlocked;  // a directory walk and a few opens: let others run
+                swept = ringcast::sweep_abandoned(prefix, dry_run);
+            }
+            py::list out;
+            for (const auto& o : swept) out.append(py::make_tuple(o.name, o.bytes));
+            return out;
+        },
+        py::arg("prefix") = "", py::arg("dry_run") = false,
+        "sweep_abandoned(prefix='', dry_run=False): removes this user's ringcast segments (names starting\n"
+        "with prefix) whose creator, writer and readers are all dead, and gather doorbells whose group has\n"
+        "no reply ring left (what `ringcast gc` does); returns [(name, bytes)] of what it removed (dry_run:\n"
+        "would remove). Never touches other users' or foreign objects. Raises OSError if /dev/shm cannot be\n"
+        "listed.");
+    m.def(
         "segment_info",
         [](const std::string& name) {
             const Segment seg = Segment::open(name);

@@ -1,0 +1,134 @@
+"""What the defaults cost in /dev/shm, and what killed processes leave there.
+
+- MessageQueue's default ring is 16 MiB (Docker's default /dev/shm is 64 MiB), and any message still
+  passes: a larger one streams through in fragments.
+- Creating a queue or a gather sweeps this user's abandoned segments with generated names (creator,
+  writer and readers all dead), with one log line; opt-out; chosen names and used ones stay.
+- A dead peer's error names `ringcast gc`.
+"""
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ringcast
+from ringcast import _core
+
+MiB = 1 << 20
+
+
+def shm_exists(name):
+    return os.path.exists(f"/dev/shm/{name}")
+
+
+def start_creator(code):
+    """A child process that runs `code` (which must print one line: the names it created), then waits
+    to be killed; returns (process, names)."""
+    script = textwrap.dedent(code) + "\nimport sys, time\nsys.stdout.flush()\ntime.sleep(600)\n"
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    names = p.stdout.readline().split()
+    assert names, "the child created nothing"
+    return p, names
+
+
+def kill(p):
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+
+
+KILLED_QUEUE = """
+import ringcast
+q = ringcast.MessageQueue(1, 1, sweep_abandoned=False)
+print(q.handle.name)
+"""
+
+KILLED_GATHER = """
+import ringcast
+g = ringcast.ReplyGather(2, sweep_abandoned=False)
+print(g.name + ".bell", g.name + ".r0", g.name + ".r1")
+"""
+
+
+def test_the_default_ring_is_16_mib_and_a_64_mib_message_still_passes():
+    q = ringcast.MessageQueue(1, 1)
+    try:
+        info = _core.segment_info(q.handle.name)
+        assert info["capacity"] == 16 * MiB
+        assert os.path.getsize(f"/dev/shm/{q.handle.name}") < 17 * MiB
+        r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+        import threading
+        big = bytes(range(256)) * (64 * MiB // 256)
+        t = threading.Thread(target=q.enqueue, args=(big,), kwargs={"timeout": 60})
+        t.start()
+        got = r.dequeue(timeout=60)
+        t.join()
+        assert got == big
+        r.shutdown()
+    finally:
+        q.shutdown()
+
+
+def test_creating_a_queue_sweeps_abandoned_generated_names_with_one_log_line(caplog):
+    killed_q, q_names = start_creator(KILLED_QUEUE)
+    killed_g, g_names = start_creator(KILLED_GATHER)
+    kill(killed_q)
+    kill(killed_g)
+    left = q_names + g_names
+    for n in left:
+        assert shm_exists(n), f"{n}: a killed process leaves its objects behind"
+    # Not swept: a name the caller chose (even abandoned), and a generated one still in use.
+    chosen, chosen_names = start_creator(f"""
+import ringcast
+q = ringcast.MessageQueue(1, 1, name="chosen-{os.getpid()}", sweep_abandoned=False)
+print(q.handle.name)
+""")
+    kill(chosen)
+    live = ringcast.MessageQueue(1, 1, sweep_abandoned=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ringcast"):
+            q = ringcast.MessageQueue(1, 1)
+        for n in left:
+            assert not shm_exists(n), f"{n} was not swept"
+        assert shm_exists(chosen_names[0]), "a name the caller chose must never be swept at creation"
+        assert shm_exists(live.handle.name), "a queue in use must never be swept"
+        lines = [r.getMessage() for r in caplog.records if r.name == "ringcast"]
+        assert len(lines) == 1 and "removed 3 abandoned segment(s)" in lines[0], lines
+        q.shutdown()
+    finally:
+        live.shutdown()
+        _core.remove_segment(chosen_names[0])
+
+
+def test_sweep_abandoned_false_keeps_them():
+    killed, names = start_creator(KILLED_QUEUE)
+    kill(killed)
+    try:
+        q = ringcast.ReplyGather(1, sweep_abandoned=False)
+        assert shm_exists(names[0])
+        q.close()
+        swept = _core.sweep_abandoned(names[0], dry_run=True)
+        assert [n for n, _ in swept] == [names[0]] and shm_exists(names[0]), "a dry run removes nothing"
+    finally:
+        assert [n for n, _ in _core.sweep_abandoned(names[0])] == [names[0]]
+    assert not shm_exists(names[0])
+
+
+def test_a_dead_writers_error_names_ringcast_gc():
+    killed, names = start_creator(KILLED_QUEUE.replace("print(q.handle.name)", """
+import pickle, base64
+print(q.handle.name, base64.b64encode(pickle.dumps(q.export_handle())).decode())
+"""))
+    import base64
+    import pickle
+    handle = pickle.loads(base64.b64decode(names[1]))
+    r = ringcast.MessageQueue.create_from_handle(handle, 0)
+    kill(killed)
+    with pytest.raises(ringcast.PeerDeadError, match="`ringcast gc`"):
+        r.dequeue(timeout=10)
+    r.shutdown()
+    _core.remove_segment(names[0])
