@@ -11,10 +11,13 @@ cmake -S . -B "$build" -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BENCH_ZMQ=OFF -DPyt
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
 "$build/bench/ringcast-bench" strategies --readers 2 --json "$out/strategies.json" 2>&1 | tee "$out/strategies.txt"
 for w in ${WORKERS:-2 8}; do
+  mkdir -p "$out/w$w"
+  "$build/bench/showdown/ringcast-showdown-floor" --workers "$w" --json "$out/w$w/floor.json" 2>&1 | tee "$out/floor-w$w.txt"
+  # The plot draws the C++ floor of the same step: the gather doorbell collecting every rank.
+  cpp_floor=$("$py" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["rows"] if x["collect"]=="gather doorbell" and x["replies"]=="all"]; print(r[0]["overhead_p50_us"])' "$out/w$w/floor.json")
   echo "== showdown W=$w"
   PYTHONPATH="$build/python" "$py" bench/showdown/showdown.py --workers "$w" --steps "${STEPS:-300}" --repeats "${REPEATS:-3}" \
-    --out "$out/w$w" 2>&1 | tee "$out/showdown-w$w.txt"
-  "$build/bench/showdown/ringcast-showdown-floor" --workers "$w" --json "$out/w$w/floor.json" 2>&1 | tee "$out/floor-w$w.txt"
+    --cpp-floor-us "$cpp_floor" --out "$out/w$w" 2>&1 | tee "$out/showdown-w$w.txt"
 done
 uname -a > "$out/machine.txt"; lscpu | head -20 >> "$out/machine.txt"; nproc >> "$out/machine.txt"
 tar czf "$out/showdown.tgz" -C "$out" w* 2>/dev/null || true

@@ -14,7 +14,8 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "executor showdown — 2 workers" in out.stdout
-    assert "python floor" in out.stdout and "targets (this run, medians):" in out.stdout
+    assert "python floor" in out.stdout and "targets (this run, medians" in out.stdout
+    assert "where a sync step's time goes" in out.stdout
     report = json.loads((tmp_path / "showdown.json").read_text())
     rows = report["rows"]
     assert len(rows) == 4 * 2 * 2  # variants a-d x single/all x sync/async
@@ -24,6 +25,9 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         assert len(r["runs"]) == 2 and len(r["overhead_p50_us_runs"]) == 2
         assert r["p50_us"] > 0 and r["p99_us"] >= r["p50_us"]
         assert len(r["worker_cpu_pct"]) == 2 and len(r["worker_idle_cpu_pct"]) == 2
+        b = r["breakdown_p50_us"]
+        assert set(b) == {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected"}
+        assert b["work"] > 0 and b["last_worker_has_it"] >= 0 and b["reply_to_collected"] > 0
     assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
     assert all(v > 0 for v in report["python_floor_us"].values())
     try:
