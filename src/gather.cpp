@@ -137,7 +137,8 @@ bool GatherCollector::any_pending_ready(const std::vector<std::uint32_t>& pendin
 }
 
 // The one wait of collect(): wait.hpp's block_until over the doorbell, or over every pending ring.
-WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline) {
+WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline,
+                                      SpinHistory& history) {
     std::vector<SleepSite> sites;
     if (options_.method == GatherWait::futex_waitv) {
         sites.reserve(pending.size());
@@ -154,7 +155,7 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
         ic->self->check_pending_alive(*ic->pending);
     };
     const WaitContext ctx{sites,    deadline, cancelled_.get(), options_.wait.before_sleep, options_.liveness_interval,
-                          on_idle,  &idle,    &reply_waits_,    &kernel_waits_,
+                          on_idle,  &idle,    &history,         &kernel_waits_,
                           &last_liveness_check_};
     return block_until(options_.wait, ctx, [&] { return any_pending_ready(pending); });
 }
@@ -237,12 +238,20 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         }
     };
     std::vector<std::uint32_t> closed_ranks;
+    // The adaptive spin learns how long a whole collect waits, not each of its waits: after the first
+    // reply of a step the others follow within microseconds, and recording those short waits would
+    // teach the collector that waits are short, so that the next step's first wait (the workers'
+    // whole work) outlasts its spin and sleeps. The waits inside this collect use a copy; the
+    // endpoint's history gets one sample: from the first wait until every reply is in.
+    SpinHistory this_collect(reply_waits_);
+    Deadline first_wait{};
     try {
         for (;;) {
             drain_ready(tag, pending, closed_ranks, result);  // whatever is there, in any order, no wait
             if (pending.empty()) break;
+            if (first_wait == Deadline{}) first_wait = Clock::now();
             // ONE wait for the whole pending set.
-            const WaitOutcome o = wait_any(pending, lazy_deadline.deadline());
+            const WaitOutcome o = wait_any(pending, lazy_deadline.deadline(), this_collect);
             if (o == WaitOutcome::ready) continue;
             result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
             result.missing = pending;
@@ -255,6 +264,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         keep_taken(/*copy=*/false);
         throw;
     }
+    if (first_wait != Deadline{} && options_.wait.adaptive()) reply_waits_.record(Clock::now() - first_wait, options_.wait.spin_max);
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;
     std::sort(result.missing.begin(), result.missing.end());

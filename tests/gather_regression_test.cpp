@@ -366,5 +366,52 @@ TEST(GatherRegression, DoorbellRingsForEachRankThatReplies) {
     EXPECT_EQ(bell.line().rings.load(), 2u) << "one ring per rank that replied to a sleeping collector";
 }
 
+// Pins: the adaptive spin of a collector learns how long a whole collect waits. Each collect here
+// waits ~20 ms for the first reply and then ~0.2 ms for the second. Recording every wait of a collect
+// (the bug) settles the predictor near (3 x 20 + 4 x 0.2) / 7 ms ~ 0.43 of a collect: the next step's
+// first wait outlasts the spin and sleeps, so every all-rank step pays a wake-up (the executor
+// showdown's all-rank sync step cost 1.4x its single-rank one). One sample per collect: ~1.0.
+TEST(GatherRegression, AdaptiveSpinLearnsTheWholeCollectNotEachOfItsWaits) {
+    ScopedName name("greg-hist");
+    GroupNames names{name.str(), 2};
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    o.wait.kind = WaitKind::hybrid;
+    o.wait.spin_for = 10us;
+    o.wait.spin_max = 50ms;  // adaptive; large enough that no sample here is capped
+    auto c = GatherCollector::create(name, o);
+    constexpr int kSteps = 12;
+    Pipe go;
+    Children kids;
+    const pid_t worker = kids.add(fork_worker([&] {
+        auto w0 = GatherWorker::attach(name, 0);
+        auto w1 = GatherWorker::attach(name, 1);
+        const auto bytes = pattern(7, 64);
+        for (int step = 1; step <= kSteps; ++step) {
+            if (go.recv(10s) < 0) die(2, "no go");
+            ::usleep(20'000);
+            if (w0.reply(step, bytes, 5s) != Status::ok) die(3, "reply 0");
+            ::usleep(200);
+            if (w1.reply(step, bytes, 5s) != Status::ok) die(4, "reply 1");
+        }
+    }));
+    std::vector<double> collect_ns;
+    for (int step = 1; step <= kSteps; ++step) {
+        go.send('g');
+        const auto t0 = std::chrono::steady_clock::now();
+        const GatherResult res = c.collect_all(static_cast<std::uint64_t>(step), 10s);
+        collect_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+        ASSERT_EQ(res.status, Status::ok) << res.describe();
+    }
+    EXPECT_EQ(kids.wait(worker, 10s), 0);
+    // The moving average (weight 1/4) follows the last few collects: compare with their mean. One
+    // sample per collect gives ~1.0 of it, per-wait samples ~0.43; 0.7 leaves room for noise.
+    const double recent = (collect_ns[kSteps - 1] + collect_ns[kSteps - 2] + collect_ns[kSteps - 3] + collect_ns[kSteps - 4]) / 4;
+    EXPECT_GE(static_cast<double>(c.typical_collect_wait().count()), 0.7 * recent)
+        << "typical " << c.typical_collect_wait().count() / 1000 << " us, the last collects took "
+        << recent / 1000 << " us on average: the predictor learned the short waits inside a collect";
+}
+
 }  // namespace
 }  // namespace ringcast::test

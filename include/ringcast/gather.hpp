@@ -106,13 +106,17 @@ public:
     [[nodiscard]] std::uint32_t ranks() const noexcept { return static_cast<std::uint32_t>(readers_.size()); }
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
     [[nodiscard]] std::uint64_t kernel_waits() const noexcept { return kernel_waits_; }
+    // The adaptive spin's predictor: how long a whole collect typically waited (one sample per
+    // collect that waited at all, from its first wait until every reply was in).
+    [[nodiscard]] std::chrono::nanoseconds typical_collect_wait() const noexcept { return reply_waits_.typical(); }
     [[nodiscard]] GatherWait method() const noexcept { return options_.method; }
 
 private:
     GatherCollector(std::string name, const GatherOptions& options, DoorbellMapping bell)
         : name_(std::move(name)), options_(options), bell_(std::move(bell)) {}
     // Waits until a pending rank has a record (or closed) — the one wait of collect().
-    [[nodiscard]] WaitOutcome wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline);
+    [[nodiscard]] WaitOutcome wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline,
+                                       SpinHistory& history);
     [[nodiscard]] SleepSite bell_site() const noexcept;
     void check_pending_alive(const std::vector<std::uint32_t>& pending);
     // Drains every pending rank that has a reply (no waiting) into `result`; removes them from
