@@ -729,9 +729,13 @@ TEST(AdaptiveWait, RecordsOnlyRealWaits) {
     ctx.deadline = kPollOnly;
     EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::timed_out);
     EXPECT_EQ(h.typical(), 0ns);
-    // A real wait of >= 5 ms, ended by a publish from another thread: recorded (a quarter of it).
+    // A real wait of >= 5 ms, ended by a publish from another thread: recorded (a quarter of it). The
+    // waker counts its 5 ms from the waiter's announcement (its spin is over, it is in the wait), not
+    // from its own start: on a loaded machine the waiter may start the wait milliseconds late.
     ctx.deadline = Clock::now() + 10s;
     std::thread waker([&] {
+        const auto give_up = Clock::now() + 10s;
+        while (sleeping.load() == 0 && Clock::now() < give_up) std::this_thread::yield();
         std::this_thread::sleep_for(5ms);
         publish_flag_and_notify(flag, seq, sleeping);
     });
