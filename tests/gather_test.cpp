@@ -1,6 +1,8 @@
 // The gather group: one wait for all replies, tags, timeouts, dead workers — both wait methods.
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -29,6 +31,23 @@ protected:
         return o;
     }
 };
+
+// Blocks (bounded, failing fast) until the collector of `group` announced its sleep (3a of wait.hpp):
+// doorbell — its bit on the bell line; futex_waitv — its bit (reader rank 0) on the reply ring of
+// `pending_rank`, one of the ranks it waits for.
+void await_collector_sleep(const std::string& group, GatherWait method, std::uint32_t pending_rank) {
+    std::function<bool()> announced;
+    std::optional<DoorbellMapping> bell;
+    std::optional<Segment> ring;
+    if (method == GatherWait::doorbell) {
+        bell.emplace(DoorbellMapping::open(group + ".bell", 0));
+        announced = [&] { return bell->line().collector_sleeping.load() != 0; };
+    } else {
+        ring.emplace(Segment::open(group + ".r" + std::to_string(pending_rank)));
+        announced = [&] { return (ring->reader_sleep_line().sleeping[0].load() & 1) != 0; };
+    }
+    ASSERT_TRUE(wait_until(announced, 10000ms)) << "the collector did not go to sleep within 10 s";
+}
 
 std::vector<std::byte> reply_bytes(std::uint32_t rank, std::uint64_t tag, std::size_t n = 24) {
     std::vector<std::byte> v(n);
@@ -142,25 +161,36 @@ TEST_P(Gather, AWorkerThatClosedIsReportedAsClosed) {
     ScopedName name("gc");
     auto c = GatherCollector::create(name, options(2, WaitKind::futex));
     auto w0 = GatherWorker::attach(name, 0);
+    std::atomic<std::int64_t> closed_at{0};
     std::thread t([&] {
-        std::this_thread::sleep_for(30ms);  // the collector is asleep by now
+        await_collector_sleep(name.str(), GetParam(), 1);  // the close below must wake a sleeper
         auto w1 = GatherWorker::attach(name, 1);
+        closed_at = now_ns();
         w1.close();
     });
     ASSERT_EQ(w0.reply(4, reply_bytes(0, 4)), Status::ok);
     const GatherResult res = c.collect_all(4, 10s);
+    const std::int64_t woke_after = now_ns() - closed_at.load();
     t.join();
     EXPECT_EQ(res.status, Status::closed);
+    EXPECT_LT(woke_after, 500'000'000) << "the close's wake was lost (" << woke_after / 1'000'000 << " ms)";
     EXPECT_EQ(res.missing, (std::vector<std::uint32_t>{1}));
 }
 
 TEST_P(Gather, CancelWakesABlockedCollect) {
     ScopedName name("gx");
     auto c = GatherCollector::create(name, options(2, WaitKind::futex));
-    std::thread t([&] { std::this_thread::sleep_for(30ms); c.cancel(); });
+    std::atomic<std::int64_t> cancelled_at{0};
+    std::thread t([&] {
+        await_collector_sleep(name.str(), GetParam(), 0);
+        cancelled_at = now_ns();
+        c.cancel();
+    });
     const GatherResult res = c.collect_all(1, 20s);
+    const std::int64_t woke_after = now_ns() - cancelled_at.load();
     t.join();
     EXPECT_EQ(res.status, Status::cancelled);
+    EXPECT_LT(woke_after, 500'000'000) << "the cancel's wake was lost (" << woke_after / 1'000'000 << " ms)";
 }
 
 TEST_P(Gather, WorkersInOtherProcesses) {
@@ -198,7 +228,9 @@ TEST(GatherDoorbell, NoBellRingWhenTheCollectorIsAwake) {
         ASSERT_EQ(w1.reply(tag, reply_bytes(1, tag)), Status::ok);
         ASSERT_EQ(c.collect_all(tag, 1s).status, Status::ok);
     }
-    EXPECT_EQ(w0.bell_rings() , 0u);
+    // bell_rings() counts the whole group's rings (one shared line): 0 means neither worker rang.
+    EXPECT_EQ(w0.bell_rings(), 0u);
+    EXPECT_EQ(w1.bell_rings(), 0u);
     EXPECT_EQ(c.kernel_waits(), 0u);
 }
 

@@ -61,6 +61,7 @@ TEST_P(Broadcast, OneWriterThreeReaderProcesses) {
         }));
     }
     std::vector<std::byte> big;
+    std::uint64_t fragmented = 0;
     for (std::uint64_t seq = 0; seq < n; ++seq) {
         const std::size_t size = message_size(seq, big_every);
         if (size <= w.max_reserve()) {  // zero-copy path
@@ -72,10 +73,14 @@ TEST_P(Broadcast, OneWriterThreeReaderProcesses) {
             big.resize(size);
             fill_message(big, seq);
             ASSERT_EQ(w.write(big, 60s, seq), Status::ok) << "seq " << seq;
+            ++fragmented;
         }
     }
     w.close();
     for (pid_t c : children) EXPECT_EQ(wait_child(c), 0);
+    // RINGCAST_TEST_SCALE scales the count, never the classes: at n >= 1000, big_every <= n / 4.
+    EXPECT_GE(fragmented, 4u) << "fragmented messages sent (every reader checked each)";
+    EXPECT_GT(w.segment().writer_line().tail.load(), 2 * w.capacity()) << "the ring never wrapped";
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, Broadcast,
@@ -174,12 +179,23 @@ TEST(Processes, WriterBlockedOnADeadReaderFailsNamingIt) {
     });
     ASSERT_EQ(wait_child(doomed, 30s), -SIGKILL);
     std::vector<std::byte> msg(4000);
+    // The writer fills the ring (rank 0's head stays at 0), then blocks: the write that finds no room
+    // must fail within two liveness intervals (checked with slack for a loaded machine: 10), not at
+    // its 10 s timeout.
+    std::int64_t call_start = 0;
     try {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < 1000; ++i) (void)w.write(msg, 10s);
+        for (int i = 0; i < 1000; ++i) {
+            call_start = now_ns();
+            const Status s = w.write(msg, 10s);
+            if (s != Status::ok) {
+                ADD_FAILURE() << "write " << i << " returned " << to_string(s) << ": the dead reader went unnoticed";
+                break;
+            }
+        }
         ADD_FAILURE() << "the writer never noticed the dead reader";
-        (void)t0;
     } catch (const Error& e) {
+        const auto took = std::chrono::nanoseconds(now_ns() - call_start);
+        EXPECT_LT(took, 10 * wo.liveness_interval) << "detection took " << took.count() / 1'000'000 << " ms";
         EXPECT_EQ(e.code(), ErrorCode::peer_dead);
         EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find(std::to_string(doomed)), std::string::npos) << e.what();
@@ -205,10 +221,13 @@ TEST(Processes, ReaderBlockedOnADeadWriterFails) {
     auto r = Reader::attach(name, 0, ro);
     std::vector<std::byte> got;
     ASSERT_EQ(r.read(got, 1s), Status::ok) << "what was published before the death is delivered";
+    const std::int64_t call_start = now_ns();
     try {
         (void)r.read(got, 10s);
         ADD_FAILURE() << "the reader never noticed the dead writer";
     } catch (const Error& e) {
+        const auto took = std::chrono::nanoseconds(now_ns() - call_start);
+        EXPECT_LT(took, 10 * ro.liveness_interval) << "detection took " << took.count() / 1'000'000 << " ms";
         EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
         EXPECT_NE(std::string(e.what()).find(std::to_string(writer)), std::string::npos) << e.what();
     }

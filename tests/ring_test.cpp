@@ -48,6 +48,30 @@ protected:
         const double s = test_scale() * (spins() ? 0.1 : 1.0);
         return std::max<std::uint64_t>(50, static_cast<std::uint64_t>(double(n) * s));
     }
+    // Blocks (bounded, failing fast) until `rank` has gone to sleep for data `nth` times in all: its
+    // waits counter (bumped just before the futex wait, after the re-check 3d) reached nth and its bit
+    // is set. Spinning strategies never sleep: they get a pause to reach their spin instead.
+    static void await_reader_sleep(const Writer& w, std::uint32_t rank, std::uint64_t nth) {
+        if (spins()) {
+            std::this_thread::sleep_for(20ms);
+            return;
+        }
+        const auto& seg = w.segment();
+        ASSERT_TRUE(wait_until([&] {
+            return seg.reader_slot(rank).waits.load() >= nth &&
+                   (seg.reader_sleep_line().sleeping[rank / 64].load() >> (rank % 64) & 1) != 0;
+        }, 10000ms)) << "rank " << rank << " did not go to sleep (time " << nth << ") within 10 s";
+    }
+    // The same for the writer asleep for space.
+    static void await_writer_sleep(const Writer& w, std::uint64_t nth) {
+        if (spins()) {
+            std::this_thread::sleep_for(20ms);
+            return;
+        }
+        const auto& line = w.segment().space_line();
+        ASSERT_TRUE(wait_until([&] { return line.writer_waits.load() >= nth && line.writer_sleeping.load() != 0; }, 10000ms))
+            << "the writer did not go to sleep for space within 10 s";
+    }
     SegmentOptions seg(std::uint32_t readers, std::uint64_t capacity = 64 * 1024) {
         SegmentOptions o;
         o.readers = readers;
@@ -57,7 +81,7 @@ protected:
 };
 
 using Strategies = ::testing::Types<Kind<WaitKind::spin>, Kind<WaitKind::spin_yield>, Kind<WaitKind::futex>,
-                                    Kind<WaitKind::hybrid>, AdaptiveKind>;
+                                    Kind<WaitKind::hybrid>, AdaptiveKind, Kind<WaitKind::eventfd>>;
 class KindNames {
 public:
     template <class T>
@@ -199,6 +223,7 @@ TYPED_TEST(RingTest, SlowReadersHoldTheWriterAndMissNothing) {
     auto w = Writer::create(name, this->seg(3), this->writer_options());
     const std::uint64_t n = this->scaled(3000);
     std::atomic<int> failures{0};
+    std::atomic<std::uint64_t> fragmented{0};  // messages delivered that were larger than one record
     std::vector<std::thread> readers;
     for (std::uint32_t rank = 0; rank < 3; ++rank) {
         readers.emplace_back([&, rank] {
@@ -209,6 +234,7 @@ TYPED_TEST(RingTest, SlowReadersHoldTheWriterAndMissNothing) {
                     ++failures;
                     return;
                 }
+                if (got.size() > w.max_reserve()) ++fragmented;
                 if (rank == 2 && seq % 64 == 0) std::this_thread::sleep_for(200us);  // the laggard
             }
             if (r.read(got, 30s) != Status::closed) ++failures;
@@ -218,6 +244,9 @@ TYPED_TEST(RingTest, SlowReadersHoldTheWriterAndMissNothing) {
     w.close();
     for (auto& t : readers) t.join();
     EXPECT_EQ(failures.load(), 0);
+    // The hard cases happened at every scale (n >= 50): fragments, and a ring that wrapped.
+    EXPECT_GT(fragmented.load(), 0u) << n << " messages: none was fragmented";
+    EXPECT_GT(w.segment().writer_line().tail.load(), 2 * w.capacity()) << n << " messages: the ring never wrapped";
 }
 
 TYPED_TEST(RingTest, LateReaderGetsEverythingFromTheStart) {
@@ -250,9 +279,9 @@ TYPED_TEST(RingTest, CloseLetsReadersDrainThenReportsClosed) {
         state = (first == Status::ok && second == Status::closed) ? 2 : 3;
     });
     while (state.load() == 0) std::this_thread::yield();
-    std::this_thread::sleep_for(20ms);
+    this->await_reader_sleep(w, 1, 1);  // the write below wakes a sleeper, not a reader still checking
     ASSERT_EQ(w.write(make(64, 0), 1s), Status::ok);
-    std::this_thread::sleep_for(20ms);
+    this->await_reader_sleep(w, 1, 2);  // ... and so does close
     w.close();
     blocked.join();
     EXPECT_EQ(state.load(), 2);
@@ -283,10 +312,22 @@ TYPED_TEST(RingTest, CancelFromAnotherThread) {
     ScopedName name("cancel");
     auto w = Writer::create(name, this->seg(1), this->writer_options());
     auto r = Reader::attach(name, 0, this->reader_options());
+    // cancel() comes once the call sleeps (spinning strategies: after a pause) and must end a sleep
+    // well within the liveness interval (1 s): a lost cancel wake would show as a second's delay (a
+    // spinning call has no wake to lose, and a loaded machine may deschedule it for as long).
+    std::atomic<std::int64_t> cancelled_at{0};
+    const auto since_cancel = [&] { return std::chrono::nanoseconds(now_ns() - cancelled_at.load()); };
     {
-        std::thread t([&] { std::this_thread::sleep_for(30ms); r.cancel(); });
+        std::thread t([&] {
+            this->await_reader_sleep(w, 0, 1);
+            cancelled_at = now_ns();
+            r.cancel();
+        });
         std::vector<std::byte> got;
         EXPECT_EQ(r.read(got, 20s), Status::cancelled);
+        if (!this->spins()) {
+            EXPECT_LT(since_cancel(), 500ms) << "the cancelled read went on sleeping";
+        }
         t.join();
         EXPECT_EQ(r.read(got, 20s), Status::cancelled) << "cancel is sticky";
         r.clear_cancel();
@@ -294,8 +335,15 @@ TYPED_TEST(RingTest, CancelFromAnotherThread) {
     }
     while (w.write(make(4000, 1), 0ms) == Status::ok) {
     }
-    std::thread t([&] { std::this_thread::sleep_for(30ms); w.cancel(); });
+    std::thread t([&] {
+        this->await_writer_sleep(w, 1);
+        cancelled_at = now_ns();
+        w.cancel();
+    });
     EXPECT_EQ(w.write(make(4000, 1), 20s), Status::cancelled);
+    if (!this->spins()) {
+        EXPECT_LT(since_cancel(), 500ms) << "the cancelled write went on sleeping";
+    }
     t.join();
     w.clear_cancel();
     EXPECT_EQ(w.write(make(4000, 1), 5ms), Status::timed_out);
@@ -317,28 +365,36 @@ TYPED_TEST(RingTest, FragmentedWriteTimingOutIsWithdrawn) {
     t.join();
 }
 
+// RINGCAST_TEST_SCALE scales the count, never the classes: a 2..5 MiB message (fragmented through the
+// 256 KiB ring) every 997 messages, or every n/4 when fewer are sent, so every strategy at every scale
+// delivers at least four fragmented messages (checked).
 TYPED_TEST(RingTest, ThreeReadersStressWithFragments) {
     ScopedName name("stress");
     auto w = Writer::create(name, this->seg(3, 256 * 1024), this->writer_options());
     const std::uint64_t n = this->scaled(20000);
+    const std::uint64_t big_every = std::min<std::uint64_t>(997, n / 4);
     std::atomic<int> failures{0};
+    std::atomic<std::uint64_t> fragmented{0};  // fragmented messages delivered, all readers together
     std::vector<std::thread> readers;
     for (std::uint32_t rank = 0; rank < 3; ++rank) {
         readers.emplace_back([&, rank] {
             auto r = Reader::attach(name, rank, this->reader_options());
             for (std::uint64_t seq = 0; seq < n; ++seq) {
                 const Message m = r.peek(60s);
-                if (m.status != Status::ok || !check_message(m.bytes, seq, message_size(seq, 997)).empty()) {
+                if (m.status != Status::ok || !check_message(m.bytes, seq, message_size(seq, big_every)).empty()) {
                     ++failures;
                     return;
                 }
+                if (m.bytes.size() > w.max_reserve()) ++fragmented;
                 r.release();
             }
             if (r.peek(60s).status != Status::closed) ++failures;
         });
     }
+    std::uint64_t fragmented_sent = 0;
     for (std::uint64_t seq = 0; seq < n; ++seq) {
-        const std::size_t size = message_size(seq, 997);
+        const std::size_t size = message_size(seq, big_every);
+        fragmented_sent += size > w.max_reserve() ? 1 : 0;
         if (size <= w.max_reserve() && seq % 2 == 0) {
             Reservation res = w.reserve(size, 60s);
             ASSERT_EQ(res.status, Status::ok);
@@ -351,6 +407,9 @@ TYPED_TEST(RingTest, ThreeReadersStressWithFragments) {
     w.close();
     for (auto& t : readers) t.join();
     EXPECT_EQ(failures.load(), 0);
+    EXPECT_GE(fragmented_sent, 4u) << n << " messages, one 2..5 MiB every " << big_every;
+    EXPECT_EQ(fragmented.load(), 3 * fragmented_sent) << "fragmented messages delivered (3 readers)";
+    EXPECT_GT(w.segment().writer_line().tail.load(), 2 * w.capacity()) << "the ring never wrapped";
 }
 
 // ---- the futex protocol's promise: no wake system call while nobody sleeps -------------------------

@@ -188,6 +188,12 @@ private:
     std::vector<pid_t> pids_;
 };
 
+// steady_clock is CLOCK_MONOTONIC: one time base for every process of a test (fault trials, wake bounds).
+inline std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 // Scale for long tests: RINGCAST_TEST_SCALE=0.1 in sanitizer builds.
 inline double test_scale() {
     const char* s = std::getenv("RINGCAST_TEST_SCALE");

@@ -9,6 +9,8 @@
 // (its last successful call returned) — before both, it could not know.
 //
 // RINGCAST_FAULT_TRIALS (default 200) and RINGCAST_FAULT_SEED (default: the clock; printed) repeat a run.
+// The trial count scales, the classes never do: trials take the kill points in turn (rounded up to a
+// whole number of rounds), the stop tests their cases in turn, so a run of 20 still has every one.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -241,11 +243,14 @@ void reader_kill_victim(std::string_view name, Point point, std::uint64_t hold_a
 }
 
 
-std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts[4], Landings& landings) {
+constexpr int kPoints = 4;
+// Every point the same number of times: the trial count rounded up to whole rounds.
+int trials_per_point_round() { return (fault_trials() + kPoints - 1) / kPoints * kPoints; }
+
+std::string run_reader_kill_trial(Rng& rng, Point point, bool evict, Stats& stats, int counts[4], Landings& landings) {
     ScopedName name(evict ? "fk-rev" : "fk-r");
     auto seg = Segment::create(name, SegmentOptions{.readers = 2, .capacity = kCapacity});
     SharedBlock<ReaderKillTrial> t;
-    const auto point = static_cast<Point>(rng.below(4));
     counts[static_cast<int>(point)]++;
     const std::uint64_t hold_at = rng.below(30);
     const pid_t victim = spawn([&] {
@@ -318,7 +323,7 @@ std::string run_reader_kill_trial(Rng& rng, bool evict, Stats& stats, int counts
 }
 
 void reader_kill_suite(bool evict) {
-    const int trials = fault_trials();
+    const int trials = trials_per_point_round();
     const std::uint64_t seed = fault_seed();
     Rng rng{seed};
     Stats stats;
@@ -327,7 +332,7 @@ void reader_kill_suite(bool evict) {
     int failures = 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < trials; ++i) {
-        const std::string err = run_reader_kill_trial(rng, evict, stats, counts, landings);
+        const std::string err = run_reader_kill_trial(rng, static_cast<Point>(i % kPoints), evict, stats, counts, landings);
         if (!err.empty()) {
             ADD_FAILURE() << "trial " << i << " (RINGCAST_FAULT_SEED=" << seed << "): " << err;
             if (++failures >= 5) break;
@@ -388,13 +393,12 @@ void writer_kill_writer(std::string_view name, Point point, WriterKillTrial& t) 
     }
 }
 
-std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4], Landings& landings) {
+std::string run_writer_kill_trial(Rng& rng, Point point, Stats& stats, int counts[4], Landings& landings) {
     ScopedName name("fk-w");
     auto seg = Segment::create(name, SegmentOptions{.readers = 2, .capacity = kCapacity});
     SharedBlock<WriterKillTrial> t;
     // Points for the writer: blocked on space (rank 1 stops reading), idle between messages (readers
     // asleep on data), in the middle of a fragmented message, anywhere.
-    const auto point = static_cast<Point>(rng.below(4));
     counts[static_cast<int>(point)]++;
     if (point != Point::blocked) t->release_readers = 1;
     const pid_t r0 = spawn([&] { survive_and_check(name, 0, point, t->readers[0]); });
@@ -454,7 +458,7 @@ std::string run_writer_kill_trial(Rng& rng, Stats& stats, int counts[4], Landing
 }
 
 TEST(WriterKilled, ReadersFailWithinTwoIntervalsAndNeverSeeATornMessage) {
-    const int trials = fault_trials();
+    const int trials = trials_per_point_round();
     const std::uint64_t seed = fault_seed();
     Rng rng{seed};
     Stats stats;
@@ -463,7 +467,7 @@ TEST(WriterKilled, ReadersFailWithinTwoIntervalsAndNeverSeeATornMessage) {
     int failures = 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < trials; ++i) {
-        const std::string err = run_writer_kill_trial(rng, stats, counts, landings);
+        const std::string err = run_writer_kill_trial(rng, static_cast<Point>(i % kPoints), stats, counts, landings);
         if (!err.empty()) {
             ADD_FAILURE() << "trial " << i << " (RINGCAST_FAULT_SEED=" << seed << "): " << err;
             if (++failures >= 5) break;
@@ -488,8 +492,13 @@ bool stop_and_wait(pid_t pid) {
     return ::waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st);
 }
 
+// Cases, in turn: evicting writer or not x the reader stopped early (at message 0..49) or late
+// (50..99, the ring wrapped); RINGCAST_FAULT_TRIALS / 4 trials, rounded to whole rounds, at least one.
+constexpr int kStopCases = 4;
+int stop_trials() { return std::max(kStopCases, fault_trials() / 4 / kStopCases * kStopCases); }
+
 TEST(PeerStopped, WriterTimesOutOnAStoppedReaderAndDoesNotDeclareItDead) {
-    const int trials = std::max(1, fault_trials() / 4);
+    const int trials = stop_trials();
     const std::uint64_t seed = fault_seed();
     Rng rng{seed};
     const auto t0 = std::chrono::steady_clock::now();
@@ -505,7 +514,8 @@ TEST(PeerStopped, WriterTimesOutOnAStoppedReaderAndDoesNotDeclareItDead) {
         SharedBlock<ReaderReport> rep;
         const pid_t reader = fork_child([&] { survive_and_check(name, 0, Point::anywhere, *rep); });
         ASSERT_TRUE(wait_until([&] { return layout::unpack_owner(w.segment().reader_slot(0).owner.load()).pid == std::uint32_t(reader); }, 5000ms));
-        const std::uint64_t stop_at = rng.below(100);
+        const bool late = (i & 2) != 0;
+        const std::uint64_t stop_at = (late ? 50 : 0) + rng.below(50);
         std::vector<std::byte> msg;
         bool timed_out_once = false;
         for (std::uint64_t seq = 0; seq < total; ++seq) {
@@ -539,8 +549,10 @@ TEST(PeerStopped, WriterTimesOutOnAStoppedReaderAndDoesNotDeclareItDead) {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
+// Cases, in turn: the writer stopped in each quarter of its 100 messages (the first: before the ring
+// filled; the last: possibly after it wrote everything and idles).
 TEST(PeerStopped, ReaderTimesOutOnAStoppedWriterAndDoesNotDeclareItDead) {
-    const int trials = std::max(1, fault_trials() / 4);
+    const int trials = stop_trials();
     const std::uint64_t seed = fault_seed();
     Rng rng{seed};
     const auto t0 = std::chrono::steady_clock::now();
@@ -552,7 +564,7 @@ TEST(PeerStopped, ReaderTimesOutOnAStoppedWriterAndDoesNotDeclareItDead) {
         ro.liveness_interval = kShortInterval;
         auto r = Reader::attach(name, 0, ro);
         const std::uint64_t total = 100;
-        const std::uint64_t stop_after = rng.below(total);
+        const std::uint64_t stop_after = (i % kStopCases) * (total / kStopCases) + rng.below(total / kStopCases);
         SharedBlock<std::atomic<std::uint64_t>> published;
         SharedBlock<std::atomic<int>> may_exit;
         const pid_t writer = fork_child([&] {

@@ -18,12 +18,6 @@
 
 namespace ringcast::test {
 
-// steady_clock is CLOCK_MONOTONIC: one time base for every process of a trial.
-inline std::int64_t now_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 // An object in MAP_SHARED|MAP_ANONYMOUS memory made before fork(): every process of the trial sees it,
 // and what a process stored before it was killed is still there.
 template <class T>

@@ -2,7 +2,8 @@
 """Writes the seed corpus of the fuzz targets (committed; rerun only when the formats change).
 
 corpus/segment_image: see fuzz_segment_image.cpp (shape byte, readers byte, 2 bytes, XOR overlay).
-corpus/record: see fuzz_record.cpp (u64 head, u16 published bytes, flags byte, ring bytes).
+corpus/record: see fuzz_record.cpp (u64 head, u32 published bytes, flags byte, ring bytes).
+corpus/ownership: see fuzz_ownership.cpp (readers/evict byte, then one op per byte).
 """
 import os
 import struct
@@ -29,7 +30,7 @@ def record(kind, payload, tag=0):
 
 def ring_input(head, records, closed=False, extra_published=0):
     body = b"".join(records)
-    return struct.pack("<QHB", head, min(len(body) + extra_published, 0xFFFF), 1 if closed else 0) + body
+    return struct.pack("<QIB", head, min(len(body) + extra_published, CAP), 1 if closed else 0) + body
 
 
 # ---- segment images ----------------------------------------------------------------------------
@@ -61,5 +62,38 @@ write("record", "fragmented_aborted", ring_input(0, [record(FIRST, total + pay, 
                                                       record(MESSAGE, pay, 6)]))
 write("record", "fragmented_across_end", ring_input(CAP - 128, frags))
 write("record", "orphan_fragment", ring_input(0, [record(LAST, pay, 5), record(MESSAGE, pay, 6)]))
+# a full ring: 16 messages of 4080 bytes (4096-byte records) publish exactly the capacity, from the
+# ring's start, and from one record before the ring's end on its fourth lap (the rest wrap to the start)
+full = [record(MESSAGE, bytes([i]) * 4080, i) for i in range(16)]
+write("record", "full_ring", ring_input(0, full))
+write("record", "full_ring_wrapped", ring_input(3 * CAP - 4096, full, closed=True))
 write("record", "unpublished_tail", ring_input(0, [record(MESSAGE, pay)], extra_published=-16))
+
+# ---- ownership: op sequences (fuzz_ownership.cpp: byte 0 = readers - 1 | 4 if evicting; then op + 9 * arg,
+# arg = rank + readers * flag for the rank ops, the count - 1 for writes)
+ATTACH, DETACH, DEATH, TICK, WRITE, READ, WRITER_DEATH, WRITER_CLAIM, READER_TICK = range(9)
+
+
+def ops(readers, evict, *steps):
+    out = [readers - 1 | (4 if evict else 0)]
+    for step in steps:
+        o, rank, flag = (step + (0, 0))[:3]
+        arg = rank + readers * flag if o not in (WRITE,) else rank
+        out.append(o + 9 * arg)
+    return bytes(out)
+
+
+# two readers, the ring filled, rank 1 dies asleep; the evicting writer's tick evicts it; re-attach fails
+write("ownership", "evict_dead_sleeper", ops(2, True, (ATTACH, 0), (ATTACH, 1), (WRITE, 7), (WRITE, 7),
+                                             (READ, 0, 1), (DEATH, 1, 1), (TICK,), (ATTACH, 1), (WRITE, 3)))
+# the same without eviction: the tick names rank 1; a replacement claims it and clears its bit (C2)
+write("ownership", "replace_dead_sleeper", ops(2, False, (ATTACH, 0), (ATTACH, 1), (WRITE, 7), (DEATH, 1, 1),
+                                               (TICK,), (ATTACH, 1), (READ, 1, 1), (TICK,)))
+# keep_place: detach, re-attach and resume; a clean detach without it leaves the rank for good
+write("ownership", "keep_place_then_leave", ops(1, False, (ATTACH, 0, 1), (WRITE, 2), (READ, 0), (DETACH, 0),
+                                                (ATTACH, 0), (READ, 0, 1), (DETACH, 0), (ATTACH, 0), (WRITE, 7)))
+# the writer dies asleep for space; readers' ticks see it; a new writer claims the role
+write("ownership", "writer_takeover", ops(3, True, (ATTACH, 0), (WRITE, 7), (WRITE, 7), (WRITE, 7),
+                                          (WRITER_DEATH, 0, 1), (READER_TICK, 0), (WRITER_CLAIM,), (WRITE, 0),
+                                          (READ, 0, 1), (WRITER_CLAIM,)))
 print("seeds written under", os.path.join(HERE, "corpus"))

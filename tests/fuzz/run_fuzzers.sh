@@ -10,7 +10,7 @@ set -euo pipefail
 src=${1:?source dir}
 work=${2:?work dir}
 total=${3:-60}
-targets=(fuzz_segment_image fuzz_record)
+targets=(fuzz_segment_image fuzz_record fuzz_ownership)
 per=$(( total / ${#targets[@]} ))
 (( per >= 1 )) || per=1
 
@@ -24,8 +24,8 @@ if [[ -z $cxx ]]; then
   echo "SKIP: no clang++ (apt-get install clang-14 libclang-rt-14-dev)"; exit 77
 fi
 probe=$(mktemp -d)
-# fuzz_record names its segment rc-fuzz-record-<pid>; a crashing run leaves it behind.
-trap 'rm -rf "$probe"; rm -f /dev/shm/rc-fuzz-record-*' EXIT
+# fuzz_record and fuzz_ownership name their segments rc-fuzz-*-<pid>; a crashing run leaves one behind.
+trap 'rm -rf "$probe"; rm -f /dev/shm/rc-fuzz-record-* /dev/shm/rc-fuzz-owner-*' EXIT
 echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' > "$probe/p.cpp"
 if ! "$cxx" -fsanitize=fuzzer "$probe/p.cpp" -o "$probe/p" >/dev/null 2>&1; then
   echo "SKIP: $cxx cannot link libFuzzer (install libclang-rt-14-dev)"; exit 77
@@ -54,7 +54,10 @@ for t in "${targets[@]}"; do
   echo "== $t: ${per}s from $(ls "$src/tests/fuzz/corpus/$name" | wc -l) seeds"
   # -malloc_limit_mb: a legitimate fragmented message may announce up to 1 TiB; ASan returns null
   # beyond what it can map and the target accounts for that (see fuzz_record.cpp).
+  # -max_len 70000 -len_control=0: inputs up to a whole ring (fuzz_record: 65536 + 13 bytes) from the
+  # first second, not a ramp from short inputs that a time-boxed run would never finish.
   if ! "$work/$t" -max_total_time="$per" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1048576 \
+       -max_len=70000 -len_control=0 \
        -print_final_stats=1 -artifact_prefix="$work/artifacts-$name/" \
        "$corpus" "$src/tests/fuzz/corpus/$name" > "$work/$t.log" 2>&1; then
     echo "FINDING in $t (log: $work/$t.log, inputs: $work/artifacts-$name/)"

@@ -97,23 +97,31 @@ def test_dead_worker_is_named():
     g.close()
 
 
-def test_collect_releases_the_gil_once_for_the_whole_wait():
-    g = ringcast.ReplyGather(2, wait="futex")
+@pytest.mark.parametrize("method", METHODS)
+def test_collect_is_one_wait_over_every_rank_without_the_gil(method):
+    """Rank 1 replies 50 ms after the collector went to sleep, rank 0 50 ms after it slept again. One
+    wait over both ranks sleeps exactly twice, none holding the GIL. futex_waitv: the first wake came
+    through rank 1's ring, so the wait covered it (waiting rank by rank, on rank 0's ring first, sleeps
+    on until a liveness slice: 3 sleeps, checked by hand); doorbell: any reply rings, the count shows
+    no sleep beyond one per reply. The collect runs outside the main thread, whose waits are cut into
+    50 ms slices for Ctrl-C (those would add sleeps)."""
+    g = ringcast.ReplyGather(2, wait="futex", method=method)
     ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    out = []
+    collector = threading.Thread(target=lambda: out.append(g.collect(3, timeout=5)))
     ringcast._core.gil_probe_reset()
-
-    def late_replies():
+    collector.start()
+    for r, text in ((1, "b"), (0, "a")):  # each once the collector sleeps (bounded wait)
+        end = time.monotonic() + 10
+        while ringcast._core.gil_probe()[0] < 2 - r:
+            assert time.monotonic() < end, "the collector never went to sleep"
+            time.sleep(0.001)
         time.sleep(0.05)
-        ws[1].reply(3, "b")
-        time.sleep(0.05)
-        ws[0].reply(3, "a")
-
-    t = threading.Thread(target=late_replies)
-    t.start()
-    assert g.collect(3, timeout=5) == ["a", "b"]
-    t.join()
+        ws[r].reply(3, text)
+    collector.join(10)
+    assert out == [["a", "b"]]
     sleeps, holding = ringcast._core.gil_probe()
-    assert sleeps >= 1 and holding == 0
+    assert sleeps == 2 and holding == 0, f"{sleeps} sleeps ({holding} holding the GIL) for two late replies"
     g.close()
 
 

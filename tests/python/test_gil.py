@@ -24,15 +24,18 @@ def fill_ring(q):
 
 
 def test_probe_sees_no_gil_in_kernel_waits(queue_pair, probe):
+    """The main thread's dequeue and enqueue, each checked on its own counts."""
     q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
     with pytest.raises(TimeoutError):
         r.dequeue(timeout=0.2)  # blocked reader
+    sleeps, with_gil = _core.gil_probe()
+    assert sleeps > 0 and with_gil == 0, f"dequeue: {sleeps} sleeps, {with_gil} holding the GIL"
     fill_ring(q)
     _core.gil_probe_reset()
     with pytest.raises(TimeoutError):
         q.enqueue(b"x" * 8000, timeout=0.2)  # blocked writer
     sleeps, with_gil = _core.gil_probe()
-    assert sleeps > 0 and with_gil == 0
+    assert sleeps > 0 and with_gil == 0, f"enqueue: {sleeps} sleeps, {with_gil} holding the GIL"
 
 
 def test_probe_detects_a_held_gil(queue_pair, probe):
@@ -111,7 +114,15 @@ def test_main_thread_keeps_its_speed_while_two_threads_are_blocked(queue_pair):
                           f"(solo {[round(x) for x in solo]}, loaded {[round(x) for x in loaded]})")
 
 
-def test_shutdown_wakes_a_blocked_reader(queue_pair):
+def await_a_sleep(what):
+    """Bounded: the blocked call has gone to sleep (the probe counted it), so the wake is what is tested."""
+    end = time.monotonic() + 10
+    while _core.gil_probe()[0] == 0:
+        assert time.monotonic() < end, f"the blocked {what} never went to sleep within 10 s"
+        time.sleep(0.001)
+
+
+def test_shutdown_wakes_a_blocked_reader(queue_pair, probe):
     q, (r,) = queue_pair(1)
     out = []
 
@@ -124,7 +135,7 @@ def test_shutdown_wakes_a_blocked_reader(queue_pair):
 
     t = threading.Thread(target=block)
     t.start()
-    time.sleep(0.2)
+    await_a_sleep("dequeue")
     t1 = time.monotonic()
     r.shutdown()
     t.join(timeout=10)
@@ -132,9 +143,10 @@ def test_shutdown_wakes_a_blocked_reader(queue_pair):
     assert time.monotonic() - t1 < 1.0
 
 
-def test_shutdown_wakes_a_blocked_writer(queue_pair):
+def test_shutdown_wakes_a_blocked_writer(queue_pair, probe):
     q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
     fill_ring(q)
+    _core.gil_probe_reset()
     out = []
 
     def block():
@@ -145,7 +157,7 @@ def test_shutdown_wakes_a_blocked_writer(queue_pair):
 
     t = threading.Thread(target=block)
     t.start()
-    time.sleep(0.2)
+    await_a_sleep("enqueue")
     t1 = time.monotonic()
     q.shutdown()
     t.join(timeout=10)
@@ -164,8 +176,10 @@ def sigint_after(delay, stamp):
     return t
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs the main thread")
+# Signals reach Python's main thread only; pytest runs tests there (asserted, not skipped: a skip
+# condition evaluated at import time, in the main thread, could never be true).
 def test_sigint_interrupts_a_blocked_dequeue(queue_pair):
+    assert threading.current_thread() is threading.main_thread()
     q, (r,) = queue_pair(1)
     stamp = []
     t = sigint_after(0.3, stamp)
@@ -178,8 +192,8 @@ def test_sigint_interrupts_a_blocked_dequeue(queue_pair):
     assert r.dequeue(timeout=5) == "still works"
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs the main thread")
 def test_sigint_interrupts_a_blocked_enqueue(queue_pair):
+    assert threading.current_thread() is threading.main_thread()
     q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
     fill_ring(q)
     stamp = []

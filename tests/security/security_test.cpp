@@ -67,7 +67,9 @@ TEST(OtherUser, CannotAttachWriteRemoveOrInspectADefaultQueue) {
     });
     EXPECT_EQ(rc, 0);
 #ifdef RINGCAST_CLI
-    // The same through the tool the issue names: setpriv runs `ringcast stat` as nobody.
+    // The same through the tool the issue names: setpriv runs `ringcast stat` as nobody (missing
+    // setpriv is a failure, not a silent pass: tools/test installs util-linux).
+    EXPECT_EQ(::access("/usr/bin/setpriv", X_OK), 0) << "/usr/bin/setpriv is missing (apt install util-linux)";
     if (::access("/usr/bin/setpriv", X_OK) == 0) {
         const RunResult r = run_program({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                          RINGCAST_CLI, "stat", name.str()});
