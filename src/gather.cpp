@@ -1,6 +1,8 @@
 // The gather group (include/ringcast/gather.hpp): doorbell object, collector and worker.
 #include "ringcast/gather.hpp"
 
+#include "ringcast/events/arm.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -76,6 +78,8 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
     // From here on the destructor removes whatever was created if a later step throws.
     ReaderOptions ro;
     ro.wait = options.wait;
+    // An eventfd collector sleeps on the doorbell's eventfd (wake_fd); its rank-0 readers only poll.
+    if (ro.wait.kind == WaitKind::eventfd) ro.wait.kind = WaitKind::futex;
     ro.liveness_interval = options.liveness_interval;
     c.readers_.reserve(options.ranks);
     for (std::uint32_t r = 0; r < options.ranks; ++r) {
@@ -83,6 +87,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
         { auto seg = Segment::create(ring, SegmentOptions{.readers = 1, .capacity = options.capacity, .mode = options.mode}); }
         c.readers_.push_back(Reader::attach(ring, 0, ro));
     }
+    if (options.wait.kind == WaitKind::eventfd) (void)c.wake_fd();
     return c;
 }
 
@@ -107,6 +112,7 @@ void GatherCollector::cancel() noexcept {
     cancelled_->store(true, std::memory_order_seq_cst);
     wake_all(bell_site());
     for (auto& rd : readers_) wake_all(rd.data_site());  // the futex_waitv path sleeps on these
+    if (eventfd_) eventfd_->poke();  // flag first, then the poke: see Reader::cancel
 }
 
 void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) {
@@ -136,11 +142,19 @@ bool GatherCollector::any_pending_ready(const std::vector<std::uint32_t>& pendin
     return false;
 }
 
+bool GatherCollector::any_awaited_ready(const std::vector<std::uint32_t>& ranks) noexcept {
+    for (std::uint32_t r : ranks) {
+        if (r < kept_.size() && kept_[r]) continue;  // taken already, kept for the next collect
+        if (readers_[r].poll_acquire()) return true;
+    }
+    return false;
+}
+
 // The one wait of collect(): wait.hpp's block_until over the doorbell, or over every pending ring.
 WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline,
                                       SpinHistory& history) {
     std::vector<SleepSite> sites;
-    if (options_.method == GatherWait::futex_waitv) {
+    if (options_.method == GatherWait::futex_waitv && !eventfd_) {  // an eventfd sleeps on the doorbell
         sites.reserve(pending.size());
         for (std::uint32_t r : pending) sites.push_back(readers_[r].data_site());  // our bit: reader rank 0
     } else {
@@ -156,7 +170,7 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
     };
     const WaitContext ctx{sites,    deadline, cancelled_.get(), options_.wait.before_sleep, options_.liveness_interval,
                           on_idle,  &idle,    &history,         &kernel_waits_,
-                          &last_liveness_check_};
+                          &last_liveness_check_, eventfd_.get()};
     return block_until(options_.wait, ctx, [&] { return any_pending_ready(pending); });
 }
 
@@ -271,6 +285,25 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     return result;
 }
 
+int GatherCollector::wake_fd() {
+    if (!eventfd_) eventfd_ = std::make_unique<EventfdWaiter>(bell_.line().collector_eventfd);
+    return eventfd_->fd();
+}
+
+bool GatherCollector::arm_wake_fd(std::span<const std::uint32_t> ranks) {
+    (void)wake_fd();
+    std::vector<std::uint32_t> pending(ranks.begin(), ranks.end());
+    if (pending.empty())
+        for (std::uint32_t r = 0; r < readers_.size(); ++r) pending.push_back(r);
+    for (std::uint32_t r : pending)
+        if (r >= readers_.size()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
+    // The doorbell rings after every record of every reply ring while we announce on it (ring.hpp,
+    // publish order step 5), so any pending ring's new record wakes us.
+    return arm_eventfd(*eventfd_, bell_site(), [&] { return any_awaited_ready(pending); });
+}
+
+void GatherCollector::disarm_wake_fd() noexcept { retract(bell_site()); }
+
 // ---- worker ---------------------------------------------------------------------------------------
 
 GatherWorker GatherWorker::attach(std::string_view name, std::uint32_t rank, const WriterOptions& options) {
@@ -289,9 +322,10 @@ GatherWorker GatherWorker::attach(std::string_view name, std::uint32_t rank, con
 GatherWorker::GatherWorker(DoorbellMapping bell, Writer writer, std::uint32_t rank)
     : bell_(std::move(bell)), writer_(std::move(writer)), rank_(rank) {
     auto& b = bell_.line();
+    bell_eventfds_ = std::make_unique<EventfdSignaller>(&b.collector_eventfd, 0, 1);
     // Every record of the reply ring — each fragment of a large reply too — rings the bell while the
     // collector sleeps on it (ring.hpp publish order, step 5).
-    writer_.set_publish_bell({&b.doorbell_seq, &b.collector_sleeping, 1, 0, &b.waits}, b.rings);
+    writer_.set_publish_bell({&b.doorbell_seq, &b.collector_sleeping, 1, 0, &b.waits, bell_eventfds_.get()}, b.rings);
 }
 
 Status GatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout) {

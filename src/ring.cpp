@@ -3,6 +3,8 @@
 // steps C1/C2/E1/D1 are named in the header comment of include/ringcast/ring.hpp.
 #include "ringcast/ring.hpp"
 
+#include "ringcast/events/arm.hpp"
+
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -57,6 +59,10 @@ Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
     RINGCAST_CRASH_POINT(writer_c2);
     tail_ = line_->tail.load(std::memory_order_acquire);  // a previous writer's records stay published
     known_free_end_ = tail_;  // unknown: the first reservation scans the heads
+    // The readers' eventfd registrations, for our data wakes (events/eventfd.hpp).
+    reader_eventfds_ = std::make_unique<EventfdSignaller>(&segment_.reader_slot(0).eventfd, sizeof(layout::ReaderSlot),
+                                                          readers_);
+    if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();
     // A previous writer may have died in the middle of a fragmented message, its first fragments
     // held by readers: owe them an abort record (a reader that is not mid-stream ignores it).
     stream_broken_ = tail_ != 0;
@@ -88,6 +94,7 @@ Writer Writer::open(std::string_view name, const WriterOptions& options) {
 Writer::~Writer() {
     if (line_ == nullptr) return;  // moved from
     close();
+    space_eventfd_.reset();  // unregister while the role is ours: a successor may register next
     // Release the role only if it is still ours (a CAS: never clear a successor's claim).
     std::uint64_t expected = owner_word_;
     segment_.header().writer_owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
@@ -116,6 +123,7 @@ bool Writer::closed() const noexcept {
 void Writer::cancel() noexcept {
     cancelled_.get().store(true, std::memory_order_seq_cst);
     wake_all(space_site());  // bumps space_seq: a writer between 3c and 3e cannot go to sleep
+    if (space_eventfd_) space_eventfd_->poke();  // (stored before the flag's readers drain: see Reader::cancel)
 }
 
 std::uint64_t Writer::wake_calls() const noexcept { return line_->wake_calls.load(std::memory_order_relaxed); }
@@ -199,6 +207,9 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
                                             " is impossible against tail " + std::to_string(tail));
     }
     cached_tail_ = head_;
+    // The writer's eventfd registration, for our space wakes (events/eventfd.hpp).
+    writer_eventfd_ = std::make_unique<EventfdSignaller>(&segment_.space_line().writer_eventfd, 0, 1);
+    if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();
     // The previous holder of this rank may have died mid-way through a record's processing; head_ is
     // always at a record boundary (only whole records are released), so we resume cleanly.
 }
@@ -209,7 +220,11 @@ Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOpt
         try {
             return Reader(Segment::open(name), rank, options);
         } catch (const Error& e) {
-            if (e.code() != ErrorCode::not_found || give_up == kPollOnly || Clock::now() >= give_up) {
+            // Waiting for the name covers its creation too: between the creator's shm_open and its
+            // header's magic the object exists but is not a ringcast segment yet (not_ringcast). A
+            // foreign object stays so: after the wait, its error is the one thrown.
+            const bool creating = e.code() == ErrorCode::not_found || e.code() == ErrorCode::not_ringcast;
+            if (!creating || give_up == kPollOnly || Clock::now() >= give_up) {
                 if (e.code() == ErrorCode::not_found && give_up != kPollOnly)
                     throw Error(ErrorCode::not_found, std::string(e.what()) + " (waited " +
                                                           std::to_string(options.create_timeout.count() / 1'000'000) +
@@ -240,12 +255,16 @@ void Reader::release_claim(SlotState to) noexcept {
 
 Reader::~Reader() {
     if (slot_ == nullptr) return;  // moved from
+    data_eventfd_.reset();  // unregister while the rank is ours: a successor may register next
     release_claim(options_.keep_place ? SlotState::detached : SlotState::left);
 }
 
 void Reader::cancel() noexcept {
     cancelled_.get().store(true, std::memory_order_seq_cst);
     wake_all(data_site());  // other ranks wake too, re-check and sleep again: cancel is rare
+    // An eventfd sleeper: the flag is stored (seq_cst) before the poke, and the waiter drains (3a')
+    // before it checks the flag, so the poke is seen or the flag is.
+    if (data_eventfd_) data_eventfd_->poke();
 }
 
 std::uint64_t Reader::waits() const noexcept { return slot_->waits.load(std::memory_order_relaxed); }
@@ -271,5 +290,41 @@ void Reader::corrupt(const std::string& why) const {
     throw Error(ErrorCode::corrupt, "segment '" + segment_.name() + "', rank " + std::to_string(rank_) +
                                         ", record at " + std::to_string(head_) + ": " + why);
 }
+
+// ---- event loops (events/eventfd.hpp) -------------------------------------------------------------
+
+
+int Writer::wake_fd() {
+    if (!space_eventfd_) space_eventfd_ = std::make_unique<EventfdWaiter>(segment_.space_line().writer_eventfd);
+    return space_eventfd_->fd();
+}
+
+bool Writer::arm_wake_fd(std::size_t message_bytes) {
+    (void)wake_fd();
+    // Room for the first record the next write needs: an owed abort record, or the message's first
+    // (only) record, after a padding record if it would cross the ring's end (reserve_record).
+    const std::uint64_t payload = stream_broken_ ? 0 : std::min<std::uint64_t>(message_bytes, max_payload_);
+    const std::uint64_t rec = layout::record_size(payload);
+    const std::uint64_t to_end = capacity_ - (tail_ & mask_);
+    const std::uint64_t need = rec > to_end ? to_end + rec : rec;
+    return arm_eventfd(*space_eventfd_, space_site(), [&] {
+        known_free_end_ = min_reader_head_acquire() + capacity_;
+        return tail_ + need <= known_free_end_;
+    });
+}
+
+void Writer::disarm_wake_fd() noexcept { retract(space_site()); }
+
+int Reader::wake_fd() {
+    if (!data_eventfd_) data_eventfd_ = std::make_unique<EventfdWaiter>(slot_->eventfd);
+    return data_eventfd_->fd();
+}
+
+bool Reader::arm_wake_fd() {
+    (void)wake_fd();
+    return arm_eventfd(*data_eventfd_, data_site(), [&] { return poll_acquire(); });
+}
+
+void Reader::disarm_wake_fd() noexcept { retract(data_site()); }
 
 }  // namespace ringcast

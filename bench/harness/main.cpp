@@ -267,11 +267,13 @@ int cmd_strategies(int argc, char** argv) {
                 "reader copying every message out; CPU%% = process CPU time / wall time over the phase\n"
                 "(100 = one core), writer/reader0/reader1...\n\n");
     std::vector<Agg> rows;
-    for (const char* name : {"spin", "spin_yield", "futex", "hybrid", "hybrid_adapt", "floor_atomic", "floor_futex"}) {
+    for (const char* name : {"spin", "spin_yield", "futex", "hybrid", "hybrid_adapt", "eventfd", "floor_eventfd",
+                             "floor_atomic", "floor_futex"}) {
         std::fprintf(stderr, "  measuring %s...\n", name);
         rows.push_back(measure(*find_system(name), size, readers, lim, 1, pin));
     }
     const double atomic_floor = rows[rows.size() - 2].p50, futex_floor = rows.back().p50;
+    const double eventfd_ratio = rows[rows.size() - 4].p50 / rows[rows.size() - 3].p50;  // eventfd / floor_eventfd
     std::printf("%-13s %9s %9s %8s %8s %10s %18s %18s\n", "strategy", "p50 us", "p99 us", "x atomic", "x futex",
                 "msgs/s", "cpu% rtt phase", "cpu% stream phase");
     for (const auto& r : rows) {
@@ -280,6 +282,9 @@ int cmd_strategies(int argc, char** argv) {
                     cpu_list(r.wcpu_rtt, r.rcpu_rtt).c_str(),
                     r.msgs > 0 ? cpu_list(r.wcpu_stream, r.rcpu_stream).c_str() : "-");
     }
+    std::printf("\neventfd RTT / floor_eventfd RTT (p50): %.2f (target <= 1.15: %s). floor_eventfd: the same\n"
+                "lock-step hand-off as floor_futex, woken by an eventfd write + poll/read each way.\n",
+                eventfd_ratio, eventfd_ratio <= 1.15 ? "met" : "MISSED");
     m.load_end = read_first_line("/proc/loadavg");
     std::printf("\nfloor_atomic / floor_futex: bare shared-memory hand-off (pause spin / futex wait+wake), no\n"
                 "queue; round trips only. x atomic, x futex = p50 / that floor's p50. 1 run per row, %zu..%zu\n"

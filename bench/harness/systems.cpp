@@ -3,6 +3,8 @@
 #include <atomic>
 #include <climits>
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -126,10 +128,13 @@ private:
 // reader waits for the bump, copies the message out, writes its reply into its own ack line and
 // stores `seq` there. The writer touches the buffer again only after every ack (lock-step), so no
 // further synchronisation is needed. Spin: pause loop. Futex: no spinning at all, the waker always
-// calls futex_wake (the textbook ping-pong; ringcast skips the wake when nobody sleeps).
+// calls futex_wake (the textbook ping-pong; ringcast skips the wake when nobody sleeps). Eventfd:
+// likewise with one eventfd per direction and reader (inherited across the fork), the waker always
+// writes it and the waiter blocks in poll + read (what an event loop does on readiness).
 class FloorSystem final : public System {
 public:
-    explicit FloorSystem(bool futex) : futex_(futex) {}
+    enum class Mode { atomic, futex, eventfd };
+    explicit FloorSystem(Mode mode) : futex_(mode == Mode::futex), eventfd_(mode == Mode::eventfd) {}
     bool can_stream() const override { return false; }
 
     void prepare(std::size_t max_message, std::uint32_t readers) override {
@@ -140,6 +145,13 @@ public:
         if (p == MAP_FAILED) throw BenchError("mmap of the floor buffer failed");
         base_ = static_cast<std::byte*>(p);
         new (base_) Line[1 + readers]{};
+        if (eventfd_) {
+            for (std::uint32_t i = 0; i < 2 * readers; ++i) {  // [0, R): requests, [R, 2R): acks
+                const int fd = ::eventfd(0, EFD_CLOEXEC);
+                if (fd < 0) throw BenchError("eventfd() failed");
+                efds_.push_back(fd);
+            }
+        }
     }
     std::unique_ptr<ReaderEnd> make_reader(std::uint32_t rank) override {
         struct End final : ReaderEnd {
@@ -149,7 +161,7 @@ public:
             std::vector<std::byte> buf;
             std::span<const std::byte> receive() override {
                 Line& req = s->line(0);
-                seen = s->wait_change(req.seq, seen);
+                seen = s->wait_change(req.seq, seen, s->eventfd_ ? s->efds_[rank] : -1);
                 buf.resize(req.len);
                 std::memcpy(buf.data(), s->data(), req.len);
                 return buf;
@@ -160,6 +172,7 @@ public:
                 ack.len = std::uint32_t(b.size());
                 ack.seq.store(seen, std::memory_order_release);
                 if (s->futex_) ringcast::futex_wake(&ack.seq, 1);
+                if (s->eventfd_) s->signal(s->efds_[s->readers_ + rank]);
             }
         };
         auto e = std::make_unique<End>();
@@ -179,12 +192,14 @@ public:
                 req.len = std::uint32_t(m.size());
                 req.seq.store(++seq, std::memory_order_release);
                 if (s->futex_) ringcast::futex_wake(&req.seq, INT_MAX);
+                if (s->eventfd_)
+                    for (std::uint32_t r = 0; r < s->readers_; ++r) s->signal(s->efds_[r]);
             }
             void collect(const std::function<void(std::uint32_t, std::span<const std::byte>)>& f) override {
                 for (std::uint32_t r = 0; r < s->readers_; ++r) {
                     Line& ack = s->line(1 + r);
                     std::uint32_t v = ack.seq.load(std::memory_order_acquire);
-                    while (v != seq) v = s->wait_change(ack.seq, v);
+                    while (v != seq) v = s->wait_change(ack.seq, v, s->eventfd_ ? s->efds_[s->readers_ + r] : -1);
                     f(r, {ack.payload, ack.len});
                 }
             }
@@ -196,6 +211,8 @@ public:
     void cleanup() noexcept override {
         if (base_) ::munmap(base_, bytes_);
         base_ = nullptr;
+        for (int fd : efds_) ::close(fd);
+        efds_.clear();
     }
 
 private:
@@ -207,24 +224,37 @@ private:
     Line& line(std::uint32_t i) { return reinterpret_cast<Line*>(base_)[i]; }
     std::byte* data() { return base_ + sizeof(Line) * (1 + readers_); }
 
-    // Waits until `word` differs from `old`; returns the new value (acquire).
-    std::uint32_t wait_change(std::atomic<std::uint32_t>& word, std::uint32_t old) {
+    static void signal(int fd) {
+        const std::uint64_t one = 1;
+        if (::write(fd, &one, sizeof one) != sizeof one) throw BenchError("eventfd write failed");
+    }
+    // Waits until `word` differs from `old`; returns the new value (acquire). `fd`: the eventfd to
+    // block on (eventfd mode).
+    std::uint32_t wait_change(std::atomic<std::uint32_t>& word, std::uint32_t old, int fd) {
         const std::int64_t give_up = now_ns() + kStepTimeoutNs;
         for (std::uint32_t i = 1;; ++i) {
             const std::uint32_t v = word.load(std::memory_order_acquire);
             if (v != old) return v;
-            if (futex_) {
+            if (eventfd_) {
+                pollfd p{fd, POLLIN, 0};
+                if (::poll(&p, 1, 1000) == 1) {
+                    std::uint64_t n = 0;
+                    if (::read(fd, &n, sizeof n) != sizeof n) throw BenchError("eventfd read failed");
+                }
+            } else if (futex_) {
                 (void)ringcast::futex_wait(&word, old, ringcast::deadline_after(std::chrono::seconds(1)));
             } else {
                 ringcast::cpu_relax();
             }
-            if ((i & 4095u) == 0 || futex_) {
+            if ((i & 4095u) == 0 || futex_ || eventfd_) {
                 if (now_ns() > give_up) throw BenchError("floor: peer did not answer within the step timeout");
             }
         }
     }
 
     bool futex_;
+    bool eventfd_;
+    std::vector<int> efds_;
     std::uint32_t readers_ = 0;
     std::size_t max_ = 0, bytes_ = 0;
     std::byte* base_ = nullptr;
@@ -241,8 +271,10 @@ std::vector<SystemInfo> all_systems() {
     v.push_back({"hybrid_adapt", "ringcast", [] {
                      return std::make_unique<RingcastSystem>(WaitKind::hybrid, std::chrono::milliseconds(2));
                  }});
-    v.push_back({"floor_atomic", "floor", [] { return std::make_unique<FloorSystem>(false); }});
-    v.push_back({"floor_futex", "floor", [] { return std::make_unique<FloorSystem>(true); }});
+    v.push_back({"eventfd", "ringcast", [] { return std::make_unique<RingcastSystem>(WaitKind::eventfd); }});
+    v.push_back({"floor_atomic", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::atomic); }});
+    v.push_back({"floor_futex", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::futex); }});
+    v.push_back({"floor_eventfd", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::eventfd); }});
     v.push_back({"boost_mq", "peer", [] { return make_boost_mq(); }});
 #ifdef RINGCAST_BENCH_HAVE_ZMQ
     v.push_back({"zmq_pair", "peer", [] { return make_zmq_pair(); }});

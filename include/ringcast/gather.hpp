@@ -111,7 +111,19 @@ public:
     [[nodiscard]] std::chrono::nanoseconds typical_collect_wait() const noexcept { return reply_waits_.typical(); }
     [[nodiscard]] GatherWait method() const noexcept { return options_.method; }
 
+    // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this collector sleeps on
+    // (via the doorbell, whatever `method`); registered on first call (WaitKind::eventfd: at create),
+    // from then on every collect() wait sleeps on it. Throws Error(system).
+    [[nodiscard]] int wake_fd();
+    // Announces a wait for a reply from any of `ranks` (empty: all) that the next collect still
+    // needs (a rank whose reply an unfinished collect keeps is not waited for). true: one is there (or
+    // a ring closed) — collect with a zero timeout. false: armed; watch wake_fd(), then
+    // disarm_wake_fd() and collect with a zero timeout; replies it takes are kept for the next one.
+    [[nodiscard]] bool arm_wake_fd(std::span<const std::uint32_t> ranks);
+    void disarm_wake_fd() noexcept;
+
 private:
+    friend class WaitSet;  // arms its wait among many endpoints (events/waitset.hpp)
     GatherCollector(std::string name, const GatherOptions& options, DoorbellMapping bell)
         : name_(std::move(name)), options_(options), bell_(std::move(bell)) {}
     // Waits until a pending rank has a record (or closed) — the one wait of collect().
@@ -124,6 +136,9 @@ private:
     void drain_ready(std::uint64_t tag, std::vector<std::uint32_t>& pending, std::vector<std::uint32_t>& closed_ranks,
                      GatherResult& result);
     [[nodiscard]] bool any_pending_ready(const std::vector<std::uint32_t>& pending) noexcept;
+    // As any_pending_ready, skipping ranks whose reply an unfinished collect keeps (an event loop's
+    // condition: a reply the next collect still needs).
+    [[nodiscard]] bool any_awaited_ready(const std::vector<std::uint32_t>& ranks) noexcept;
 
     std::string name_;
     GatherOptions options_;
@@ -136,6 +151,8 @@ private:
     SpinHistory reply_waits_;  // how long waits for replies lasted (adaptive hybrid)
     Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
     std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
+    std::unique_ptr<EventfdWaiter> eventfd_;  // ours, once registered (wake_fd); destroyed (unregistered)
+                                              // before bell_ is unmapped
 };
 
 // The worker side: the writer of its rank's reply ring. Thread-safety: one thread at a time.
@@ -168,6 +185,8 @@ private:
     GatherWorker(DoorbellMapping bell, Writer writer, std::uint32_t rank);
     DoorbellMapping bell_;  // before writer_: the Writer's destructor (close) still rings it; mapped
                             // once, so the publish bell's pointers stay valid across moves
+    std::unique_ptr<EventfdSignaller> bell_eventfds_;  // before writer_, for the same reason: a copy of
+                                                       // the collector's eventfd (bell wakes)
     Writer writer_;
     std::uint32_t rank_;
 };

@@ -38,7 +38,8 @@ namespace ringcast::layout {
 inline constexpr std::size_t kLine = 128;
 
 inline constexpr std::uint64_t kMagic = 0x5453'4143'474e'4952ULL;  // "RINGCAST" little-endian
-inline constexpr std::uint32_t kAbiVersion = 2;  // 2: one owner word per slot, sleeper bits
+inline constexpr std::uint32_t kAbiVersion = 3;  // 2: one owner word per slot, sleeper bits;
+                                                 // 3: eventfd registrations (EventfdSlot)
 inline constexpr std::uint32_t kMaxReaders = 1024;
 inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
 inline constexpr std::uint64_t kMaxCapacity = 1ULL << 40;
@@ -98,6 +99,21 @@ static_assert(kSlotStateCount <= 8 && kOwnerStartBits + kOwnerPidBits + 3 == 64)
 static_assert(unpack_owner(pack_owner({SlotState::left, 4194303, kOwnerStartMask})) ==
               Owner{SlotState::left, 4194303, kOwnerStartMask});
 
+// ---- eventfd registrations (events/eventfd.hpp) ----------------------------------------------------
+// An endpoint that sleeps on an eventfd instead of its futex word (WaitKind::eventfd, or an event
+// loop) publishes where its waker can take a copy of the fd (pidfd_getfd). `gen` is a seqlock: odd
+// while holder/fd change; the fd stays open in the holder until gen moved on again, so a waker that
+// reads the same even gen before and after its pidfd_getfd took the registered eventfd.
+struct EventfdSlot {
+    std::atomic<std::uint64_t> holder;      // owner word (pid + start time) of the process holding the
+                                            // eventfd (state field unused); 0: the endpoint sleeps on futexes
+    std::atomic<std::uint32_t> fd;          // the eventfd's number in the holder
+    std::atomic<std::uint32_t> gen;         // seqlock generation (above)
+    std::atomic<std::uint32_t> refused;     // errno of a waker that could not take the fd (EPERM ...), 0: none
+    std::atomic<std::uint32_t> refused_by;  // that waker's pid
+};
+static_assert(std::is_standard_layout_v<EventfdSlot> && sizeof(EventfdSlot) == 24);
+
 struct SegmentHeader {
     std::atomic<std::uint64_t> magic;  // stored last (release) by the creator: an attacher that
                                        // sees it sees every other header field
@@ -138,6 +154,7 @@ struct alignas(kLine) SpaceLine {  // touched only when the writer runs out of r
     std::uint32_t reserved0;
     std::atomic<std::uint64_t> writer_sleeping;  // bit 0: the writer may be asleep on space_seq
     std::atomic<std::uint64_t> writer_waits;     // futex_wait calls by the writer
+    EventfdSlot writer_eventfd;                  // the writer's eventfd while it waits for space on one
 };
 
 struct alignas(kLine) ReaderSlot {  // written by its reader on every release: its own line pair
@@ -146,6 +163,7 @@ struct alignas(kLine) ReaderSlot {  // written by its reader on every release: i
     std::atomic<std::uint64_t> waits;       // futex_wait calls by this reader
     std::atomic<std::uint64_t> wake_calls;  // futex_wake syscalls by this reader (space wakes)
     std::atomic<std::uint64_t> messages;    // messages consumed
+    EventfdSlot eventfd;                    // this rank's eventfd while it waits for data on one
 };
 
 static_assert(std::is_standard_layout_v<SegmentHeader>);
@@ -244,6 +262,7 @@ struct alignas(kLine) DoorbellLine {  // its own line: workers load collector_sl
     std::atomic<std::uint64_t> waits;               // futex_wait calls by the collector
     std::uint32_t abi_version;                      // kAbiVersion, checked on attach
     std::uint32_t layout_hash;                      // kLayoutHash, checked on attach
+    EventfdSlot collector_eventfd;                  // the collector's eventfd while it waits on one
 };
 static_assert(std::is_standard_layout_v<DoorbellLine> && sizeof(DoorbellLine) == kLine);
 
@@ -270,7 +289,10 @@ static_assert(std::is_standard_layout_v<DoorbellLine> && sizeof(DoorbellLine) ==
                             std::uint64_t{kOwnerStartBits}, std::uint64_t{kOwnerPidBits},
                             std::uint64_t{sizeof(DoorbellLine)},
                             std::uint64_t{offsetof(DoorbellLine, collector_sleeping)},
-                            std::uint64_t{kMaxRecordLength}})
+                            std::uint64_t{kMaxRecordLength}, std::uint64_t{sizeof(EventfdSlot)},
+                            std::uint64_t{offsetof(ReaderSlot, eventfd)},
+                            std::uint64_t{offsetof(SpaceLine, writer_eventfd)},
+                            std::uint64_t{offsetof(DoorbellLine, collector_eventfd)}})
         h = fnv1a_step(h, v);
     return h;
 }

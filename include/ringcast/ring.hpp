@@ -75,8 +75,9 @@ struct WriterOptions {
 struct ReaderOptions {
     WaitOptions wait{};
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);  // check the writer this often
-    // attach() of a name that does not exist yet waits this long for its writer to create it (a
-    // reader started before the writer), then throws Error(not_found). Zero: fail at once.
+    // attach() of a name that does not exist yet, or exists but is still being created (no magic
+    // yet), waits this long for its writer to create it (a reader started before the writer), then
+    // throws the last error (not_found, or not_ringcast for a foreign object). Zero: fail at once.
     std::chrono::nanoseconds create_timeout{0};
     // On a clean detach (destruction): false → the rank is released: the writer stops keeping
     // messages for it and it cannot re-attach (Error rank_left). true → the writer keeps honouring
@@ -136,6 +137,16 @@ public:
     [[nodiscard]] Status write_parts(std::span<const std::span<const std::byte>> parts,
                                      std::chrono::nanoseconds timeout = kForever, std::uint64_t tag = 0,
                                      WriteProgress* progress = nullptr);
+    // Fills `dst` (a reserved record in the ring) with the message bytes [offset, offset + dst.size()).
+    // The record is published as soon as it returns, so it returns only once those bytes are in place
+    // (a device copy has completed). It may throw: that record is not published (as a timeout there).
+    using FillFn = void (*)(void* context, std::span<std::byte> dst, std::uint64_t offset);
+    // As write_parts, but the `total` bytes come from `fill`, called once per record in message order
+    // (one call for a message up to max_reserve(), one per fragment beyond): a caller whose bytes are
+    // not in host memory (GPU interop: one DMA per record) writes them straight into the ring.
+    [[nodiscard]] Status write_filled(std::uint64_t total, FillFn fill, void* context,
+                                      std::chrono::nanoseconds timeout = kForever, std::uint64_t tag = 0,
+                                      WriteProgress* progress = nullptr);
     // Withdraws the open message of `progress` (publishes the abort record now). ok also when nothing
     // of it was out; timed_out/cancelled if the abort record found no space (it stays owed).
     [[nodiscard]] Status abort_write(WriteProgress& progress, std::chrono::nanoseconds timeout = kForever);
@@ -178,7 +189,19 @@ public:
     [[nodiscard]] std::uint64_t wake_calls() const noexcept;
     [[nodiscard]] std::uint64_t space_waits() const noexcept;
 
+    // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this writer sleeps on
+    // while waiting for space; registered on first call (WaitKind::eventfd: at creation), from then on
+    // every wait for space of this Writer sleeps on it. Throws Error(system).
+    [[nodiscard]] int wake_fd();
+    // Announces a wait for room for a message of `message_bytes` (a larger one: for its next
+    // fragment). true: room now, nothing armed — write. false: armed; watch wake_fd(), then
+    // disarm_wake_fd() and retry the write with a zero timeout. Throws Error(permission_denied) when a
+    // reader cannot take the fd.
+    [[nodiscard]] bool arm_wake_fd(std::size_t message_bytes);
+    void disarm_wake_fd() noexcept;
+
 private:
+    friend class WaitSet;  // arms its wait for space among many endpoints (events/waitset.hpp)
     Writer(Segment segment, const WriterOptions& options, bool owns_name);
     [[nodiscard]] SleepSite space_site() const noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
@@ -187,8 +210,11 @@ private:
     [[nodiscard]] Status reserve_record(std::uint64_t payload, Timeout& timeout);
     void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
     [[nodiscard]] Status finish_broken_stream(Timeout& timeout);
-    [[nodiscard]] Status write_stream(std::span<const std::span<const std::byte>> parts, std::uint64_t total,
-                                      Timeout& timeout, std::uint64_t tag, WriteProgress& progress, bool resumable);
+    [[nodiscard]] Status write_stream(FillFn fill, void* context, std::uint64_t total, Timeout& timeout,
+                                      std::uint64_t tag, WriteProgress& progress, bool resumable);
+    // The start of write_parts/write_filled: resume `progress` if it is the open stream, else withdraw
+    // an open stream first. ok: go on writing.
+    [[nodiscard]] Status begin_message(Timeout& timeout, WriteProgress* progress);
     void check_lagging_readers();
     static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
 
@@ -214,11 +240,14 @@ private:
     SleepSite bell_{};                   // set_publish_bell(); seq == nullptr: none
     std::atomic<std::uint64_t>* bell_wake_calls_ = nullptr;
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
+    std::unique_ptr<EventfdSignaller> reader_eventfds_;  // copies of the readers' eventfds (data wakes)
+    std::unique_ptr<EventfdWaiter> space_eventfd_;       // ours, once registered (wake_fd)
 };
 
 // ===================================================================================================
 // Reader of one rank. Thread-safety: one thread at a time uses a Reader, except cancel()/clear_cancel().
 class GatherCollector;
+class WaitSet;
 
 class Reader {
 public:
@@ -260,8 +289,19 @@ public:
     [[nodiscard]] std::uint64_t waits() const noexcept;       // futex_wait calls of this rank
     [[nodiscard]] std::uint64_t wake_calls() const noexcept;  // space wakes this rank made
 
+    // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this rank sleeps on
+    // while waiting for data; registered on first call (WaitKind::eventfd: at attach), from then on
+    // every wait of this Reader sleeps on it. Throws Error(system).
+    [[nodiscard]] int wake_fd();
+    // Announces a wait for data. true: a message (or the close) is there now, nothing armed — peek.
+    // false: armed; watch wake_fd(), then disarm_wake_fd() and peek with a zero timeout (a wake may
+    // find nothing: arm again). Throws Error(permission_denied) when the writer cannot take the fd.
+    [[nodiscard]] bool arm_wake_fd();
+    void disarm_wake_fd() noexcept;
+
 private:
     friend class GatherCollector;  // waits on many readers at once (gather.hpp)
+    friend class WaitSet;          // arms it among many endpoints (events/waitset.hpp)
     Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options);
     // One look, no waiting: loads tail and the closed flag. True if peek() would not block.
     [[nodiscard]] bool poll_acquire() noexcept;
@@ -301,6 +341,8 @@ private:
     bool assembling_ = false;
     std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
+    std::unique_ptr<EventfdSignaller> writer_eventfd_;  // a copy of the writer's eventfd (space wakes)
+    std::unique_ptr<EventfdWaiter> data_eventfd_;       // ours, once registered (wake_fd)
 };
 
 }  // namespace ringcast

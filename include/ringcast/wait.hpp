@@ -10,6 +10,8 @@
 //   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for it is
 //              adaptive: the spin budget follows how long this endpoint's recent waits lasted
 //              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is wanted
+//   Eventfd    no spinning: announce, re-check, sleep on the endpoint's own eventfd, which an event
+//              loop can watch too (events/eventfd.hpp: the drain step, fd passing, semantics)
 //
 // The sleeping protocol (model: tests/model/ring.pml). One mechanism for every sleeper: a reader
 // waiting for data, the writer waiting for space, the gather collector waiting on its doorbell or on
@@ -56,13 +58,14 @@
 #include <sched.h>
 
 #include "ringcast/detail/crash_point.hpp"
+#include "ringcast/events/eventfd.hpp"
 #include "ringcast/futex.hpp"
 
 namespace ringcast {
 
 inline constexpr std::chrono::nanoseconds kForever = std::chrono::nanoseconds::max();
 
-enum class WaitKind : std::uint8_t { spin, spin_yield, futex, hybrid };
+enum class WaitKind : std::uint8_t { spin, spin_yield, futex, hybrid, eventfd };
 
 [[nodiscard]] constexpr std::string_view to_string(WaitKind k) noexcept {
     switch (k) {
@@ -70,6 +73,7 @@ enum class WaitKind : std::uint8_t { spin, spin_yield, futex, hybrid };
         case WaitKind::spin_yield: return "spin_yield";
         case WaitKind::futex: return "futex";
         case WaitKind::hybrid: return "hybrid";
+        case WaitKind::eventfd: return "eventfd";
     }
     return "?";
 }
@@ -150,6 +154,8 @@ struct SleepSite {
     std::uint32_t words = 1;                         // waker: how many 64-bit words of bits to look at
     std::uint32_t bit = 0;                           // waiter: its own bit
     std::atomic<std::uint64_t>* waits = nullptr;     // futex_wait calls (diagnostics; relaxed); may be null
+    EventfdSignaller* eventfds = nullptr;            // waker: its copies of the eventfds of endpoints that
+                                                     // sleep on one (events/eventfd.hpp); null: none can
 
     [[nodiscard]] std::atomic<std::uint64_t>& own_word() const noexcept { return sleeping[bit / 64]; }
     [[nodiscard]] std::uint64_t own_mask() const noexcept { return std::uint64_t{1} << (bit % 64); }
@@ -177,7 +183,10 @@ inline bool notify_sleepers(const SleepSite& site, std::atomic<std::uint64_t>& w
     if (!any_announced(site)) return false;           // w2: the fast path
     site.seq->fetch_add(1, std::memory_order_release);  // w3
     RINGCAST_CRASH_POINT(wake_w3_seq);  // (detail/crash_point.hpp: nothing outside the fault tests)
-    futex_wake(site.seq);
+    // w3 for eventfd sleepers (events/eventfd.hpp); the futex wake only if a futex sleeper may be
+    // among the announced (the signaller re-loads the bits: one cleared since w2 was retracted by its
+    // own, awake, waiter; one set since w2 belongs to a waiter whose re-check sees w1).
+    if (site.eventfds == nullptr || !site.eventfds->signal(site.sleeping, site.words)) futex_wake(site.seq);
     wake_calls.fetch_add(1, std::memory_order_relaxed);  // slow path (a syscall follows); may have many storers
     return true;
 }
@@ -195,9 +204,12 @@ inline bool publish_and_notify(std::atomic<std::uint64_t>& cursor, std::uint64_t
 
 // Unconditional wake (close, cancel, a departing peer): bump seq so a waiter between 3c and 3e
 // cannot sleep.
+// Eventfd sleepers: the bits are loaded after the fence, so a waiter whose re-check (after its own
+// fence 3b) missed the caller's store announced before that load, and its eventfd is written.
 inline void wake_all(const SleepSite& site) noexcept {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     site.seq->fetch_add(1, std::memory_order_release);
+    if (site.eventfds != nullptr) (void)site.eventfds->signal(site.sleeping, site.words);
     futex_wake(site.seq);
 }
 
@@ -224,6 +236,13 @@ struct SpinYieldStrategy {
     static constexpr bool sleeps = false;
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return kForever; }
     void relax(std::uint32_t) const noexcept { ::sched_yield(); }
+};
+// Sleeps at once, like Futex; the kernel sleep is on the endpoint's eventfd (WaitContext::eventfd).
+struct EventfdStrategy {
+    static constexpr WaitKind kind = WaitKind::eventfd;
+    static constexpr bool sleeps = true;
+    [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return std::chrono::nanoseconds::zero(); }
+    void relax(std::uint32_t) const noexcept {}
 };
 struct FutexStrategy {
     static constexpr WaitKind kind = WaitKind::futex;
@@ -257,7 +276,7 @@ struct AdaptiveHybridStrategy {
     }
 };
 static_assert(WaitStrategy<SpinStrategy> && WaitStrategy<SpinYieldStrategy> &&
-              WaitStrategy<FutexStrategy> && WaitStrategy<HybridStrategy> &&
+              WaitStrategy<FutexStrategy> && WaitStrategy<HybridStrategy> && WaitStrategy<EventfdStrategy> &&
               WaitStrategy<AdaptiveHybridStrategy>);
 
 // Everything a blocking loop needs besides the strategy.
@@ -278,6 +297,9 @@ struct WaitContext {
     std::uint64_t* kernel_waits = nullptr;  // the endpoint's private count of kernel waits, if wanted
     Deadline* last_check = nullptr;  // the endpoint's: when its peer was last checked (Deadline{}:
                                      // never — the first unsuccessful look starts the clock)
+    EventfdWaiter* eventfd = nullptr;  // the endpoint's registered eventfd: every kernel sleep of an
+                                       // endpoint that has one is on it (its wakers skip the futex
+                                       // wake when all announced sleepers have one); one site only
 };
 
 // A peer killed between its cursor exchange (w1) and its wake (w2..w3) never runs the wake. So no
@@ -402,12 +424,14 @@ template <WaitStrategy S, class Ready>
         const auto retract_all = [&] {
             for (const SleepSite& site : ctx.sites) retract(site);
         };
+        EventfdWaiter* const efd = ctx.eventfd;
         for (;;) {
+            if (efd != nullptr) efd->drain();  // 3a': before the announcement, never after 3d (eventfd.hpp)
             for (const SleepSite& site : ctx.sites) announce(site);  // 3a
             RINGCAST_CRASH_POINT(sleep_3a);  // (the fault tests' crash points: nothing elsewhere)
             std::atomic_thread_fence(std::memory_order_seq_cst);     // 3b: see the argument above
             RINGCAST_CRASH_POINT(sleep_3b);
-            snap.snapshot();                                         // 3c
+            if (efd == nullptr) snap.snapshot();                     // 3c (an eventfd needs no snapshot)
             RINGCAST_CRASH_POINT(sleep_3c);
             if (ready()) {                                           // 3d re-check
                 retract_all();
@@ -422,12 +446,14 @@ template <WaitStrategy S, class Ready>
             if (ctx.kernel_waits) ++*ctx.kernel_waits;
             const Deadline wake_by = liveness.next() < ctx.deadline ? liveness.next() : ctx.deadline;
             RINGCAST_CRASH_POINT(sleep_3d);
-            const FutexWaitResult r = snap.sleep(wake_by);  // 3e, at most until the next check
+            const FutexWaitResult r = efd != nullptr ? efd->sleep(wake_by) : snap.sleep(wake_by);  // 3e, at most
+                                                                                                      // until the next check
             RINGCAST_CRASH_POINT(sleep_3e);
             retract_all();                                  // 3f
             RINGCAST_CRASH_POINT(sleep_3f);
             if (r == FutexWaitResult::unsupported)
                 throw Error(ErrorCode::system, "futex_waitv is not supported by this kernel (needs Linux 5.16)");
+            if (efd != nullptr) efd->check_refused();  // a waker that cannot take our fd: an error, not a hang
             if (ready()) return WaitOutcome::ready;
             if (is_cancelled()) return WaitOutcome::cancelled;
             now = Clock::now();  // (a futex wake is microseconds; one vDSO read more is noise)
@@ -444,6 +470,7 @@ template <class Ready>
         case WaitKind::spin: return block_until(SpinStrategy{}, ctx, ready);
         case WaitKind::spin_yield: return block_until(SpinYieldStrategy{}, ctx, ready);
         case WaitKind::futex: return block_until(FutexStrategy{}, ctx, ready);
+        case WaitKind::eventfd: return block_until(EventfdStrategy{}, ctx, ready);
         case WaitKind::hybrid: break;
     }
     if (!options.adaptive() || ctx.history == nullptr || ctx.deadline == kPollOnly)

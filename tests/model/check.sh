@@ -93,6 +93,13 @@ CHECKS=(
 "neg-evict-race    |$PAY|$DIE1 -DBUG_EVICT_CHECK_THEN_STORE|$SAFE|-m200000 -w20|old claim/evict (check, then store): P1 replacement reads overwritten slots"
 "neg-claim-word    |$P3R|-DN=2 -DCAP=1 -DM=2 -DDEATH -DBUG_CLAIM_CLEARS_WORD|$SAFE|-m200000 -w20|C2 stores 0 to the word of bits: P3 the other rank's wake is lost"
 "neg-no-tick-dl    |invalid end state|$DIE1 -DNO_CLOSE -DNO_LIVENESS_TIMEOUT -DNO_MONITOR|$SAFE|-m200000 -w20|sanity: without its liveness timeout the writer hangs on a dead reader (the tick is live)"
+# ---- ring.pml -DEVENTFD: rank 0 sleeps on an eventfd, rank 1 on the futex word ----
+"eventfd-cap2      |pass|-DN=2 -DCAP=2 -DM=3 -DEVENTFD|$SAFE -O1|-m200000 -w22|P1-P4 with an eventfd sleeper beside a futex sleeper (drain 3a', poll 3e, signal w3)"
+"eventfd-cap1-dl   |pass|-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DEVENTFD|$SAFE|-m200000 -w22|same, writer never closes"
+"eventfd-spurious  |pass|-DN=2 -DCAP=2 -DM=3 -DSPURIOUS -DEVENTFD|$SAFE|-m200000 -w22|same, poll/futex_wait may return early"
+"neg-drain-late    |$P3R|$MAIN -DEVENTFD -DBUG_DRAIN_AFTER_RECHECK|$SAFE|-m200000 -w20|eventfd drained after the re-check: P3, the signal is eaten"
+"neg-drain-late-dl |invalid end state|$DEAD -DEVENTFD -DBUG_DRAIN_AFTER_RECHECK|$SAFE|-m200000 -w20|same, deadlock check alone"
+"neg-skip-futex    |$P3R|$MAIN -DEVENTFD -DBUG_SKIP_FUTEX_WAKE|$SAFE|-m200000 -w20|futex wake skipped once an eventfd was written: P3, the futex rank sleeps on"
 # ---- gather.pml: doorbell wait against fragmented replies (F > CAP) ----
 "gather-k1         |pass|$G -DK=1 -DCAP=1 -DF=3|$SAFE|-m200000 -w22|payload, P2 replies complete, P3 collector and workers, P4 no deadlock"
 "gather-k2         |pass|$G -DK=2 -DCAP=1 -DF=3|$SAFE -O1|-m200000 -w22|same, two workers"

@@ -109,7 +109,10 @@
  *     The writer's wait has its liveness timeout under -DDEATH (above).
  *   - u32 wrap-around of notify_seq / space_seq (ABA after 2^32 bumps).
  *   - Late-attaching readers (head 0), clean detach (detached / left),
- *     cancel, eventfd mode, the writer's death and a writer taking over.
+ *     cancel, the writer's death and a writer taking over.
+ *   - The eventfd mode (-DEVENTFD, below) is modelled for the data
+ *     direction; the space and doorbell sites run the same code
+ *     (wait.hpp notify_sleepers / block_until, events/arm.hpp).
  *   - At most one death per run, of rank DYING's first reader; one
  *     replacement.  The other ranks are alive, so the liveness check only
  *     looks at rank DYING (for the others it is a no-op), and it does not
@@ -168,6 +171,21 @@
  *      the rank's live owner announced it (ghost ann_live[r], set by 3a and
  *      cleared by the retract together with the bit).  Asserted at w2.
  *
+ * EVENTFD MODE (-DEVENTFD; include/ringcast/events/eventfd.hpp, wait.hpp)
+ *   Reader rank EFD_RANK (0) sleeps on its own eventfd, the other ranks on
+ *   the futex word: a mixed set, as the writer meets it.  The eventfd is a
+ *   counter efd[r] (non-zero = readable); the waiter's poll blocks while it
+ *   is 0 (e_blocked[r], a queue of its own: a futex wake does not end it).
+ *     3a' drain: efd[r] = 0 (read), BEFORE the announcement 3a; no 3c
+ *     3e  poll: blocked while efd[r] == 0
+ *     w3  (Writer::commit_record -> notify_sleepers, and Writer::close ->
+ *         wake_all) notify_seq += 1, then in one step (EventfdSignaller::
+ *         signal re-loads the bits): efd[r] = 1 for every announced eventfd
+ *         rank (its poll returns); futex_wake unless every announced rank
+ *         was an eventfd one.  (close: futex_wake always.)
+ *   P3 covers both queues: a reader blocked on either while its data is
+ *   there only while the writer is between publishing and its wake step.
+ *
  * NEGATIVE SWITCHES (check.sh requires pan to report the expected error)
  *   BUG_NO_RECHECK        block_until (data) without 3d               -> P3 / P4
  *   BUG_W1_RELEASE_STORE  Writer::commit_record's w1 is a plain release
@@ -190,6 +208,11 @@
  *   NO_LIVENESS_TIMEOUT   (with DEATH) the writer's futex_wait has no
  *                         timeout, so no liveness check runs          -> P4
  *   NO_MONITOR            drop the P3 assertions (to show P4 alone)
+ *   BUG_DRAIN_AFTER_RECHECK (EVENTFD) the drain comes after the re-check
+ *                         3d: a signal sent in between is eaten      -> P3
+ *   BUG_SKIP_FUTEX_WAKE   (EVENTFD) the futex wake is skipped once any
+ *                         eventfd was signalled: the futex rank beside
+ *                         it sleeps on                                -> P3
  */
 
 #ifndef N
@@ -205,6 +228,12 @@
 #error "the model needs 1 <= N <= 8 (the announcement bits are one byte)"
 #endif
 #define DYING 0        /* the rank whose reader may die (-DDEATH) */
+#define EFD_RANK 0     /* the rank that sleeps on an eventfd (-DEVENTFD) */
+#ifdef EVENTFD
+#define IS_EFD(r)     ((r) == EFD_RANK)
+#else
+#define IS_EFD(r)     0
+#endif
 
 /* owner word state (layout.hpp SlotState) and pid (layout.hpp Owner) */
 #define ST_ATTACHED 1
@@ -226,6 +255,9 @@ byte ring[CAP];        /* data ring: payload of the message held in each slot */
 
 /* ---------------- kernel state ---------------- */
 bit  r_blocked[N];     /* reader r is queued in futex_wait(&notify_seq) */
+bit  e_blocked[N];     /* reader r is blocked in poll() on its eventfd (-DEVENTFD) */
+bit  efd[N];           /* reader r's eventfd counter is non-zero (readable) */
+bit  all_served;       /* scratch of the eventfd signal step */
 bit  w_blocked;        /* the writer is queued in futex_wait(&space_seq) */
 bit  dead;             /* rank DYING's first reader has been killed (what process_alive reports) */
 bit  die_now;          /* the Killer's signal, taken by rank DYING's `unless` */
@@ -296,7 +328,7 @@ bit  inv_a;
  * sets orphan_rel in the same step; orphan_rel drops only at the writer's 3a,
  * while it is not queued.)  -DNO_MONITOR removes these assertions, to show
  * what pan's deadlock check finds on its own. */
-#define READER_OK(r)  (!(r_blocked[r] && (tail > head[r] || closed) && !pub_pending))
+#define READER_OK(r)  (!((r_blocked[r] || e_blocked[r]) && (tail > head[r] || closed) && !pub_pending))
 #ifdef NO_MONITOR
 #define check_reader_inv(r)      skip
 #define check_all_readers_inv()  skip
@@ -346,6 +378,36 @@ inline futex_wait(word, val, blocked, who, early) {
     :: !blocked -> skip                     /* dequeued by a futex_wake (or never queued) */
     :: atomic { early && blocked -> blocked = 0 }  /* timeout / EINTR / spurious return */
     fi
+}
+
+/* 3e of an eventfd sleeper: poll() blocks while the counter is 0 (it does
+ * not consume it: only the drain 3a' does). */
+inline eventfd_wait(who, early) {
+    atomic {
+        if
+        :: efd[who] == 0 -> e_blocked[who] = 1    /* nothing to read: block */
+        :: else          -> skip                  /* readable: return at once */
+        fi;
+        check_reader_inv(who)
+    };
+    if
+    :: !e_blocked[who] -> skip                    /* a write made it readable */
+    :: atomic { early && e_blocked[who] -> e_blocked[who] = 0 }  /* timeout / EINTR */
+    fi
+}
+
+/* w3's eventfd half (EventfdSignaller::signal, re-loading the bits): write
+ * every announced eventfd rank's fd; all_served = no futex rank announced. */
+inline signal_eventfds() {
+    all_served = 1;
+    for (inv_i : 0 .. N-1) {
+        if
+        :: ANNOUNCED_BIT(inv_i) && IS_EFD(inv_i) -> efd[inv_i] = 1; e_blocked[inv_i] = 0
+        :: ANNOUNCED_BIT(inv_i) && !IS_EFD(inv_i) -> all_served = 0
+        :: else -> skip
+        fi
+    };
+    inv_i = 0
 }
 
 /* futex_wake(&notify_seq, all): dequeue every reader queued now */
@@ -429,8 +491,17 @@ active [N] proctype Reader()              /* _pid 0..N-1 = reader rank */
             :: atomic { !AVAIL -> t = 0; c = 0 }         /* case 1: nothing: go on */
             fi;
             /* case 2 (bounded spin re-checking case 1): abstracted, adds no behaviour */
+#ifndef BUG_DRAIN_AFTER_RECHECK
+            if
+            :: IS_EFD(_pid) -> efd[_pid] = 0             /* 3a': drain the eventfd (read), before 3a */
+            :: else -> skip
+            fi;
+#endif
             atomic { ANNOUNCE };                         /* 3a: fetch_or own bit (seq_cst); 3b: fence(seq_cst) */
-            s = notify_seq;                              /* 3c: s = notify_seq (acquire) */
+            if
+            :: !IS_EFD(_pid) -> s = notify_seq           /* 3c: s = notify_seq (acquire) */
+            :: else -> skip                              /* (an eventfd sleeper needs no snapshot) */
+            fi;
 #ifndef BUG_NO_RECHECK
             LOAD_FIRST;                                  /* 3d: re-check ready(): load closed */
             if
@@ -440,7 +511,16 @@ active [N] proctype Reader()              /* _pid 0..N-1 = reader rank */
             :: atomic { !AVAIL -> t = 0; c = 0 }         /* 3d: nothing: go to sleep */
             fi;
 #endif
-            futex_wait(notify_seq, s, r_blocked[_pid], _pid, READER_TIMEOUT); /* 3e: futex_wait(&notify_seq, s) */
+#ifdef BUG_DRAIN_AFTER_RECHECK
+            if
+            :: IS_EFD(_pid) -> efd[_pid] = 0             /* BUG: drain after the re-check */
+            :: else -> skip
+            fi;
+#endif
+            if
+            :: IS_EFD(_pid) -> eventfd_wait(_pid, READER_TIMEOUT)  /* 3e: poll(eventfd) */
+            :: else -> futex_wait(notify_seq, s, r_blocked[_pid], _pid, READER_TIMEOUT) /* 3e: futex_wait(&notify_seq, s) */
+            fi;
             atomic { RETRACT; s = 0 }                    /* 3f: retract own bit, back to the top */
         od;
 
@@ -634,8 +714,20 @@ progress_pub:
         if
         :: atomic { ANNOUNCED -> check_no_leak() }; /* w2: an announcement bit set (seq_cst load) */
             notify_seq++;                         /* w3: notify_seq += 1 */
-            atomic {                              /* w3: futex_wake(&notify_seq, all) */
+            atomic {                              /* w3: write the announced eventfds; futex_wake(&notify_seq, all) */
+#ifdef EVENTFD
+                signal_eventfds();
+#ifdef BUG_SKIP_FUTEX_WAKE
+                if :: efd[EFD_RANK] -> all_served = 1 :: else -> skip fi;  /* BUG: one eventfd served = all */
+#endif
+                if
+                :: !all_served -> futex_wake_readers()  /* a futex rank announced */
+                :: else -> skip                         /* all announced ranks had an eventfd: no futex wake */
+                fi;
+                all_served = 0;
+#else
                 futex_wake_readers();
+#endif
                 pub_pending = 0; sl = 0;
                 check_all_readers_inv()
             }
@@ -651,6 +743,9 @@ progress_pub:
     atomic { closed = 1; pub_pending = 1 };       /* Writer::close: flags.fetch_or(closed) */
     notify_seq++;                                 /* wake_all: fence(seq_cst); notify_seq += 1 */
     atomic {                                      /* wake_all: futex_wake(&notify_seq, all), unconditional */
+#ifdef EVENTFD
+        signal_eventfds(); all_served = 0;        /* wake_all: the announced eventfds too (bits loaded after its fence) */
+#endif
         futex_wake_readers();
         pub_pending = 0;
         check_all_readers_inv()

@@ -54,6 +54,7 @@ public:
     [[nodiscard]] const std::string& name() const { return name_; }
     [[nodiscard]] std::uint32_t ranks() const { return collector_->ranks(); }
     [[nodiscard]] std::uint64_t kernel_waits() const { return collector_->kernel_waits(); }
+    [[nodiscard]] GatherCollector& core() noexcept { return *collector_; }  // events.cpp: the wake fd
 
 private:
     struct Collect {  // one collect in progress: what is asked, what came, what is left

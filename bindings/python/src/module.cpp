@@ -20,6 +20,8 @@
 #include "ringcast/ring.hpp"
 
 namespace py = pybind11;
+namespace ringcast::python { void register_remote(py::module_& m); }  // remote.cpp
+namespace ringcast::python { void register_events(py::module_& m); }  // events.cpp
 
 PYBIND11_MODULE(_core, m) {
     using namespace ringcast;
@@ -37,6 +39,8 @@ PYBIND11_MODULE(_core, m) {
         "(main-thread wait slice: Ctrl-C latency), NO_GIL_COPY_BYTES (copies this large drop the GIL).";
 
     register_exceptions(m);
+    register_remote(m);  // remote.cpp: ZeroMQ remote readers / replies (HAVE_REMOTE = False without ZeroMQ)
+    register_events(m);  // events.cpp: wake_fd / arm / disarm for event loops (ringcast.aio)
 
     g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 

@@ -57,6 +57,7 @@ public:
         return std::min<std::size_t>(detail::kMaxParts, (writer_->max_reserve() - 8) / 8);
     }
     [[nodiscard]] bool closed() const { return shut_.load(std::memory_order_acquire); }
+    [[nodiscard]] Writer& core() noexcept { return *writer_; }  // events.cpp: the event-loop wake fd
 
 private:
     // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
@@ -107,6 +108,7 @@ public:
     [[nodiscard]] std::uint64_t creation_time_ns() const { return reader_->segment().header().creation_time_ns; }
     [[nodiscard]] std::uint64_t capacity() const { return reader_->segment().header().capacity; }
     [[nodiscard]] std::uint64_t waits() const { return reader_->waits(); }
+    [[nodiscard]] Reader& core() noexcept { return *reader_; }  // events.cpp: the event-loop wake fd
 
 private:
     [[noreturn]] void corrupt(const std::string& why) const { assembly_.corrupt(why); }

@@ -12,14 +12,49 @@ inline void bump_counter(std::atomic<std::uint64_t>& counter) noexcept {
 
 // ---- Writer hot path ------------------------------------------------------------------------------
 
+namespace detail {
+// The FillFn of write() and write_parts(): gathers a record's bytes from the parts. Calls come in
+// message order, so it keeps its cursor; the first call locates it from the offset (a resumed write
+// starts mid-message).
+struct PartsFill {
+    std::span<const std::span<const std::byte>> parts;
+    std::size_t part = 0;
+    std::uint64_t in_part = 0;
+    bool located = false;
+
+    static void fill(void* self, std::span<std::byte> dst, std::uint64_t offset) noexcept {
+        auto& f = *static_cast<PartsFill*>(self);
+        if (!f.located) {
+            f.in_part = offset;
+            while (f.part < f.parts.size() && f.in_part >= f.parts[f.part].size()) f.in_part -= f.parts[f.part++].size();
+            f.located = true;
+        }
+        std::byte* out = dst.data();
+        for (std::uint64_t left = dst.size(); left != 0;) {
+            const std::uint64_t n = std::min<std::uint64_t>(left, f.parts[f.part].size() - f.in_part);
+            if (n != 0) std::memcpy(out, f.parts[f.part].data() + f.in_part, n);  // an empty part may have no data()
+            out += n;
+            left -= n;
+            f.in_part += n;
+            if (f.in_part == f.parts[f.part].size()) {
+                ++f.part;
+                f.in_part = 0;
+            }
+        }
+    }
+};
+}  // namespace detail
+
 // The writer sleeps for space on space_seq, announced by bit 0 of writer_sleeping (one writer).
 inline SleepSite Writer::space_site() const noexcept {
     auto& s = segment_.space_line();
-    return {&s.space_seq, &s.writer_sleeping, 1, 0, &s.writer_waits};
+    return {&s.space_seq, &s.writer_sleeping, 1, 0, &s.writer_waits, nullptr};
 }
-// Readers sleep for data on notify_seq, announced by their rank's bit; the writer looks at every word.
+// Readers sleep for data on notify_seq (or their eventfd), announced by their rank's bit; the writer
+// looks at every word.
 inline SleepSite Writer::data_site() const noexcept {
-    return {&line_->notify_seq, segment_.reader_sleep_line().sleeping, (readers_ + 63) / 64, 0, nullptr};
+    return {&line_->notify_seq, segment_.reader_sleep_line().sleeping, (readers_ + 63) / 64, 0, nullptr,
+            reader_eventfds_.get()};
 }
 
 // A rank whose head holds the writer back: everything but evicted and left.
@@ -52,7 +87,7 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
     const SleepSite site = space_site();
     const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
                           options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_,
-                          nullptr,          &last_liveness_check_};
+                          nullptr,          &last_liveness_check_, space_eventfd_.get()};
     switch (block_until(options_.wait, ctx, has_room)) {
         case WaitOutcome::ready: return Status::ok;
         case WaitOutcome::cancelled: return Status::cancelled;
@@ -147,8 +182,18 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
         return Status::ok;
     }
     const std::span<const std::byte> one[1] = {message};
+    detail::PartsFill gather{one};
     WriteProgress progress;
-    return write_stream(one, message.size(), timeout, tag, progress, false);
+    return write_stream(&detail::PartsFill::fill, &gather, message.size(), timeout, tag, progress, false);
+}
+
+inline Status Writer::begin_message(Timeout& timeout, WriteProgress* progress) {
+    // Resume only the stream this progress belongs to, and only while it is still the open one.
+    const bool resume = progress != nullptr && progress->started() && progress->stream == stream_serial_ && stream_broken_;
+    if (resume) return Status::ok;
+    if (progress != nullptr) *progress = {};
+    if (stream_broken_) return finish_broken_stream(timeout);
+    return Status::ok;
 }
 
 inline Status Writer::write_parts(std::span<const std::span<const std::byte>> parts, std::chrono::nanoseconds timeout_ns,
@@ -157,14 +202,7 @@ inline Status Writer::write_parts(std::span<const std::span<const std::byte>> pa
     Timeout timeout(timeout_ns);
     std::uint64_t total = 0;
     for (const auto& p : parts) total += p.size();
-    // Resume only the stream this progress belongs to, and only while it is still the open one.
-    const bool resume = progress != nullptr && progress->started() && progress->stream == stream_serial_ && stream_broken_;
-    if (!resume) {
-        if (progress != nullptr) *progress = {};
-        if (stream_broken_) {
-            if (const Status s = finish_broken_stream(timeout); s != Status::ok) return s;
-        }
-    }
+    if (const Status s = begin_message(timeout, progress); s != Status::ok) return s;
     if (total <= max_payload_) {
         if (const Status s = reserve_record(total, timeout); s != Status::ok) return s;
         std::byte* dst = layout::record_payload(data_, reserved_pos_ & mask_);
@@ -176,21 +214,38 @@ inline Status Writer::write_parts(std::span<const std::span<const std::byte>> pa
         bump_counter(line_->messages);
         return Status::ok;
     }
+    detail::PartsFill gather{parts};
     WriteProgress local;
-    return write_stream(parts, total, timeout, tag, progress != nullptr ? *progress : local, progress != nullptr);
+    return write_stream(&detail::PartsFill::fill, &gather, total, timeout, tag, progress != nullptr ? *progress : local,
+                        progress != nullptr);
+}
+
+inline Status Writer::write_filled(std::uint64_t total, FillFn fill, void* context, std::chrono::nanoseconds timeout_ns,
+                                   std::uint64_t tag, WriteProgress* progress) {
+    has_reservation_ = false;
+    Timeout timeout(timeout_ns);
+    if (const Status s = begin_message(timeout, progress); s != Status::ok) return s;
+    if (total <= max_payload_) {
+        if (const Status s = reserve_record(total, timeout); s != Status::ok) return s;
+        // A throwing fill leaves the record unpublished: tail_ moves only in commit_record.
+        fill(context, {layout::record_payload(data_, reserved_pos_ & mask_), static_cast<std::size_t>(total)}, 0);
+        commit_record(layout::RecordKind::message, total, tag);
+        bump_counter(line_->messages);
+        return Status::ok;
+    }
+    WriteProgress local;
+    return write_stream(fill, context, total, timeout, tag, progress != nullptr ? *progress : local, progress != nullptr);
 }
 
 // The fragment path of every write: fragment_first carries the total length in front of its
 // payload, then fragment_middle*, fragment_last. Starts at progress.written (0, or where a resumable
 // write stopped). On timed_out/cancelled (or an exception such as peer_dead) with fragments out, the
 // stream is owed an abort record (stream_broken_) unless the caller may resume it (`resumable`).
-inline Status Writer::write_stream(std::span<const std::span<const std::byte>> parts, std::uint64_t total,
-                                   Timeout& timeout, std::uint64_t tag, WriteProgress& progress, bool resumable) {
+// `fill` runs between a fragment's reservation and its commit; if it throws, that fragment stays
+// unpublished and the fragments before it are owed an abort record (stream_broken_ is already set).
+inline Status Writer::write_stream(FillFn fill, void* context, std::uint64_t total, Timeout& timeout,
+                                   std::uint64_t tag, WriteProgress& progress, bool resumable) {
     if (!progress.started()) progress.stream = ++stream_serial_;
-    // Locate the part and offset where progress.written begins.
-    std::size_t part = 0;
-    std::uint64_t in_part = progress.written;
-    while (part < parts.size() && in_part >= parts[part].size()) in_part -= parts[part++].size();
     while (progress.written < total) {
         const bool first = progress.written == 0;
         const std::size_t prefix = first ? layout::kFragmentPrefix : 0;
@@ -205,17 +260,7 @@ inline Status Writer::write_stream(std::span<const std::span<const std::byte>> p
         std::byte* dst = layout::record_payload(data_, reserved_pos_ & mask_);
         if (first) std::memcpy(dst, &total, sizeof total);
         dst += prefix;
-        for (std::uint64_t left = chunk; left != 0;) {  // gather this fragment's bytes from the parts
-            const std::uint64_t n = std::min<std::uint64_t>(left, parts[part].size() - in_part);
-            if (n != 0) std::memcpy(dst, parts[part].data() + in_part, n);  // an empty part may have no data()
-            dst += n;
-            left -= n;
-            in_part += n;
-            if (in_part == parts[part].size()) {
-                ++part;
-                in_part = 0;
-            }
-        }
+        fill(context, {dst, static_cast<std::size_t>(chunk)}, progress.written);
         commit_record(first ? layout::RecordKind::fragment_first
                             : (last ? layout::RecordKind::fragment_last : layout::RecordKind::fragment_middle),
                       prefix + chunk, tag);
@@ -257,7 +302,7 @@ inline void grow_assembly(std::unique_ptr<std::byte[]>& buffer, std::uint64_t& c
 inline SleepSite Reader::data_site() const noexcept { return data_site_of(segment_, rank_); }
 inline SleepSite Reader::space_site() const noexcept {
     auto& s = segment_.space_line();
-    return {&s.space_seq, &s.writer_sleeping, 1, 0, nullptr};
+    return {&s.space_seq, &s.writer_sleeping, 1, 0, nullptr, writer_eventfd_.get()};
 }
 
 // Steps 2..3 of the release order (header comment of ring.hpp).
@@ -286,7 +331,7 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     const SleepSite site = data_site();
     const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
                           options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_,
-                          nullptr,          &last_liveness_check_};
+                          nullptr,          &last_liveness_check_, data_eventfd_.get()};
     switch (block_until(options_.wait, ctx, has_data)) {
         case WaitOutcome::ready: break;
         case WaitOutcome::cancelled: return Status::cancelled;

@@ -1,0 +1,308 @@
+// WaitSet (include/ringcast/events/waitset.hpp): members, the wait loop, the epoll back end and the
+// run-time choice of back end. The io_uring back end is waitset_uring.cpp (built with liburing only).
+#include "ringcast/events/waitset.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "ringcast/events/arm.hpp"
+#include "waitset_impl.hpp"
+
+namespace ringcast {
+
+const char* to_string(WaitSetBackend b) noexcept {
+    switch (b) {
+        case WaitSetBackend::automatic: return "automatic";
+        case WaitSetBackend::epoll: return "epoll";
+        case WaitSetBackend::io_uring: return "io_uring";
+    }
+    return "?";
+}
+
+// ---- members --------------------------------------------------------------------------------------
+
+SleepSite WaitSet::Member::site() const noexcept {
+    switch (kind) {
+        case Kind::reader: return reader->data_site();
+        case Kind::writer_space: return writer->space_site();
+        case Kind::collector: return collector->bell_site();  // the doorbell rings for every reply ring
+    }
+    return {};
+}
+
+EventfdWaiter* WaitSet::Member::eventfd() const noexcept {
+    switch (kind) {
+        case Kind::reader: return reader->data_eventfd_.get();
+        case Kind::writer_space: return writer->space_eventfd_.get();
+        case Kind::collector: return collector->eventfd_.get();
+    }
+    return nullptr;
+}
+
+int WaitSet::Member::ensure_eventfd() {
+    switch (kind) {
+        case Kind::reader: return reader->wake_fd();
+        case Kind::writer_space: return writer->wake_fd();
+        case Kind::collector: return collector->wake_fd();
+    }
+    return -1;
+}
+
+bool WaitSet::Member::ready() {
+    switch (kind) {
+        case Kind::reader: return reader->poll_acquire();
+        case Kind::writer_space: {
+            // The room test of Writer::arm_wake_fd (the first record the next write needs).
+            Writer& w = *writer;
+            const std::uint64_t payload = w.stream_broken_ ? 0 : std::min<std::uint64_t>(message_bytes, w.max_payload_);
+            const std::uint64_t rec = layout::record_size(payload);
+            const std::uint64_t to_end = w.capacity_ - (w.tail_ & w.mask_);
+            const std::uint64_t need = rec > to_end ? to_end + rec : rec;
+            w.known_free_end_ = w.min_reader_head_acquire() + w.capacity_;
+            return w.tail_ + need <= w.known_free_end_;
+        }
+        case Kind::collector: return collector->any_awaited_ready(ranks);
+    }
+    return false;
+}
+
+void WaitSet::Member::check_peer() {
+    switch (kind) {
+        case Kind::reader: reader->check_liveness(); return;
+        case Kind::writer_space: writer->check_liveness(); return;
+        case Kind::collector: collector->check_liveness(ranks); return;
+    }
+}
+
+// 3a..3d with the endpoint's eventfd (events/arm.hpp). true: ready now, nothing armed.
+bool WaitSet::Member::arm_with_eventfd() {
+    return arm_eventfd(*eventfd(), site(), [this] { return ready(); });
+}
+
+// ---- epoll back end ---------------------------------------------------------------------------------
+
+namespace {
+
+class EpollBackend final : public WaitSet::Backend {
+public:
+    EpollBackend() : epfd_(::epoll_create1(EPOLL_CLOEXEC)) {
+        if (epfd_ < 0) throw Error(ErrorCode::system, std::string("epoll_create1 failed: ") + std::strerror(errno));
+    }
+    ~EpollBackend() override { ::close(epfd_); }
+    [[nodiscard]] WaitSetBackend kind() const noexcept override { return WaitSetBackend::epoll; }
+
+    void added(std::size_t id, WaitSet::Member& m) override {
+        epoll_event ev{};
+        ev.events = EPOLLIN;  // level-triggered: the fd stays readable until the member's next arm drains it
+        ev.data.u64 = id;
+        if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, m.ensure_eventfd(), &ev) != 0)
+            throw Error(ErrorCode::system, std::string("epoll_ctl(ADD) failed: ") + std::strerror(errno));
+    }
+    void removed(std::size_t, WaitSet::Member& m) noexcept override {
+        if (EventfdWaiter* fd = m.eventfd()) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd->fd(), nullptr);
+    }
+    [[nodiscard]] bool arm(std::size_t, WaitSet::Member& m) override { return m.arm_with_eventfd(); }
+    void disarm(std::size_t, WaitSet::Member& m) noexcept override { retract(m.site()); }
+    void abandon(std::size_t, WaitSet::Member& m) noexcept override { retract(m.site()); }  // (a later
+    // signal only leaves the fd readable: the next arm drains it)
+
+    bool wait(Deadline until, std::vector<std::size_t>& woken) override {
+        int timeout_ms = 0;
+        if (until == kNoDeadline) {
+            timeout_ms = -1;
+        } else if (until != kPollOnly) {
+            const auto left = until - Clock::now();
+            // Rounded up: a wait that returns before `until` would only spin the caller's loop.
+            timeout_ms = left.count() <= 0
+                             ? 0
+                             : static_cast<int>(std::min<std::int64_t>(
+                                   std::chrono::ceil<std::chrono::milliseconds>(left).count(), 1 << 30));
+        }
+        epoll_event events[64];
+        const int n = ::epoll_wait(epfd_, events, 64, timeout_ms);
+        if (n < 0) {
+            if (errno == EINTR) return false;  // the caller re-checks and waits again
+            throw Error(ErrorCode::system, std::string("epoll_wait failed: ") + std::strerror(errno));
+        }
+        for (int i = 0; i < n; ++i) woken.push_back(static_cast<std::size_t>(events[i].data.u64));
+        return n == 0;
+    }
+
+private:
+    int epfd_;
+};
+
+// One line on stderr per process: the first WaitSet that falls back says why.
+void log_fallback(const std::string& why) {
+    static std::atomic<bool> said{false};
+    if (said.exchange(true)) return;
+    std::fprintf(stderr, "ringcast: WaitSet uses epoll: io_uring futex waits unavailable (%s)\n", why.c_str());
+}
+
+}  // namespace
+
+#ifndef RINGCAST_HAVE_IO_URING
+std::string io_uring_futex_unavailable_reason() { return "built without liburing"; }
+std::unique_ptr<WaitSet::Backend> make_io_uring_backend(std::chrono::nanoseconds, std::string& why) {
+    why = io_uring_futex_unavailable_reason();
+    return nullptr;
+}
+#endif
+
+// ---- the set ---------------------------------------------------------------------------------------
+
+WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck) {
+    if (recheck_.count() <= 0) throw Error(ErrorCode::invalid_argument, "WaitSetOptions::recheck must be positive");
+    WaitSetBackend want = options.backend;
+    const char* env = std::getenv("RINGCAST_WAITSET");
+    const bool forced_epoll = env != nullptr && std::string(env) == "epoll";
+    if (want == WaitSetBackend::automatic && forced_epoll) {
+        log_fallback("RINGCAST_WAITSET=epoll");
+        want = WaitSetBackend::epoll;
+    }
+    if (want != WaitSetBackend::epoll) {
+        std::string why;
+        backend_ = make_io_uring_backend(recheck_, why);
+        if (!backend_) {
+            if (want == WaitSetBackend::io_uring)
+                throw Error(ErrorCode::system, "the io_uring WaitSet back end is unavailable: " + why);
+            log_fallback(why);
+        }
+    }
+    if (!backend_) backend_ = std::make_unique<EpollBackend>();
+}
+
+WaitSet::~WaitSet() {
+    for (std::size_t id = 0; id < members_.size(); ++id) {
+        if (!members_[id]) continue;
+        if (members_[id]->armed) backend_->abandon(id, *members_[id]);
+        backend_->removed(id, *members_[id]);
+    }
+    backend_.reset();  // (io_uring: closing the ring cancels its outstanding waits)
+}
+
+WaitSetBackend WaitSet::backend() const noexcept { return backend_->kind(); }
+std::uint64_t WaitSet::kernel_waits() const noexcept { return kernel_waits_; }
+std::size_t WaitSet::size() const noexcept {
+    return static_cast<std::size_t>(std::count_if(members_.begin(), members_.end(), [](const auto& m) { return m != nullptr; }));
+}
+
+std::size_t WaitSet::add_member(Member member) {
+    const std::size_t id = members_.size();
+    members_.push_back(std::make_unique<Member>(std::move(member)));
+    try {
+        backend_->added(id, *members_.back());
+    } catch (...) {
+        members_.pop_back();
+        throw;
+    }
+    return id;
+}
+
+std::size_t WaitSet::add(Reader& reader) {
+    Member m;
+    m.kind = Member::Kind::reader;
+    m.reader = &reader;
+    return add_member(std::move(m));
+}
+
+std::size_t WaitSet::add_space(Writer& writer, std::size_t message_bytes) {
+    Member m;
+    m.kind = Member::Kind::writer_space;
+    m.writer = &writer;
+    m.message_bytes = message_bytes;
+    return add_member(std::move(m));
+}
+
+std::size_t WaitSet::add(GatherCollector& collector, std::span<const std::uint32_t> ranks) {
+    Member m;
+    m.kind = Member::Kind::collector;
+    m.collector = &collector;
+    m.ranks.assign(ranks.begin(), ranks.end());
+    if (m.ranks.empty())
+        for (std::uint32_t r = 0; r < collector.ranks(); ++r) m.ranks.push_back(r);
+    for (std::uint32_t r : m.ranks)
+        if (r >= collector.ranks()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
+    return add_member(std::move(m));
+}
+
+void WaitSet::remove(std::size_t id) {
+    if (id >= members_.size() || !members_[id]) throw Error(ErrorCode::invalid_argument, "no WaitSet member " + std::to_string(id));
+    if (members_[id]->armed) backend_->abandon(id, *members_[id]);
+    backend_->removed(id, *members_[id]);
+    members_[id].reset();
+}
+
+void WaitSet::set_message_bytes(std::size_t id, std::size_t message_bytes) {
+    if (id >= members_.size() || !members_[id] || members_[id]->kind != Member::Kind::writer_space)
+        throw Error(ErrorCode::invalid_argument, "WaitSet member " + std::to_string(id) + " is not a writer");
+    members_[id]->message_bytes = message_bytes;
+}
+
+std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
+    const Deadline deadline = deadline_after(timeout);
+    std::vector<std::size_t> ready;
+    // Arm every member that is not armed (new, or reported ready last time): 3a'..3d.
+    for (std::size_t id = 0; id < members_.size(); ++id) {
+        Member* m = members_[id].get();
+        if (m == nullptr || m->armed) continue;
+        if (backend_->arm(id, *m)) ready.push_back(id);
+        else m->armed = true;
+    }
+    // Some are ready already: one look (no sleep) at what the kernel has for the others too, so a
+    // member that is always ready cannot starve the rest.
+    const bool look_only = !ready.empty();
+    Deadline tick = Clock::now() + recheck_;
+    std::vector<std::size_t> woken;
+    for (;;) {
+        const Deadline until = deadline == kPollOnly || look_only ? kPollOnly : std::min(deadline, tick);
+        woken.clear();
+        ++kernel_waits_;
+        const bool timed_out = backend_->wait(until, woken);
+        const Deadline now = Clock::now();
+        if (timed_out && now >= tick) {
+            // No kernel wait outlives `recheck`: re-check every armed member (a peer killed between
+            // its publish and its wake never wakes us) and, when due, its peer's liveness. A member
+            // that is not ready stays armed as it is: no re-arm, no system call for it.
+            for (std::size_t id = 0; id < members_.size(); ++id) {
+                Member* m = members_[id].get();
+                if (m == nullptr || !m->armed) continue;
+                if (m->ready()) {
+                    backend_->abandon(id, *m);
+                    m->armed = false;
+                    ready.push_back(id);
+                } else if (now - m->last_check >= recheck_) {
+                    m->last_check = now;
+                    m->check_peer();
+                }
+            }
+        }
+        if (now >= tick) tick = now + recheck_;
+        for (std::size_t id : woken) {
+            Member* m = id < members_.size() ? members_[id].get() : nullptr;
+            if (m == nullptr || !m->armed) continue;  // removed, or already handled in this round
+            backend_->disarm(id, *m);  // 3f
+            m->armed = false;
+            if (m->ready()) {
+                ready.push_back(id);
+                continue;
+            }
+            if (now - m->last_check >= recheck_) {  // a wake without news: is the peer still there?
+                m->last_check = now;
+                m->check_peer();
+            }
+            if (backend_->arm(id, *m)) ready.push_back(id);
+            else m->armed = true;
+        }
+        if (!ready.empty() || now >= deadline || until == kPollOnly) return ready;
+    }
+}
+
+}  // namespace ringcast

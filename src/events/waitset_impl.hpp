@@ -1,0 +1,58 @@
+// The inside of WaitSet (include/ringcast/events/waitset.hpp), shared by its two back ends.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringcast/events/waitset.hpp"
+
+namespace ringcast {
+
+// One endpoint in the set. Its condition, sleep site and eventfd are the endpoint's own (the same
+// ones its blocking calls use), reached through WaitSet's friendship.
+struct WaitSet::Member {
+    enum class Kind : std::uint8_t { reader, writer_space, collector };
+    Kind kind = Kind::reader;
+    Reader* reader = nullptr;
+    Writer* writer = nullptr;
+    GatherCollector* collector = nullptr;
+    std::size_t message_bytes = 0;      // writer_space: the message it waits to write
+    std::vector<std::uint32_t> ranks;   // collector: the ranks whose replies it waits for
+    bool armed = false;                 // announced; a kernel wait (fd readiness / SQE) may report it
+    Deadline last_check{};              // when check_peer() last ran
+
+    [[nodiscard]] SleepSite site() const noexcept;        // the waiter's view (its own bit)
+    [[nodiscard]] EventfdWaiter* eventfd() const noexcept;  // registered eventfd, or null
+    [[nodiscard]] int ensure_eventfd();                   // registers one (the endpoint's wake_fd())
+    [[nodiscard]] bool ready();                           // the endpoint's wait condition (loads only)
+    void check_peer();                                    // its liveness check (may throw peer_dead)
+    [[nodiscard]] bool arm_with_eventfd();                // events/arm.hpp on its eventfd
+};
+
+class WaitSet::Backend {
+public:
+    virtual ~Backend() = default;
+    [[nodiscard]] virtual WaitSetBackend kind() const noexcept = 0;
+    virtual void added(std::size_t id, Member& m) = 0;
+    virtual void removed(std::size_t id, Member& m) noexcept = 0;
+    // Steps 3a..3d (plus what the back end's sleep needs). true: ready now, nothing armed.
+    [[nodiscard]] virtual bool arm(std::size_t id, Member& m) = 0;
+    // Step 3f: withdraw the announcement of a member whose kernel wait ended (or is abandoned).
+    virtual void disarm(std::size_t id, Member& m) noexcept = 0;
+    // Withdraws an armed member whose kernel wait has NOT ended (found ready by the periodic re-check,
+    // removed, or the set destroyed): cancels that wait, then retracts.
+    virtual void abandon(std::size_t id, Member& m) noexcept = 0;
+    // One kernel wait until `until`; appends the ids the kernel reported. true: it timed out.
+    virtual bool wait(Deadline until, std::vector<std::size_t>& woken) = 0;
+};
+
+// waitset_uring.cpp (or the stub in waitset.cpp without liburing): null with `why` set if io_uring
+// futex waits are unavailable here.
+[[nodiscard]] std::unique_ptr<WaitSet::Backend> make_io_uring_backend(std::chrono::nanoseconds recheck,
+                                                                      std::string& why);
+
+}  // namespace ringcast

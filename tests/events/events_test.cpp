@@ -1,0 +1,486 @@
+// Event loops, across real processes (fork): the eventfd wake mode (events/eventfd.hpp), fd passing
+// with pidfd_getfd and a peer that vanishes, and WaitSet (events/waitset.hpp) over both back ends.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "ringcast/events/waitset.hpp"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::test {
+namespace {
+
+// A writer that pauses between bursts, so its readers fall asleep between them: every burst's first
+// message must be delivered through a wake, never through the re-check that bounds a lost one (the
+// liveness interval: 10 s here, so one lost wake breaks the time bounds below, also under sanitizers).
+constexpr auto kLongRecheck = std::chrono::seconds(10);
+constexpr int kBursts = 40;
+constexpr int kPerBurst = 5;
+constexpr auto kPause = 3ms;
+
+std::vector<std::byte> payload(std::uint64_t seq) {
+    std::vector<std::byte> v(64 + seq % 200);
+    fill_message(v, seq);
+    return v;
+}
+
+// ---- the eventfd wake mode -----------------------------------------------------------------------
+
+// A reader process in WaitKind::eventfd sleeps on its eventfd; the writer (another process) takes a
+// copy of it with pidfd_getfd and writes it. Every burst after a pause needs one wake; a lost wake
+// costs the 1 s re-check (wait.hpp kUnwatchedRecheck), so the time bound catches it.
+TEST(EventfdWake, ReaderProcessSleepsOnItsEventfdAndEveryWakeArrives) {
+    ScopedName name("efd-reader");
+    WriterOptions wo;
+    wo.wait.kind = WaitKind::futex;
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024}, wo);
+    ChildGuard kids;
+    const pid_t child = kids.add(fork_child([&] {
+        ReaderOptions ro;
+        ro.wait.kind = WaitKind::eventfd;
+        ro.liveness_interval = kLongRecheck;
+        auto r = Reader::attach(name, 0, ro);
+        std::vector<std::byte> got;
+        for (std::uint64_t seq = 0; seq < kBursts * kPerBurst; ++seq) {
+            ASSERT_EQ(r.read(got, 10s), Status::ok) << "message " << seq;
+            ASSERT_EQ(check_message(got, seq, 64 + seq % 200), "") << "message " << seq;
+        }
+        EXPECT_EQ(r.read(got, 10s), Status::closed);
+        EXPECT_GT(r.waits(), std::uint64_t{kBursts / 2}) << "the reader hardly ever slept: the test tests nothing";
+    }));
+    const auto start = std::chrono::steady_clock::now();
+    for (int b = 0; b < kBursts; ++b) {
+        std::this_thread::sleep_for(kPause);  // the reader drains and goes to sleep on its eventfd
+        for (int i = 0; i < kPerBurst; ++i) {
+            const auto seq = static_cast<std::uint64_t>(b * kPerBurst + i);
+            ASSERT_EQ(w.write(payload(seq), 10s), Status::ok);
+        }
+    }
+    w.close();
+    EXPECT_EQ(kids.wait(child, 60s), 0);
+    const auto took = std::chrono::steady_clock::now() - start;
+    // 40 pauses of 3 ms; one lost wake alone would add 10 s.
+    EXPECT_LT(took, 4s) << "a wake was lost (each costs the 10 s re-check)";
+}
+
+// The writer waits for space on its eventfd; a reader process releases slowly.
+TEST(EventfdWake, WriterProcessWaitsForSpaceOnItsEventfd) {
+    ScopedName name("efd-space");
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::futex;
+    WriterOptions wo;
+    wo.wait.kind = WaitKind::eventfd;
+    wo.liveness_interval = kLongRecheck;
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024}, wo);
+    constexpr std::uint64_t kCount = 400;  // 4 KiB each: the 64 KiB ring is full ~every 15 messages
+    ChildGuard kids;
+    const pid_t child = kids.add(fork_child([&] {
+        auto r = Reader::attach(name, 0, ro);
+        std::vector<std::byte> got;
+        for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+            ASSERT_EQ(r.read(got, 10s), Status::ok);
+            ASSERT_EQ(check_message(got, seq, 4096), "");
+            if (seq % 16 == 0) std::this_thread::sleep_for(1ms);
+        }
+    }));
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::byte> m(4096);
+    for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+        fill_message(m, seq);
+        ASSERT_EQ(w.write(m, 10s), Status::ok);
+    }
+    EXPECT_EQ(kids.wait(child, 60s), 0);
+    EXPECT_GT(w.space_waits(), 5u) << "the writer never waited for space: the test tests nothing";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "a space wake was lost (each costs 10 s)";
+}
+
+// pidfd_getfd across processes: the copy is the child's eventfd (a write to it is read there).
+TEST(EventfdWake, TakeFdOfAnotherProcessAndItsGoneCases) {
+    int to_child[2], from_child[2];
+    ASSERT_EQ(::pipe(to_child), 0);
+    ASSERT_EQ(::pipe(from_child), 0);
+    ChildGuard kids;
+    const pid_t child = kids.add(fork_child([&] {
+        const int efd = ::eventfd(0, EFD_CLOEXEC);
+        ASSERT_GE(efd, 0);
+        ASSERT_EQ(::write(from_child[1], &efd, sizeof efd), static_cast<ssize_t>(sizeof efd));
+        std::uint64_t v = 0;
+        ASSERT_EQ(::read(efd, &v, sizeof v), static_cast<ssize_t>(sizeof v));  // blocks until the parent writes
+        EXPECT_EQ(v, 7u);
+        char done = 0;
+        ASSERT_EQ(::read(to_child[0], &done, 1), 1);
+    }));
+    int child_fd = -1;
+    ASSERT_EQ(::read(from_child[0], &child_fd, sizeof child_fd), static_cast<ssize_t>(sizeof child_fd));
+    const std::uint64_t start = process_start_time(child);
+    ASSERT_NE(start, 0u);
+    // The wrong start time: the pid names another process (pid reuse) — refused as gone.
+    EXPECT_EQ(take_fd_of(static_cast<std::uint32_t>(child), start + 1, child_fd), -1);
+    EXPECT_EQ(errno, ESRCH);
+    // A fd number the child does not have.
+    EXPECT_EQ(take_fd_of(static_cast<std::uint32_t>(child), start, 1000), -1);
+    EXPECT_EQ(errno, EBADF);
+    const int copy = take_fd_of(static_cast<std::uint32_t>(child), start, child_fd);
+    ASSERT_GE(copy, 0) << std::strerror(errno);
+    const std::uint64_t seven = 7;
+    ASSERT_EQ(::write(copy, &seven, sizeof seven), static_cast<ssize_t>(sizeof seven));
+    ASSERT_EQ(::write(to_child[1], "x", 1), 1);
+    EXPECT_EQ(kids.wait(child, 10s), 0);
+    // The process is gone (reaped): a clear ESRCH at once, no hang.
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(take_fd_of(static_cast<std::uint32_t>(child), start, child_fd), -1);
+    EXPECT_EQ(errno, ESRCH);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);
+    for (int fd : {copy, to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
+}
+
+// A reader registers its eventfd, announces (armed) and is SIGKILLed before the writer ever took the
+// fd: the writer's publish finds the registrant gone, does not hang, counts it, and still wakes futex
+// sleepers; a replacement reader of the rank registers anew and is woken through its own eventfd.
+TEST(EventfdWake, WaiterKilledMidHandshakeIsAClearFailureNotAHang) {
+    ScopedName name("efd-vanish");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    ChildGuard kids;
+    int ready_pipe[2];
+    ASSERT_EQ(::pipe(ready_pipe), 0);
+    const pid_t child = kids.add(fork_child([&] {
+        auto r = Reader::attach(name, 0);
+        if (r.arm_wake_fd()) std::_Exit(3);  // nothing published yet: it must arm
+        char c = 'a';
+        (void)!::write(ready_pipe[1], &c, 1);
+        ::pause();  // killed here: registered and announced, never woken
+    }));
+    char c = 0;
+    ASSERT_EQ(::read(ready_pipe[0], &c, 1), 1);
+    EXPECT_EQ(kids.kill_and_wait(child), -SIGKILL);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(w.write(payload(0), 1s), Status::ok);  // the wake path meets the dead registrant
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);
+    EXPECT_GE(w.wake_calls(), 1u) << "the dead reader's announcement was not even seen";
+    // A replacement (a new process) takes the rank (C1/C2) and sleeps on an eventfd of its own.
+    const pid_t next = kids.add(fork_child([&] {
+        ReaderOptions ro;
+        ro.wait.kind = WaitKind::eventfd;
+        ro.liveness_interval = kLongRecheck;
+        auto r = Reader::attach(name, 0, ro);
+        std::vector<std::byte> got;
+        ASSERT_EQ(r.read(got, 5s), Status::ok);
+        ASSERT_EQ(check_message(got, 0, 64), "");
+        const auto t = std::chrono::steady_clock::now();
+        ASSERT_EQ(r.read(got, 20s), Status::ok);  // sleeps: the writer publishes 50 ms later
+        EXPECT_LT(std::chrono::steady_clock::now() - t, 4s) << "woken by the re-check, not by its eventfd";
+        EXPECT_GE(r.waits(), 1u);
+    }));
+    std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(w.write(payload(1), 1s), Status::ok);
+    EXPECT_EQ(kids.wait(next, 20s), 0);
+    ::close(ready_pipe[0]);
+    ::close(ready_pipe[1]);
+}
+
+// A waker that cannot take the fd (pidfd_getfd EPERM: no ptrace access) records it in the slot; the
+// waiter's next check is an Error naming the cause, not a silent sleep. (EPERM itself needs Yama or
+// another user; the record is written here as the waker writes it.)
+TEST(EventfdWake, RefusedWakerIsReportedToTheWaiter) {
+    ScopedName name("efd-refused");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    (void)r.wake_fd();
+    auto& slot = w.segment().reader_slot(0).eventfd;
+    slot.refused_by.store(4242);
+    slot.refused.store(EPERM);
+    try {
+        (void)r.arm_wake_fd();
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::permission_denied);
+        EXPECT_NE(std::string(e.what()).find("pid 4242"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("ptrace"), std::string::npos) << e.what();
+    }
+}
+
+// Level semantics of arm(): a message that came while the loop was busy makes arm() say "ready";
+// after arm() said "armed", the fd turns readable on the next publish, and a poll sees it.
+TEST(EventfdWake, ArmIsLevelTriggeredAndTheFdTurnsReadable) {
+    ScopedName name("efd-arm");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    const int fd = r.wake_fd();
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_FALSE(r.arm_wake_fd());
+    EXPECT_EQ(::poll(&p, 1, 0), 0);
+    ASSERT_EQ(w.write(payload(0), 1s), Status::ok);
+    EXPECT_EQ(::poll(&p, 1, 0), 1) << "the publish did not signal the armed reader";
+    r.disarm_wake_fd();
+    ASSERT_EQ(w.write(payload(1), 1s), Status::ok);  // not armed: no signal owed...
+    EXPECT_TRUE(r.arm_wake_fd()) << "...but arm() must see the message that is there";
+    std::vector<std::byte> got;
+    ASSERT_EQ(r.read(got, 0s), Status::ok);
+    ASSERT_EQ(r.read(got, 0s), Status::ok);
+    EXPECT_FALSE(r.arm_wake_fd());  // drained: arm() drained the fd too
+    EXPECT_EQ(::poll(&p, 1, 0), 0);
+    w.close();
+    EXPECT_EQ(::poll(&p, 1, 100), 1) << "close() did not signal the armed reader";
+    r.disarm_wake_fd();
+}
+
+// A gather collector in WaitKind::eventfd (whatever its method, it sleeps on the doorbell): worker
+// processes' replies wake it through its eventfd, fragments of a reply larger than the ring included.
+TEST(EventfdWake, GatherCollectorSleepsOnItsEventfd) {
+    ScopedName group("efd-gather");
+    GatherOptions go;
+    go.ranks = 2;
+    go.capacity = 64 * 1024;
+    go.wait.kind = WaitKind::eventfd;
+    go.method = GatherWait::futex_waitv;
+    go.liveness_interval = kLongRecheck;
+    auto c = GatherCollector::create(group, go);
+    constexpr std::uint64_t kTags = 30;
+    ChildGuard kids;
+    std::vector<pid_t> pids;
+    for (std::uint32_t rank = 0; rank < 2; ++rank) {
+        pids.push_back(kids.add(fork_child([&, rank] {
+            auto w = GatherWorker::attach(group, rank);
+            for (std::uint64_t tag = 0; tag < kTags; ++tag) {
+                std::this_thread::sleep_for(2ms);
+                std::vector<std::byte> m(tag % 10 == 9 ? 100'000 : 64);  // every 10th: fragmented
+                fill_message(m, tag * 2 + rank);
+                ASSERT_EQ(w.reply(tag, m, 10s), Status::ok);
+            }
+        })));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t tag = 0; tag < kTags; ++tag) {
+        const GatherResult res = c.collect_all(tag, 20s);
+        ASSERT_EQ(res.status, Status::ok) << res.describe();
+        for (std::uint32_t rank = 0; rank < 2; ++rank)
+            ASSERT_EQ(check_message(*res.replies[rank], tag * 2 + rank, tag % 10 == 9 ? 100'000 : 64), "");
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "a wake was lost (each costs the 10 s re-check)";
+    EXPECT_GT(c.kernel_waits(), kTags / 2) << "the collector hardly slept: the test tests nothing";
+    for (pid_t p : pids) EXPECT_EQ(kids.wait(p, 30s), 0);
+}
+
+// ---- WaitSet, both back ends ----------------------------------------------------------------------
+
+// Rank 0 of a queue another process is creating right now. (ReaderOptions::create_timeout waits for
+// the name only; between the creator's shm_open and its header the segment is "not ringcast yet".)
+Reader attach_when_created(const std::string& name) {
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+        try {
+            return Reader::attach(name, 0);
+        } catch (const Error& e) {
+            const bool early = e.code() == ErrorCode::not_found || e.code() == ErrorCode::not_ringcast;
+            if (!early || std::chrono::steady_clock::now() > give_up) throw;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+}
+
+struct SharedCounts {  // in a MAP_SHARED page: what the children saw
+    std::atomic<int> failures;
+};
+
+class WaitSetTest : public ::testing::TestWithParam<WaitSetBackend> {
+protected:
+    void SetUp() override {
+        if (GetParam() == WaitSetBackend::io_uring) {
+            const std::string why = io_uring_futex_unavailable_reason();
+            if (!why.empty()) GTEST_SKIP() << "io_uring back end unavailable: " << why;
+        }
+    }
+    // A lost wake costs the re-check interval: long here, so the time bounds below catch one.
+    WaitSetOptions options() const { return {.backend = GetParam(), .recheck = std::chrono::seconds(5)}; }
+};
+
+// One loop over 3 queues (each written by its own process, in bursts with pauses) and one gather
+// group of 2 workers (processes): every message and reply arrives, in order, through one wait.
+TEST_P(WaitSetTest, ThreeQueuesAndAGatherGroupInOneLoop) {
+    constexpr int kQueues = 3;
+    constexpr std::uint64_t kMessages = 150;
+    constexpr std::uint64_t kRequests = 30;
+    std::vector<std::unique_ptr<ScopedName>> names;
+    ScopedName group("ws-group");
+    for (int q = 0; q < kQueues; ++q) names.push_back(std::make_unique<ScopedName>("ws-q" + std::to_string(q)));
+    GatherOptions go;
+    go.ranks = 2;
+    go.capacity = 64 * 1024;
+    go.wait.kind = WaitKind::futex;
+    auto collector = GatherCollector::create(group, go);
+    ChildGuard kids;
+    std::vector<pid_t> pids;
+    for (int q = 0; q < kQueues; ++q) {
+        pids.push_back(kids.add(fork_child([&, q] {
+            auto w = Writer::create(*names[q], {.readers = 1, .capacity = 64 * 1024});
+            // Publish once the loop's reader is attached (the name goes with this writer).
+            ASSERT_TRUE(wait_until([&] {
+                return layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state == layout::SlotState::attached;
+            }, 10000ms));
+            for (std::uint64_t seq = 0; seq < kMessages; ++seq) {
+                if (seq % 10 == 0) std::this_thread::sleep_for(2ms + 1ms * q);
+                ASSERT_EQ(w.write(payload(seq), 10s), Status::ok);
+            }
+        })));
+    }
+    // Gather workers: reply to the request numbers 0..kRequests-1, paced so the collector sleeps.
+    for (std::uint32_t rank = 0; rank < 2; ++rank) {
+        pids.push_back(kids.add(fork_child([&, rank] {
+            auto worker = GatherWorker::attach(group, rank);
+            for (std::uint64_t tag = 0; tag < kRequests; ++tag) {
+                std::this_thread::sleep_for(1ms + 2ms * rank);
+                const auto m = payload(tag * 2 + rank);
+                ASSERT_EQ(worker.reply(tag, m, 10s), Status::ok);
+            }
+        })));
+    }
+    std::vector<Reader> readers;
+    for (int q = 0; q < kQueues; ++q) readers.push_back(attach_when_created(names[q]->str()));
+    WaitSet set(options());
+    ASSERT_EQ(set.backend(), GetParam());
+    std::vector<std::size_t> queue_id;
+    for (auto& r : readers) queue_id.push_back(set.add(r));
+    const std::size_t gather_id = set.add(collector);
+    std::vector<std::uint64_t> next(kQueues, 0);
+    std::uint64_t tag = 0;
+    int closed = 0;
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + 30s;
+    std::vector<std::byte> got;
+    while ((closed < kQueues || tag < kRequests) && std::chrono::steady_clock::now() < deadline) {
+        for (std::size_t id : set.wait(5s)) {
+            if (id == gather_id) {
+                for (;;) {  // collect in slices: replies already taken are kept for the next slice
+                    const GatherResult res = collector.collect_all(tag, 0s);
+                    if (res.status != Status::ok) break;
+                    for (std::uint32_t rank = 0; rank < 2; ++rank)
+                        ASSERT_EQ(check_message(*res.replies[rank], tag * 2 + rank, 64 + (tag * 2 + rank) % 200), "");
+                    if (++tag == kRequests) break;
+                }
+                continue;
+            }
+            const auto q = static_cast<std::size_t>(std::find(queue_id.begin(), queue_id.end(), id) - queue_id.begin());
+            ASSERT_LT(q, readers.size());
+            for (;;) {  // consume until it would block (the drain rule), then the next wait re-arms
+                const Status s = readers[q].read(got, 0s);
+                if (s == Status::timed_out) break;
+                if (s == Status::closed) {
+                    ++closed;
+                    set.remove(id);
+                    break;
+                }
+                ASSERT_EQ(s, Status::ok);
+                ASSERT_EQ(check_message(got, next[q], 64 + next[q] % 200), "") << "queue " << q;
+                ++next[q];
+            }
+        }
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "a wake was lost (each costs the 5 s re-check)";
+    for (int q = 0; q < kQueues; ++q) EXPECT_EQ(next[q], kMessages) << "queue " << q;
+    EXPECT_EQ(tag, kRequests);
+    for (pid_t p : pids) EXPECT_EQ(kids.wait(p, 30s), 0);
+    EXPECT_GT(set.kernel_waits(), 10u) << "the loop never slept: the test tests nothing";
+}
+
+// A writer inside the loop waits for space (add_space) while a reader process drains slowly.
+TEST_P(WaitSetTest, WriterWaitsForSpaceInTheLoop) {
+    ScopedName name("ws-space");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    constexpr std::uint64_t kCount = 300;
+    ChildGuard kids;
+    const pid_t child = kids.add(fork_child([&] {
+        auto r = Reader::attach(name, 0);
+        std::vector<std::byte> got;
+        for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+            ASSERT_EQ(r.read(got, 10s), Status::ok);
+            ASSERT_EQ(check_message(got, seq, 4096), "");
+            if (seq % 16 == 0) std::this_thread::sleep_for(1ms);
+        }
+    }));
+    WaitSet set(options());
+    const std::size_t id = set.add_space(w, 4096);
+    std::vector<std::byte> m(4096);
+    std::uint64_t waits = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t seq = 0; seq < kCount;) {
+        fill_message(m, seq);
+        if (w.write(m, 0s) == Status::ok) {
+            ++seq;
+            continue;
+        }
+        const auto ready = set.wait(10s);
+        ASSERT_EQ(ready.size(), 1u);
+        ASSERT_EQ(ready[0], id);
+        ++waits;
+    }
+    EXPECT_EQ(kids.wait(child, 30s), 0);
+    EXPECT_GT(waits, 5u);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "a space wake was lost (each costs the 5 s re-check)";
+}
+
+// Nothing happens: wait() times out on time and reports nothing.
+TEST_P(WaitSetTest, IdleWaitTimesOut) {
+    ScopedName name("ws-idle");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    WaitSet set(options());
+    (void)set.add(r);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(set.wait(50ms).empty());
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(took, 45ms);
+    EXPECT_LT(took, 500ms);
+    ASSERT_EQ(w.write(payload(0), 1s), Status::ok);
+    const auto ready = set.wait(1s);
+    ASSERT_EQ(ready.size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, WaitSetTest, ::testing::Values(WaitSetBackend::epoll, WaitSetBackend::io_uring),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+// RINGCAST_WAITSET=epoll forces the fallback: the automatic choice takes epoll and says so on stderr,
+// once; the set works.
+TEST(WaitSetFallback, ForcedFallbackUsesEpollWithOneLogLine) {
+    int err[2];
+    ASSERT_EQ(::pipe(err), 0);
+    ScopedName name("ws-fallback");
+    ChildGuard kids;
+    const pid_t child = kids.add(fork_child([&] {
+        ::dup2(err[1], 2);
+        ::setenv("RINGCAST_WAITSET", "epoll", 1);
+        auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+        auto r = Reader::attach(name, 0);
+        WaitSet a;
+        WaitSet b;  // a second one: no second line
+        EXPECT_EQ(a.backend(), WaitSetBackend::epoll);
+        EXPECT_EQ(b.backend(), WaitSetBackend::epoll);
+        (void)a.add(r);
+        ASSERT_EQ(w.write(payload(0), 1s), Status::ok);
+        EXPECT_EQ(a.wait(1s).size(), 1u);
+    }));
+    ::close(err[1]);
+    EXPECT_EQ(kids.wait(child, 20s), 0);
+    std::string text;
+    char buf[512];
+    for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+    ::close(err[0]);
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+    EXPECT_NE(text.find("ringcast: WaitSet uses epoll"), std::string::npos) << text;
+    EXPECT_NE(text.find("RINGCAST_WAITSET=epoll"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ringcast::test
