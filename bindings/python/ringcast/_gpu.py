@@ -1,0 +1,370 @@
+"""The GPU path of MessageQueue: device arrays travel by DMA, the rest of the object by pickle.
+
+``MessageQueue.enqueue(obj)`` of an object holding CUDA arrays (torch tensors, cupy arrays, anything
+with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``) sends:
+
+1. one ordinary message: ``[_MAGIC, pickle(array metadata), pickle(obj with each array replaced by a
+   persistent id), *out-of-band buffers]``;
+2. then each array's bytes as raw ring chunks, each one DMA from device memory straight into the
+   registered ring (``ringcast._gpucore``), committed only after that copy completed.
+
+The reader, on seeing the magic, allocates each array on its device (``dequeue(device=...)``), copies
+every chunk ring -> device (released only after that copy completed) and unpickles the object with
+the new arrays in place. Nothing here imports torch, cupy or the GPU runtime at module import: the
+writer checks for device arrays only while a GPU array library is already loaded (``sys.modules``),
+and ``ringcast._gpucore`` is imported on the first device message.
+
+Streams: the writer copies an array on the stream its producer works on (torch: the current stream of
+the tensor's device; CUDA array interface: its ``stream`` entry; DLPack: the legacy default stream,
+which the producer synchronizes to), so the copy follows the kernels that wrote it, and enqueue
+returns only once the bytes are in the ring. The reader copies on the current stream of its device
+and returns only once the copy completed: the arrays it returns are ready on every stream.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import pickle
+import sys
+import time
+from typing import Any, List, Optional
+
+from ringcast._core import RingcastError
+
+_MAGIC = b"RCGPU\x01"  # parts[0] of a device message; an ordinary one starts with a pickle (b"\x80")
+_DEVICE_LIBRARIES = ("torch", "cupy", "numba", "jax")
+_PLAIN_TYPES = frozenset((int, float, str, bytes, bool, type(None), list, tuple, dict, set, bytearray))
+_gpucore = None
+
+
+def _core():
+    global _gpucore
+    if _gpucore is None:
+        try:
+            from ringcast import _gpucore as module
+        except ImportError as e:
+            raise RuntimeError("this ringcast was built without GPU interop (configure with RINGCAST_CUDA=ON "
+                               "and a CUDA toolkit): device arrays cannot be sent or received") from e
+        _gpucore = module
+    return _gpucore
+
+
+def probe(device: int = 0) -> dict:
+    """The GPU capabilities ringcast sees (a dict; ``usable`` False with ``reason`` and ``why_not``
+    naming the runtime error when there is no driver or no device). Raises RuntimeError when this
+    ringcast was built without GPU interop."""
+    return _core().probe(device)
+
+
+def may_hold_device_arrays() -> bool:
+    """True once a GPU array library is loaded: only then does enqueue look for device arrays."""
+    modules = sys.modules
+    return any(name in modules for name in _DEVICE_LIBRARIES)
+
+
+def is_device_message(parts: list) -> bool:
+    return len(parts) >= 3 and parts[0] == _MAGIC
+
+
+# ---- the writer ------------------------------------------------------------------------------------
+class _Array:
+    """One device array being sent: where its bytes are, and how the reader rebuilds it."""
+
+    __slots__ = ("meta", "ptr", "nbytes", "stream", "device", "keep", "release")
+
+    def __init__(self, meta, ptr, nbytes, stream, device, keep, release=None):
+        self.meta, self.ptr, self.nbytes, self.stream, self.device = meta, ptr, nbytes, stream, device
+        self.keep, self.release = keep, release
+
+
+def _typestr_itemsize(typestr: str) -> int:
+    return int(typestr[2:])
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                             ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor)))]
+_DL_CUDA, _DL_CUDA_MANAGED = 2, 13
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}  # DLPack type codes -> array-interface kinds (bool: 6)
+
+
+def _from_dlpack(obj) -> Optional[_Array]:
+    device_type, device_id = obj.__dlpack_device__()
+    if device_type not in (_DL_CUDA, _DL_CUDA_MANAGED):
+        return None
+    capsule = obj.__dlpack__(stream=1)  # the producer makes the data ready on the legacy default stream
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    managed = ctypes.cast(get(capsule, b"dltensor"), ctypes.POINTER(_DLManagedTensor))
+    rename = ctypes.pythonapi.PyCapsule_SetName
+    rename.restype, rename.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
+    rename(capsule, b"used_dltensor")  # consumed: the capsule no longer frees it, we call the deleter
+    t = managed.contents.dl_tensor
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    itemsize = t.dtype.bits // 8 * t.dtype.lanes
+    if t.strides:  # contiguous (row-major) only
+        expected = itemsize
+        for i in reversed(range(t.ndim)):
+            if shape[i] != 1 and t.strides[i] * itemsize != expected:
+                managed.contents.deleter(managed)
+                raise ValueError("ringcast sends contiguous device arrays only (DLPack strides are not row-major)")
+            expected *= shape[i]
+    nbytes = itemsize
+    for d in shape:
+        nbytes *= d
+    typestr = "<" + _DL_KINDS.get(t.dtype.code, "V") + str(itemsize)
+
+    def release(m=managed):
+        if m.contents.deleter:
+            m.contents.deleter(m)
+
+    meta = ("array", shape, typestr, None, nbytes)
+    return _Array(meta, (t.data or 0) + t.byte_offset, nbytes, 1, device_id, obj, release)
+
+
+def _describe(obj) -> Optional[_Array]:
+    """The device array inside ``obj``, or None for anything else."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        if not obj.is_cuda:
+            return None
+        t = obj.detach()
+        if not t.is_contiguous():
+            t = t.contiguous()  # a device-side copy; the original is untouched
+        nbytes = t.numel() * t.element_size()
+        meta = ("torch", tuple(t.shape), str(t.dtype).replace("torch.", ""), obj.requires_grad, nbytes)
+        return _Array(meta, t.data_ptr(), nbytes,
+                      torch.cuda.current_stream(t.device).cuda_stream, t.device.index, t)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if isinstance(cai, dict):
+        shape = tuple(cai["shape"])
+        typestr = cai["typestr"]
+        itemsize = _typestr_itemsize(typestr)
+        strides = cai.get("strides")
+        if strides is not None:
+            expected = itemsize
+            for dim, stride in zip(reversed(shape), reversed(strides)):
+                if dim != 1 and stride != expected:
+                    raise ValueError("ringcast sends contiguous device arrays only (make it contiguous first)")
+                expected *= dim
+        nbytes = itemsize
+        for d in shape:
+            nbytes *= d
+        kind = "cupy" if type(obj).__module__.startswith("cupy") else "array"
+        stream = cai.get("stream") or 0  # None: nothing to wait for; 1 / 2: the default streams
+        return _Array((kind, shape, typestr, None, nbytes), cai["data"][0], nbytes, stream, _device_of_pointer(obj), obj)
+    if hasattr(obj, "__dlpack_device__") and hasattr(obj, "__dlpack__"):
+        return _from_dlpack(obj)
+    return None
+
+
+def _device_of_pointer(obj) -> int:
+    device = getattr(obj, "device", None)
+    return int(getattr(device, "id", getattr(device, "index", 0)) or 0)
+
+
+class _DevicePickler(pickle.Pickler):
+    """Protocol 5 with out-of-band buffers, and device arrays replaced by persistent ids."""
+
+    def __init__(self, file, buffer_callback):
+        super().__init__(file, protocol=5, buffer_callback=buffer_callback)
+        self.arrays: List[_Array] = []
+
+    def persistent_id(self, obj):
+        if type(obj) in _PLAIN_TYPES:
+            return None
+        array = _describe(obj)
+        if array is None:
+            return None
+        self.arrays.append(array)
+        return len(self.arrays) - 1
+
+
+def _registration(queue, endpoint, address: int, device: int):
+    reg = queue.__dict__.get("_gpu_registration")
+    if reg is None:
+        # keepalive: the registration is destroyed (unregistered) before the endpoint's mapping.
+        reg = _core().Registration(address, device, endpoint)
+        queue.__dict__["_gpu_registration"] = reg
+    return reg
+
+
+def _remaining(deadline: Optional[float]) -> Optional[float]:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
+    """MessageQueue.enqueue while a GPU array library is loaded (the plain path when obj holds none)."""
+    oob: list = []
+    limit = queue._max_parts - 3
+    threshold = queue._oob_threshold
+
+    def callback(pb: pickle.PickleBuffer) -> bool:  # as MessageQueue._dumps: True keeps it in-band
+        if len(oob) >= limit:
+            return True
+        try:
+            raw = pb.raw()
+        except BufferError:
+            return True
+        if raw.nbytes < threshold:
+            return True
+        o = raw.obj
+        oob.append(o if type(o) is bytes and len(o) == raw.nbytes else raw)
+        return False
+
+    if type(obj) in (bytes, bytearray, memoryview) and len(obj) >= threshold:
+        obj = pickle.PickleBuffer(obj)
+    out = io.BytesIO()
+    pickler = _DevicePickler(out, callback)
+    pickler.dump(obj)
+    arrays = pickler.arrays
+    if not arrays:
+        queue._writer.send([out.getvalue(), *oob], timeout)
+        return
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        metas = pickle.dumps([a.meta for a in arrays], protocol=5)
+        queue._writer.send([_MAGIC, metas, out.getvalue(), *oob], timeout)
+        writer = queue._writer
+        chunk = writer.max_reserve
+        for a in arrays:
+            sent = 0
+            while sent < a.nbytes:
+                n = min(chunk, a.nbytes - sent)
+                view = writer.reserve_raw(n, _remaining(deadline))
+                published = False
+                try:
+                    address = _core().buffer_address(view)
+                    reg = _registration(queue, writer, address, a.device or 0)
+                    reg.copy(address, a.ptr + sent, n, True, a.stream)  # returns once the bytes landed
+                    published = True
+                finally:
+                    view.release()
+                    writer.commit_raw(None, published)
+                sent += n
+    finally:
+        for a in arrays:
+            if a.release is not None:
+                a.release()
+
+
+# ---- the reader ------------------------------------------------------------------------------------
+_TYPESTR_TO_TORCH = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "|i1": "int8", "<i2": "int16",
+                     "<i4": "int32", "<i8": "int64", "|u1": "uint8", "|b1": "bool", "<u2": "uint16",
+                     "<u4": "uint32", "<u8": "uint64", "<b1": "bool", "<i1": "int8", "<u1": "uint8"}
+
+
+def _device_index(device) -> int:
+    if device is None:
+        torch = sys.modules.get("torch")
+        return torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        return int(device.split(":")[1]) if ":" in device else 0
+    return int(getattr(device, "index", None) or 0)  # torch.device
+
+
+def _allocate(meta, device: int):
+    """(array, device pointer, stream) of a fresh destination on `device`."""
+    kind, shape, dtype, requires_grad, _ = meta
+    if kind == "cupy" or (kind == "array" and "torch" not in sys.modules and _importable("cupy")):
+        import cupy  # optional: only when the sender used cupy
+        with cupy.cuda.Device(device):
+            a = cupy.empty(shape, dtype=dtype)
+            return a, a.data.ptr, cupy.cuda.get_current_stream().ptr
+    import torch  # the sender used torch (or a generic array): rebuilt as a torch tensor
+    name = dtype if kind == "torch" else _TYPESTR_TO_TORCH.get(dtype)
+    if name is None:
+        raise RingcastError(f"cannot rebuild a device array of type {dtype!r} as a torch tensor")
+    t = torch.empty(shape, dtype=getattr(torch, name), device=f"cuda:{device}")
+    if requires_grad:
+        t.requires_grad_(True)
+    return t, t.data_ptr(), torch.cuda.current_stream(t.device).cuda_stream
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(name) is not None
+
+
+class _DeviceUnpickler(pickle.Unpickler):
+    def __init__(self, file, buffers, arrays):
+        super().__init__(file, buffers=buffers)
+        self.arrays = arrays
+
+    def persistent_load(self, pid):
+        return self.arrays[pid]
+
+
+def receive(queue, parts: list, timeout: Optional[float], device) -> Any:
+    """The reader half: the arrays' chunks ring -> device, then the object around them."""
+    metas = pickle.loads(parts[1])
+    state = {"metas": metas, "payload": parts[2], "oob": parts[3:], "arrays": [], "index": 0, "received": 0,
+             "device": _device_index(device)}
+    queue.__dict__["_gpu_pending"] = state
+    return resume(queue, timeout)
+
+
+def pending(queue) -> bool:
+    return queue.__dict__.get("_gpu_pending") is not None
+
+
+def resume(queue, timeout: Optional[float]) -> Any:
+    """Continues a device message a timed-out dequeue left half received."""
+    state = queue.__dict__["_gpu_pending"]
+    reader = queue._reader
+    deadline = None if timeout is None else time.monotonic() + timeout
+    metas, arrays = state["metas"], state["arrays"]
+    while state["index"] < len(metas):
+        meta = metas[state["index"]]
+        if len(arrays) == state["index"]:
+            arrays.append(_allocate(meta, state["device"]))
+        array, ptr, stream = arrays[state["index"]]
+        nbytes = meta[4]
+        while state["received"] < nbytes:
+            try:
+                view = reader.peek_raw(_remaining(deadline))
+            except RingcastError as e:
+                if "the next message was sent with enqueue()" not in str(e):
+                    raise
+                queue.__dict__["_gpu_pending"] = None  # the next message is an ordinary one: left for later
+                raise RingcastError("a device message was withdrawn by its writer before all its arrays "
+                                    "arrived (its enqueue failed part-way); the next dequeue returns the "
+                                    "message after it") from None
+            try:
+                n = view.nbytes
+                if state["received"] + n > nbytes:
+                    raise RingcastError(f"device message corrupt: a chunk of {n} bytes overruns its array "
+                                        f"({nbytes - state['received']} bytes left)")
+                address = _core().buffer_address(view)
+                reg = _registration(queue, reader, address, state["device"])
+                reg.copy(ptr + state["received"], address, n, False, stream)  # returns once it completed
+            finally:
+                view.release()
+            reader.release_raw()  # only now may the writer reuse the chunk: the DMA has read it
+            state["received"] += n
+        state["index"] += 1
+        state["received"] = 0
+    queue.__dict__["_gpu_pending"] = None
+    objects = [a[0] for a in arrays]
+    return _DeviceUnpickler(io.BytesIO(state["payload"]), state["oob"], objects).load()
+
