@@ -48,6 +48,7 @@ enum class ErrorCode : std::uint8_t {
     stale_reply,        // a reply carried another request's tag
     system,             // an unexpected system call failure; message names the call and errno
     rank_left,          // the rank was released by a clean detach (ReaderOptions::keep_place was false)
+    fell_behind,        // a remote reader missed messages (past the high-water mark, or joined late)
 };
 
 class Error : public std::runtime_error {

@@ -46,6 +46,7 @@ writer that shuts down lets the readers drain, then they get ClosedError.
 """
 
 from ringcast._core import ClosedError, PeerDeadError, RingcastError, StaleReplyError
+from ringcast._core import FellBehindError  # a remote reader missed messages (docs/remote.md)
 from ringcast._gather import GatherHandle, PendingReplies, ReplyGather
 from ringcast._queue import Handle, MessageQueue, OOB_THRESHOLD
 
@@ -84,6 +85,7 @@ __all__ = [
     "ClosedError",
     "PeerDeadError",
     "StaleReplyError",
+    "FellBehindError",
     "ReplyGather",
     "GatherHandle",
     "PendingReplies",

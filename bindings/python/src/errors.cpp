@@ -39,6 +39,7 @@ void translate(std::exception_ptr p) {
             case ErrorCode::system: type = PyExc_OSError; break;
             case ErrorCode::no_space: type = PyExc_MemoryError; break;
             case ErrorCode::stale_reply: type = g_stale_reply_error; break;
+            case ErrorCode::fell_behind:  // remote.cpp's translator, registered later, raises FellBehindError
             case ErrorCode::corrupt:
             case ErrorCode::protocol: type = g_ringcast_error; break;
         }

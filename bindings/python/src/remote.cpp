@@ -1,0 +1,517 @@
+// ringcast._core remote part (ZeroMQ): RemotePublisher (beside a queue's writer), RemoteReader (a reader
+// rank on another machine, the same methods as Reader), RemoteReplyBridge / RemoteGatherWorker, and
+// FellBehindError. Compiled always; without the C++ remote part (no ZeroMQ at build time) it only sets
+// HAVE_REMOTE = False.
+//
+// GIL: a remote reader takes what is already received with the GIL held (no hand-off on the fast
+// path); only then does it wait in the kernel (zmq_poll) with the GIL released, in slices: 50 ms in the
+// main thread (Ctrl-C), the liveness interval elsewhere. The remote records carry the binding's own
+// framing (framing.hpp) unchanged, so they are reassembled exactly as a local reader does.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+
+#include "errors.hpp"
+
+namespace ringcast::python {
+namespace {
+const char* const kFellBehindDoc =
+    "A remote reader missed messages: it stayed past the high-water mark (slow_reader='drop_after') or "
+    "joined after messages were sent. Never silent: the reader raises this instead.";
+}  // namespace
+}  // namespace ringcast::python
+
+#ifndef RINGCAST_HAVE_REMOTE
+namespace ringcast::python {
+void register_remote(py::module_& m) {
+    m.attr("HAVE_REMOTE") = false;
+    m.attr("FellBehindError") = py::handle(
+        PyErr_NewExceptionWithDoc("ringcast.FellBehindError", kFellBehindDoc, detail::g_ringcast_error, nullptr));
+}
+}  // namespace ringcast::python
+#else
+
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "errors.hpp"
+#include "framing.hpp"
+#include "gil.hpp"
+#include "ringcast/remote/publisher.hpp"
+#include "ringcast/remote/reader.hpp"
+#include "ringcast/remote/reply.hpp"
+
+using namespace std::chrono_literals;
+
+namespace ringcast::python {
+
+using namespace detail;
+
+namespace {
+
+PyObject* g_fell_behind_error = nullptr;
+
+std::chrono::nanoseconds seconds(double s) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
+}
+
+py::list to_list(std::vector<py::object>&& parts) {
+    py::list l(parts.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) l[i] = std::move(parts[i]);
+    return l;
+}
+
+// ---- publisher -------------------------------------------------------------------------------------
+class PyRemotePublisher {
+public:
+    PyRemotePublisher(const std::string& ring_name, std::uint32_t ring_rank, const std::string& ip, std::uint16_t port,
+                      std::vector<std::uint32_t> ranks, int high_water_mark, const std::string& slow_reader,
+                      double slow_reader_timeout_s, double heartbeat_s, double liveness_s,
+                      const std::string& curve_secret_key, std::vector<std::string> curve_allowed_clients) {
+        remote::RemotePublisherOptions o;
+        o.listen.ip = ip;
+        o.listen.port = port;
+        o.listen.curve_secret_key = curve_secret_key;
+        o.listen.curve_allowed_clients = std::move(curve_allowed_clients);
+        o.ranks = std::move(ranks);
+        o.high_water_mark = high_water_mark;
+        if (slow_reader == "block") {
+            o.slow_reader = remote::SlowReaderPolicy::block;
+        } else if (slow_reader == "drop_after") {
+            o.slow_reader = remote::SlowReaderPolicy::drop_after;
+        } else {
+            throw Failure{PyExc_ValueError, "slow_reader must be 'block' or 'drop_after', got '" + slow_reader + "'"};
+        }
+        o.slow_reader_timeout = seconds(slow_reader_timeout_s);
+        o.heartbeat_interval = seconds(heartbeat_s);
+        o.ring.liveness_interval = liveness_from(liveness_s);
+        pub_ = std::make_unique<remote::RemotePublisher>(remote::RemotePublisher::start(ring_name, ring_rank, o));
+    }
+    // Waits (GIL released) for every remote rank's hello; TimeoutError names the missing ones.
+    void wait_ready(std::optional<double> timeout) {
+        require_owner("wait_until_ready");
+        const auto t = to_timeout(timeout);
+        Status s;
+        {
+            py::gil_scoped_release release;
+            s = pub_->wait_ready(t);
+        }
+        if (s == Status::timed_out) {
+            std::string missing;
+            for (const auto r : pub_->missing_ranks()) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            throw TimedOut{"wait_until_ready: remote reader rank(s) " + missing + " did not connect to " +
+                           pub_->endpoint() + " within " + timeout_text(timeout)};
+        }
+    }
+    bool drain(std::optional<double> timeout) {
+        if (::getpid() != owner_pid_) return true;  // a forked child's copy (a finalizer): nothing of ours
+        const auto t = to_timeout(timeout);
+        py::gil_scoped_release release;
+        return pub_->drain(t) == Status::ok;
+    }
+    void stop() {
+        if (::getpid() != owner_pid_) return;
+        py::gil_scoped_release release;
+        pub_->stop();
+    }
+    py::dict stats() const {
+        const auto s = pub_->stats();
+        py::dict d;
+        d["forwarded"] = s.forwarded;
+        d["connected_ranks"] = s.connected_ranks;
+        d["lost_ranks"] = s.lost_ranks;
+        d["fell_behind_ranks"] = s.fell_behind_ranks;
+        d["left_ranks"] = s.left_ranks;
+        d["back_pressure_waits"] = s.back_pressure_waits;
+        return d;
+    }
+    ~PyRemotePublisher() {
+        // A forked child holds a copy of the parent's object, not its thread: never stop or join it.
+        if (::getpid() != owner_pid_) (void)pub_.release();
+    }
+    PyRemotePublisher(const PyRemotePublisher&) = delete;
+    PyRemotePublisher& operator=(const PyRemotePublisher&) = delete;
+    void require_owner(const char* what) const {
+        if (::getpid() != owner_pid_)
+            throw Failure{g_ringcast_error, std::string(what) + ": this RemotePublisher belongs to the parent process"};
+    }
+    std::unique_ptr<remote::RemotePublisher> pub_;
+    pid_t owner_pid_ = ::getpid();
+};
+
+// ---- reader: Reader's methods over a RemoteReader --------------------------------------------------
+class PyRemoteReader : public Endpoint {
+public:
+    PyRemoteReader(const std::string& endpoint, std::uint32_t rank, double liveness_s, int high_water_mark,
+                   const std::string& curve_server_key, const std::string& curve_public_key,
+                   const std::string& curve_secret_key)
+        : Endpoint(liveness_from(liveness_s)) {
+        remote::RemoteReaderOptions o;
+        o.liveness_interval = liveness_;
+        o.high_water_mark = high_water_mark;
+        o.security = {curve_server_key, curve_public_key, curve_secret_key};
+        reader_ = std::make_unique<remote::RemoteReader>(remote::RemoteReader::connect(endpoint, rank, o));
+        assembly_.set_where("remote queue at " + endpoint + ", rank " + std::to_string(rank));
+    }
+    ~PyRemoteReader() {
+        if (forked_child()) (void)reader_.release();  // the parent's socket is not ours to close
+    }
+
+    void wait_ready(std::optional<double> timeout) {
+        check_usable("wait_until_ready");
+        Busy busy(*this);
+        const Deadline deadline = deadline_after(to_timeout(timeout));
+        Gil gil;
+        if (reader_->wait_ready(0ns) == Status::ok) return;
+        const Status s = sliced(gil, deadline, [&](std::chrono::nanoseconds t) { return reader_->wait_ready(t); });
+        gil.acquire();
+        if (s == Status::timed_out)
+            throw TimedOut{"wait_until_ready: no welcome from the remote publisher at " + reader_->endpoint() +
+                           " within " + timeout_text(timeout)};
+        if (s == Status::cancelled) throw Closed{"wait_until_ready: the queue was shut down"};
+    }
+
+    py::list recv(std::optional<double> timeout) {
+        check_usable("dequeue");
+        Busy busy(*this);
+        const Deadline deadline = deadline_after(to_timeout(timeout));
+        Gil gil;
+        auto parts = receive(gil, deadline, false, timeout);
+        gil.acquire();
+        return to_list(std::move(parts));
+    }
+
+    py::list recv_many(std::size_t max_n, std::optional<double> timeout) {
+        check_usable("dequeue_many");
+        Busy busy(*this);
+        if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
+        const Deadline deadline = deadline_after(to_timeout(timeout));
+        Gil gil;
+        py::list out;
+        auto first = receive(gil, deadline, false, timeout);
+        gil.acquire();
+        out.append(to_list(std::move(first)));
+        while (out.size() < max_n) {
+            std::vector<py::object> more;
+            try {
+                more = receive(gil, Clock::now(), true, timeout);
+            } catch (const Closed&) {
+                break;
+            }
+            gil.acquire();
+            if (more.empty()) break;
+            out.append(to_list(std::move(more)));
+        }
+        return out;
+    }
+
+    py::memoryview peek_raw(std::optional<double> timeout) {
+        check_usable("acquire_read");
+        Busy busy(*this);
+        if (assembly_.active())
+            throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received"};
+        const Deadline deadline = deadline_after(to_timeout(timeout));
+        Gil gil;
+        const Message m = next_record(gil, deadline, false);
+        gil.acquire();
+        if (m.status != Status::ok) throw TimedOut{"acquire_read timed out after " + timeout_text(timeout)};
+        if (tag_frame(m.tag) != Frame::raw)
+            throw Failure{g_ringcast_error, "acquire_read: the next message was sent with enqueue(); use dequeue()"};
+        raw_peeked_ = true;
+        return py::memoryview::from_memory(static_cast<const void*>(m.bytes.data()),
+                                           static_cast<py::ssize_t>(m.bytes.size()));
+    }
+    void release_raw() {
+        check_usable("acquire_read");
+        Busy busy(*this);
+        if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};
+        raw_peeked_ = false;
+        reader_->release();
+    }
+    // A remote reader learns of a dead writer from its publisher or from silence: nothing to probe.
+    void check_writer_alive() { check_usable("wait_until_ready"); }
+    void shutdown() {
+        if (forked_child()) return;
+        if (shut_.exchange(true, std::memory_order_acq_rel)) return;
+        reader_->cancel();
+    }
+    std::uint32_t rank() const { return reader_->rank(); }
+    const std::string& endpoint() const { return reader_->endpoint(); }
+
+private:
+    template <class Attempt>
+    Status sliced(Gil& gil, Deadline deadline, Attempt&& attempt) {
+        const bool main = in_main_thread();
+        const std::chrono::nanoseconds slice = main ? std::min(kMainThreadSlice, liveness_) : liveness_;
+        for (;;) {
+            const Deadline now = Clock::now();
+            if (now >= deadline) return Status::timed_out;
+            const Deadline until = std::min(deadline, now + slice);
+            gil.release();
+            const Status s = attempt(std::max(std::chrono::nanoseconds(until - now), std::chrono::nanoseconds(1)));
+            if (s != Status::timed_out) return s;
+            if (main) check_signals(gil);
+        }
+    }
+
+    Message next_record(Gil& gil, Deadline deadline, bool probe_only) {
+        Message m = reader_->peek(0ns);  // what already arrived: taken with the GIL held
+        if (m.status == Status::timed_out && !probe_only && Clock::now() < deadline)
+            m.status = sliced(gil, deadline, [&](std::chrono::nanoseconds t) {
+                m = reader_->peek(t);
+                return m.status;
+            });
+        if (m.status == Status::closed) {
+            gil.acquire();
+            assembly_.drop();
+            throw Closed{"dequeue: the writer shut the queue down and every message has been read"};
+        }
+        if (m.status == Status::cancelled) {
+            gil.acquire();
+            throw Closed{"dequeue: the queue was shut down"};
+        }
+        return m;
+    }
+
+    std::vector<py::object> receive(Gil& gil, Deadline deadline, bool drain, const std::optional<double>& timeout) {
+        for (;;) {
+            const Message m = next_record(gil, deadline, drain);
+            if (m.status == Status::timed_out) {
+                gil.acquire();
+                if (drain) return {};
+                throw TimedOut{"dequeue timed out after " + timeout_text(timeout)};
+            }
+            const Frame f = tag_frame(m.tag);
+            switch (f) {
+                case Frame::whole:
+                case Frame::first:
+                    if (assembly_.active()) assembly_.corrupt("a new message began before the previous one ended");
+                    assembly_.start(gil, m, f);
+                    assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
+                    break;
+                case Frame::middle:
+                case Frame::last:
+                    if (!assembly_.active()) break;
+                    if (tag_seq(m.tag) != assembly_.seq()) assembly_.corrupt("record of another message inside a message");
+                    assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
+                    break;
+                case Frame::abort:
+                    if (assembly_.active()) {
+                        gil.acquire();
+                        assembly_.drop();
+                    }
+                    break;
+                case Frame::raw:
+                    gil.acquire();
+                    if (drain) return {};
+                    throw Failure{g_ringcast_error, "dequeue: the next message was written with acquire_write(); "
+                                                    "read it with acquire_read()"};
+                default: assembly_.corrupt("unknown record kind " + std::to_string(static_cast<int>(f)));
+            }
+            reader_->release();
+            if (assembly_.active() && assembly_.remaining() == 0) {
+                if (f != Frame::whole && f != Frame::last) assembly_.corrupt("message ended on a non-final record");
+                return assembly_.take();
+            }
+            if (assembly_.active() && f == Frame::last) assembly_.corrupt("last record before the announced length");
+        }
+    }
+
+    std::unique_ptr<remote::RemoteReader> reader_;
+    Reassembly assembly_;
+    bool raw_peeked_ = false;
+};
+
+// ---- replies ---------------------------------------------------------------------------------------
+class PyRemoteReplyBridge {
+public:
+    PyRemoteReplyBridge(const std::string& gather_name, const std::string& ip, std::uint16_t port,
+                        std::vector<std::uint32_t> ranks, double heartbeat_s, const std::string& curve_secret_key,
+                        std::vector<std::string> curve_allowed_clients) {
+        remote::RemoteReplyOptions o;
+        o.listen.ip = ip;
+        o.listen.port = port;
+        o.listen.curve_secret_key = curve_secret_key;
+        o.listen.curve_allowed_clients = std::move(curve_allowed_clients);
+        o.ranks = std::move(ranks);
+        o.heartbeat_interval = seconds(heartbeat_s);
+        bridge_ = std::make_unique<remote::RemoteReplyBridge>(remote::RemoteReplyBridge::start(gather_name, o));
+    }
+    void wait_ready(std::optional<double> timeout) {
+        const auto t = to_timeout(timeout);
+        Status s;
+        {
+            py::gil_scoped_release release;
+            s = bridge_->wait_ready(t);
+        }
+        if (s == Status::timed_out) {
+            std::string missing;
+            for (const auto r : bridge_->missing_ranks()) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            throw TimedOut{"wait_until_ready: remote worker rank(s) " + missing + " did not connect to " +
+                           bridge_->endpoint() + " within " + timeout_text(timeout)};
+        }
+    }
+    void stop() {
+        if (::getpid() != owner_pid_) return;
+        py::gil_scoped_release release;
+        bridge_->stop();
+    }
+    ~PyRemoteReplyBridge() {
+        if (::getpid() != owner_pid_) (void)bridge_.release();  // a forked child's copy: not its thread
+    }
+    PyRemoteReplyBridge(const PyRemoteReplyBridge&) = delete;
+    PyRemoteReplyBridge& operator=(const PyRemoteReplyBridge&) = delete;
+    std::unique_ptr<remote::RemoteReplyBridge> bridge_;
+    pid_t owner_pid_ = ::getpid();
+};
+
+class PyRemoteGatherWorker {
+public:
+    PyRemoteGatherWorker(const std::string& endpoint, std::uint32_t rank, double liveness_s,
+                         const std::string& curve_server_key)
+        : rank_(rank) {
+        remote::RemoteWorkerOptions o;
+        o.liveness_interval = liveness_from(liveness_s);
+        o.security.curve_server_key = curve_server_key;
+        worker_ = std::make_unique<remote::RemoteGatherWorker>(remote::RemoteGatherWorker::connect(endpoint, rank, o));
+    }
+    void wait_ready(std::optional<double> timeout) {
+        const auto t = to_timeout(timeout);
+        Status s;
+        {
+            py::gil_scoped_release release;
+            s = worker_->wait_ready(t);
+        }
+        if (s != Status::ok) throw TimedOut{"remote gather worker: no welcome from the reply bridge within " + timeout_text(timeout)};
+    }
+    void reply(std::uint64_t tag, const py::buffer& data, std::optional<double> timeout) {
+        const auto t = to_timeout(timeout);
+        PyBuf buf(data);
+        Status s;
+        {
+            py::gil_scoped_release release;
+            s = worker_->reply(tag, {buf.data(), buf.size()}, t);
+        }
+        if (s != Status::ok) throw TimedOut{"reply timed out after " + timeout_text(timeout)};
+    }
+    ~PyRemoteGatherWorker() {
+        if (::getpid() != owner_pid_) (void)worker_.release();
+    }
+    PyRemoteGatherWorker(const PyRemoteGatherWorker&) = delete;
+    PyRemoteGatherWorker& operator=(const PyRemoteGatherWorker&) = delete;
+    std::uint32_t rank_;
+    std::unique_ptr<remote::RemoteGatherWorker> worker_;
+    pid_t owner_pid_ = ::getpid();
+};
+
+void translate_fell_behind(std::exception_ptr p) {
+    try {
+        if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::fell_behind) throw;
+        PyErr_SetString(g_fell_behind_error, e.what());
+    }
+}
+
+}  // namespace
+
+void register_remote(py::module_& m) {
+    m.attr("HAVE_REMOTE") = true;
+    g_fell_behind_error = PyErr_NewExceptionWithDoc("ringcast.FellBehindError", kFellBehindDoc, g_ringcast_error, nullptr);
+    m.attr("FellBehindError") = py::handle(g_fell_behind_error);
+    py::register_exception_translator(&translate_fell_behind);  // tried before register_exceptions' one
+
+    m.def("curve_keypair", [] {
+        const auto k = remote::curve_keypair();
+        return py::make_tuple(k.public_key, k.secret_key);
+    }, "curve_keypair() -> (public_key, secret_key): a fresh CURVE keypair (Z85 text).");
+
+    py::class_<PyRemotePublisher>(m, "RemotePublisher",
+                                  "Forwards a queue's messages to remote readers (a ring reader rank of its own).")
+        .def(py::init<const std::string&, std::uint32_t, const std::string&, std::uint16_t, std::vector<std::uint32_t>,
+                      int, const std::string&, double, double, double, const std::string&, std::vector<std::string>>(),
+             py::arg("ring_name"), py::arg("ring_rank"), py::arg("ip"), py::arg("port"), py::arg("ranks"),
+             py::arg("high_water_mark") = 16, py::arg("slow_reader") = "block", py::arg("slow_reader_timeout_s") = 5.0,
+             py::arg("heartbeat_s") = 0.2, py::arg("liveness_s") = 1.0, py::arg("curve_secret_key") = "",
+             py::arg("curve_allowed_clients") = std::vector<std::string>{},
+             "Attaches to queue `ring_name` as reader rank `ring_rank`, binds tcp://ip:port (a literal address;\n"
+             "port 0: ephemeral) and starts forwarding once every rank in `ranks` said hello. slow_reader:\n"
+             "'block' (bounded back-pressure) or 'drop_after' (cut off after slow_reader_timeout_s at the\n"
+             "high-water mark: FellBehindError on that reader). Raises ValueError for a bad address, key or\n"
+             "rank, or a port in use.")
+        .def_property_readonly("endpoint", [](const PyRemotePublisher& p) { return p.pub_->endpoint(); },
+                               "The endpoint remote readers connect to, with the real port.")
+        .def_property_readonly("curve_public_key", [](const PyRemotePublisher& p) { return p.pub_->curve_public_key(); },
+                               "The CURVE public key readers need ('' without CURVE).")
+        .def("wait_ready", &PyRemotePublisher::wait_ready, py::arg("timeout") = py::none(),
+             "Waits (GIL released) until every remote rank connected. Raises TimeoutError naming the missing ones.")
+        .def("missing_ranks", [](const PyRemotePublisher& p) { return p.pub_->missing_ranks(); },
+             "The expected remote ranks that have not connected yet.")
+        .def("stats", &PyRemotePublisher::stats,
+             "dict: forwarded, connected_ranks, lost_ranks, fell_behind_ranks, left_ranks, back_pressure_waits.")
+        .def("drain", &PyRemotePublisher::drain, py::arg("timeout") = py::none(),
+             "After the queue closed: waits until everything and the close were handed to ZeroMQ. False on timeout.")
+        .def("stop", &PyRemotePublisher::stop,
+             "Stops forwarding (readers that have not seen the close get PeerDeadError); idempotent.");
+
+    py::class_<PyRemoteReader>(m, "RemoteReader", "A reader rank on another machine: Reader's methods over ZeroMQ.")
+        .def(py::init<const std::string&, std::uint32_t, double, int, const std::string&, const std::string&,
+                      const std::string&>(),
+             py::arg("endpoint"), py::arg("rank"), py::arg("liveness_s") = 1.0, py::arg("high_water_mark") = 16,
+             py::arg("curve_server_key") = "", py::arg("curve_public_key") = "", py::arg("curve_secret_key") = "",
+             "Connects as remote rank `rank` to a RemotePublisher's endpoint (in the background). liveness_s:\n"
+             "the publisher's silence this long while waiting is PeerDeadError. CURVE: the publisher's public\n"
+             "key, and this reader's keypair (a fresh one if empty).")
+        .def("wait_ready", &PyRemoteReader::wait_ready, py::arg("timeout") = py::none(),
+             "The handshake: waits for the publisher's welcome. TimeoutError names the endpoint.")
+        .def("recv", &PyRemoteReader::recv, py::arg("timeout") = py::none(),
+             "The parts of the next message. TimeoutError, ClosedError, PeerDeadError, FellBehindError.")
+        .def("recv_many", &PyRemoteReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none(),
+             "Up to max_n messages: waits for the first, then takes what already arrived.")
+        .def("peek_raw", &PyRemoteReader::peek_raw, py::arg("timeout") = py::none(),
+             "A read-only view of the next acquire_write() chunk, valid until release_raw().")
+        .def("release_raw", &PyRemoteReader::release_raw, "Releases the chunk of peek_raw().")
+        .def("check_writer_alive", &PyRemoteReader::check_writer_alive,
+             "No probe over the network: a dead writer shows as PeerDeadError from recv.")
+        .def("shutdown", &PyRemoteReader::shutdown,
+             "Wakes a call blocked in another thread (ClosedError); later calls raise ClosedError.")
+        .def_property_readonly("rank", &PyRemoteReader::rank, "This reader's remote rank.")
+        .def_property_readonly("endpoint", &PyRemoteReader::endpoint, "The publisher's endpoint.");
+
+    py::class_<PyRemoteReplyBridge>(m, "RemoteReplyBridge",
+                                    "Writes replies that arrive over ZeroMQ into a gather's reply rings.")
+        .def(py::init<const std::string&, const std::string&, std::uint16_t, std::vector<std::uint32_t>, double,
+                      const std::string&, std::vector<std::string>>(),
+             py::arg("gather_name"), py::arg("ip"), py::arg("port"), py::arg("ranks"), py::arg("heartbeat_s") = 0.2,
+             py::arg("curve_secret_key") = "", py::arg("curve_allowed_clients") = std::vector<std::string>{},
+             "Becomes the writer of the reply rings of `ranks` of gather `gather_name` and binds tcp://ip:port:\n"
+             "replies from RemoteGatherWorker processes land in those rings (one collect over all ranks).")
+        .def_property_readonly("endpoint", [](const PyRemoteReplyBridge& b) { return b.bridge_->endpoint(); },
+                               "The endpoint remote workers connect to.")
+        .def("wait_ready", &PyRemoteReplyBridge::wait_ready, py::arg("timeout") = py::none(),
+             "Waits until every remote worker rank connected; TimeoutError names the missing ones.")
+        .def("lost_ranks", [](const PyRemoteReplyBridge& b) { return b.bridge_->lost_ranks(); },
+             "Ranks whose connection was lost (their reply rings were closed).")
+        .def("stop", &PyRemoteReplyBridge::stop, "Stops the bridge and closes the remote ranks' reply rings.");
+
+    py::class_<PyRemoteGatherWorker>(m, "RemoteGatherWorker", "A gather worker rank on another machine.")
+        .def(py::init<const std::string&, std::uint32_t, double, const std::string&>(), py::arg("endpoint"),
+             py::arg("rank"), py::arg("liveness_s") = 1.0, py::arg("curve_server_key") = "",
+             "Connects worker rank `rank` to a RemoteReplyBridge's endpoint.")
+        .def("wait_ready", &PyRemoteGatherWorker::wait_ready, py::arg("timeout") = py::none(),
+             "Waits for the bridge's welcome; TimeoutError otherwise.")
+        .def("reply", &PyRemoteGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none(),
+             "Sends one reply (raw bytes) for request `tag`. TimeoutError, PeerDeadError (bridge silent).")
+        .def_property_readonly("rank", [](const PyRemoteGatherWorker& w) { return w.rank_; }, "This worker's rank.");
+}
+
+}  // namespace ringcast::python
+
+#endif  // RINGCAST_HAVE_REMOTE

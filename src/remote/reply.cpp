@@ -1,0 +1,345 @@
+// Remote replies (reply.hpp): the bridge thread (ROUTER → the remote ranks' reply rings) and the
+// remote worker (DEALER).
+#include "ringcast/remote/reply.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "ringcast/gather.hpp"
+#include "zmq_util.hpp"
+
+namespace ringcast::remote {
+
+using detail::Clock;
+using detail::SendResult;
+
+// ===================================================================================================
+struct RemoteReplyBridge::State {
+    RemoteReplyOptions options;
+    std::string gather_name;
+    std::string endpoint, curve_public;
+
+    mutable std::mutex mutex;  // guards the members up to `stop_requested`
+    std::condition_variable changed;
+    std::set<std::uint32_t> connected;  // said hello (ever)
+    std::vector<std::uint32_t> lost;
+    std::uint64_t replies = 0;
+    std::exception_ptr failure;
+    bool finished = false;
+    std::atomic<bool> stop_requested{false};
+
+    // the thread's own
+    zmq::context_t context;
+    zmq::socket_t router;
+    std::optional<zmq::socket_t> zap;
+    std::thread thread;
+    struct Worker {
+        std::optional<GatherWorker> ring;  // nullopt: closed after its connection was lost
+        std::string routing_id;
+        std::uint64_t nonce = 0;
+        bool present = false;
+        Clock::time_point last_sent{};
+    };
+    std::map<std::uint32_t, Worker> workers;
+
+    void run() noexcept;
+    void handle(detail::Received& r);
+    void heartbeats();
+    void lose(std::uint32_t rank, Worker& w);
+};
+
+void RemoteReplyBridge::State::lose(std::uint32_t rank, Worker& w) {
+    w.present = false;
+    {  // listed before the ring closes: a collector woken by the close already sees it in lost_ranks()
+        std::lock_guard lock(mutex);
+        lost.push_back(rank);
+        changed.notify_all();
+    }
+    if (w.ring) {
+        w.ring->close();  // the collector sees `closed` for this rank instead of waiting forever
+        w.ring.reset();
+    }
+}
+
+void RemoteReplyBridge::State::handle(detail::Received& r) {
+    if (!r.valid) return;
+    const auto rank = static_cast<std::uint32_t>(r.header.value);
+    auto it = workers.find(rank);
+    if (r.header.kind == wire::Kind::hello) {
+        if (it == workers.end()) {
+            std::string text = "rank " + std::to_string(rank) + " is not a remote worker rank of this gather";
+            zmq::message_t body(text.data(), text.size());
+            (void)detail::route(router, r.routing_id,
+                                wire::Header{.kind = wire::Kind::writer_dead, .flags = wire::kRefused}, &body);
+            return;
+        }
+        Worker& w = it->second;
+        if (!w.present || w.nonce != r.header.tag) {
+            w.routing_id = r.routing_id;
+            w.nonce = r.header.tag;
+            w.present = true;
+            if (!w.ring) {  // a replacement after a lost connection: reopen the closed reply ring
+                WriterOptions wo = options.ring;
+                w.ring.emplace(GatherWorker::attach(gather_name, rank, wo));
+            }
+            std::lock_guard lock(mutex);
+            connected.insert(rank);
+            std::erase(lost, rank);
+            changed.notify_all();
+        }
+        (void)detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome}, nullptr);
+        w.last_sent = Clock::now();
+        return;
+    }
+    if (r.header.kind != wire::Kind::reply || it == workers.end() || !it->second.present) return;
+    Worker& w = it->second;
+    const std::span<const std::byte> bytes{static_cast<const std::byte*>(r.body.data()), r.body.size()};
+    // Bounded slices, so stop() is honoured while a collector does not collect. A reply larger than
+    // the ring that times out half way is withdrawn by the ring (abort record) and written again.
+    while (!stop_requested.load(std::memory_order_acquire)) {
+        const Status s = w.ring->reply(r.header.tag, bytes, std::chrono::milliseconds(100));
+        if (s == Status::ok) {
+            std::lock_guard lock(mutex);
+            ++replies;
+            return;
+        }
+        heartbeats();  // the other workers must not think the bridge died meanwhile
+    }
+}
+
+void RemoteReplyBridge::State::heartbeats() {
+    const auto now = Clock::now();
+    for (auto& [rank, w] : workers) {
+        if (!w.present || now - w.last_sent < options.heartbeat_interval) continue;
+        switch (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat}, nullptr)) {
+            case SendResult::sent: w.last_sent = now; break;
+            case SendResult::unreachable: lose(rank, w); break;
+            case SendResult::full: break;
+        }
+    }
+}
+
+void RemoteReplyBridge::State::run() noexcept {
+    try {
+        std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}};
+        if (zap) items.push_back({zap->handle(), 0, ZMQ_POLLIN, 0});
+        const auto ms = std::max<long>(
+            1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(options.heartbeat_interval).count()));
+        while (!stop_requested.load(std::memory_order_acquire)) {
+            try {
+                (void)zmq::poll(items, std::chrono::milliseconds(ms));
+            } catch (const zmq::error_t& e) {
+                if (e.num() != EINTR) throw;
+            }
+            if (zap) detail::answer_zap(*zap, options.listen.curve_allowed_clients);
+            detail::Received r;
+            while (detail::receive(router, true, r)) handle(r);
+            heartbeats();
+        }
+    } catch (...) {
+        std::lock_guard lock(mutex);
+        failure = std::current_exception();
+    }
+    for (auto& [rank, w] : workers)
+        if (w.ring) w.ring->close();
+    std::lock_guard lock(mutex);
+    finished = true;
+    changed.notify_all();
+}
+
+RemoteReplyBridge RemoteReplyBridge::start(std::string_view gather_name, const RemoteReplyOptions& options) {
+    if (options.high_water_mark < 1 || options.heartbeat_interval <= std::chrono::nanoseconds::zero())
+        throw Error(ErrorCode::invalid_argument, "remote reply bridge: high_water_mark >= 1 and heartbeat_interval > 0 required");
+    auto s = std::make_unique<State>();
+    s->options = options;
+    s->gather_name = std::string(gather_name);
+    try {
+        s->router = zmq::socket_t(s->context, zmq::socket_type::router);
+        s->router.set(zmq::sockopt::router_mandatory, 1);
+        s->router.set(zmq::sockopt::router_handover, 1);
+        s->router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
+        s->router.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
+        detail::set_keepalive(s->router, options.connection_timeout);
+        if (!options.listen.curve_allowed_clients.empty()) {
+            s->zap.emplace(s->context, zmq::socket_type::rep);
+            s->zap->set(zmq::sockopt::linger, 0);
+            s->zap->bind("inproc://zeromq.zap.01");
+        }
+        s->endpoint = detail::bind_listener(s->router, options.listen);
+    } catch (const zmq::error_t& e) {
+        detail::throw_zmq("remote reply bridge set-up", e);
+    }
+    if (!options.listen.curve_secret_key.empty()) s->curve_public = remote::curve_public_key(options.listen.curve_secret_key);
+    for (const auto rank : options.ranks) {
+        auto [it, fresh] = s->workers.try_emplace(rank);
+        if (!fresh) throw Error(ErrorCode::invalid_argument, "remote reply bridge: rank " + std::to_string(rank) + " listed twice");
+        it->second.ring.emplace(GatherWorker::attach(gather_name, rank, options.ring));
+    }
+    State* raw = s.get();
+    s->thread = std::thread([raw] { raw->run(); });
+    return RemoteReplyBridge(std::move(s));
+}
+
+RemoteReplyBridge::RemoteReplyBridge(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+RemoteReplyBridge::RemoteReplyBridge(RemoteReplyBridge&&) noexcept = default;
+RemoteReplyBridge::~RemoteReplyBridge() { stop(); }
+const std::string& RemoteReplyBridge::endpoint() const noexcept { return state_->endpoint; }
+const std::string& RemoteReplyBridge::curve_public_key() const noexcept { return state_->curve_public; }
+
+Status RemoteReplyBridge::wait_ready(std::chrono::nanoseconds timeout) {
+    std::unique_lock lock(state_->mutex);
+    const auto ready = [&] {
+        if (state_->finished) return true;
+        for (const auto& [rank, w] : state_->workers)
+            if (!state_->connected.contains(rank)) return false;
+        return true;
+    };
+    if (timeout == kForever) {
+        state_->changed.wait(lock, ready);
+    } else if (!state_->changed.wait_for(lock, timeout, ready)) {
+        return Status::timed_out;
+    }
+    if (state_->failure) std::rethrow_exception(state_->failure);
+    return state_->finished ? Status::closed : Status::ok;
+}
+
+std::vector<std::uint32_t> RemoteReplyBridge::missing_ranks() const {
+    std::lock_guard lock(state_->mutex);
+    std::vector<std::uint32_t> missing;
+    for (const auto r : state_->options.ranks)
+        if (!state_->connected.contains(r)) missing.push_back(r);
+    return missing;
+}
+
+std::vector<std::uint32_t> RemoteReplyBridge::lost_ranks() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->lost;
+}
+
+std::uint64_t RemoteReplyBridge::replies() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->replies;
+}
+
+void RemoteReplyBridge::stop() noexcept {
+    if (!state_ || !state_->thread.joinable()) return;
+    state_->stop_requested.store(true, std::memory_order_release);
+    state_->thread.join();
+    state_->workers.clear();
+    state_->zap.reset();
+    state_->router.close();
+    state_->context.close();
+}
+
+// ===================================================================================================
+struct RemoteGatherWorker::State {
+    RemoteWorkerOptions options;
+    std::string endpoint;
+    std::uint32_t rank = 0;
+    std::uint64_t nonce = 0;
+    zmq::context_t context;
+    zmq::socket_t socket;
+    bool welcomed = false;
+    Clock::time_point last_heard, last_hello{};
+
+    void hello() {
+        zmq::message_t m = detail::header_frame({.kind = wire::Kind::hello, .tag = nonce, .value = rank});
+        (void)socket.send(m, zmq::send_flags::dontwait);
+        last_hello = Clock::now();
+    }
+    // Takes what the bridge sent; throws peer_dead after liveness_interval of silence.
+    void pump() {
+        detail::Received r;
+        while (detail::receive(socket, false, r)) {
+            if (!r.valid) continue;
+            last_heard = Clock::now();
+            if (r.header.kind == wire::Kind::welcome) welcomed = true;
+            if (r.header.kind == wire::Kind::writer_dead && (r.header.flags & wire::kRefused) != 0)
+                throw Error(ErrorCode::invalid_argument, "remote gather worker rank " + std::to_string(rank) +
+                                                             ": refused by the bridge: " + r.body.to_string());
+        }
+        const auto now = Clock::now();
+        if (!welcomed && now - last_hello >= options.liveness_interval / 4) hello();
+        if (now - last_heard >= options.liveness_interval)
+            throw Error(ErrorCode::peer_dead,
+                        "remote gather worker rank " + std::to_string(rank) + ": nothing from the reply bridge at " +
+                            endpoint + " for " + std::to_string(std::chrono::duration<double>(now - last_heard).count()) +
+                            " s: the collector or its host is gone");
+    }
+};
+
+RemoteGatherWorker RemoteGatherWorker::connect(std::string_view endpoint, std::uint32_t rank,
+                                               const RemoteWorkerOptions& options) {
+    if (options.high_water_mark < 1 || options.liveness_interval <= std::chrono::nanoseconds::zero())
+        throw Error(ErrorCode::invalid_argument, "remote gather worker: high_water_mark >= 1 and liveness_interval > 0 required");
+    auto s = std::make_unique<State>();
+    s->options = options;
+    s->endpoint = std::string(endpoint);
+    s->rank = rank;
+    s->nonce = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1;
+    try {
+        s->socket = zmq::socket_t(s->context, zmq::socket_type::dealer);
+        s->socket.set(zmq::sockopt::routing_id, "worker-" + std::to_string(rank));
+        s->socket.set(zmq::sockopt::sndhwm, options.high_water_mark);
+        s->socket.set(zmq::sockopt::linger, 2000);  // the last replies still leave after destruction
+        detail::set_keepalive(s->socket, std::chrono::seconds(10));
+        detail::configure_connector(s->socket, endpoint, options.security);
+        s->socket.connect(s->endpoint);
+    } catch (const zmq::error_t& e) {
+        throw Error(ErrorCode::invalid_argument, "remote gather worker: cannot connect to '" + s->endpoint + "': " + e.what());
+    }
+    s->last_heard = Clock::now();
+    s->hello();
+    return RemoteGatherWorker(std::move(s));
+}
+
+RemoteGatherWorker::RemoteGatherWorker(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+RemoteGatherWorker::RemoteGatherWorker(RemoteGatherWorker&&) noexcept = default;
+RemoteGatherWorker::~RemoteGatherWorker() = default;
+std::uint32_t RemoteGatherWorker::rank() const noexcept { return state_->rank; }
+void RemoteGatherWorker::check_liveness() { state_->pump(); }
+
+Status RemoteGatherWorker::wait_ready(std::chrono::nanoseconds timeout) {
+    auto& s = *state_;
+    const auto deadline = detail::deadline_after(timeout);
+    std::vector<zmq::pollitem_t> items{{s.socket.handle(), 0, ZMQ_POLLIN, 0}};
+    for (;;) {
+        s.pump();
+        if (s.welcomed) return Status::ok;
+        if (deadline && Clock::now() >= *deadline) return Status::timed_out;
+        auto wake = std::min(s.last_heard + s.options.liveness_interval, s.last_hello + s.options.liveness_interval / 4);
+        if (deadline) wake = std::min(wake, *deadline);
+        (void)zmq::poll(items, std::chrono::milliseconds(detail::poll_ms(wake)));
+    }
+}
+
+Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout) {
+    auto& s = *state_;
+    const auto deadline = detail::deadline_after(timeout);
+    const wire::Header h{.kind = wire::Kind::reply, .tag = tag, .value = s.rank};
+    std::vector<zmq::pollitem_t> items{{s.socket.handle(), 0, ZMQ_POLLIN | ZMQ_POLLOUT, 0}};
+    for (;;) {
+        s.pump();
+        // A DEALER takes a message when its queue to the bridge is below the high-water mark; the
+        // two frames then go together (ZeroMQ queues a multipart message whole).
+        zmq::message_t head = detail::header_frame(h);
+        if (s.socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+            zmq::message_t body(bytes.data(), bytes.size());
+            (void)s.socket.send(body, zmq::send_flags::none);
+            return Status::ok;
+        }
+        if (deadline && Clock::now() >= *deadline) return Status::timed_out;
+        auto wake = s.last_heard + s.options.liveness_interval;
+        if (deadline) wake = std::min(wake, *deadline);
+        (void)zmq::poll(items, std::chrono::milliseconds(detail::poll_ms(wake)));
+    }
+}
+
+}  // namespace ringcast::remote

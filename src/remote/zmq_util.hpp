@@ -1,0 +1,70 @@
+// src/remote/zmq_util.hpp — the ZeroMQ plumbing the remote endpoints share (private to src/remote).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <zmq.hpp>
+
+#include "ringcast/error.hpp"
+#include "ringcast/remote/security.hpp"
+#include "ringcast/remote/wire.hpp"
+#include "ringcast/wait.hpp"
+
+namespace ringcast::remote::detail {
+
+using Clock = std::chrono::steady_clock;
+
+// Error(system) naming what failed, for a zmq::error_t.
+[[noreturn]] void throw_zmq(const char* what, const zmq::error_t& e);
+
+// Binds `socket` where `listen` says (literal address only), sets CURVE server options; returns the
+// bound endpoint with the real port.
+std::string bind_listener(zmq::socket_t& socket, const ListenOptions& listen);
+// CURVE client options (if security.curve_server_key is set) and IPv6 for a "[...]" endpoint.
+void configure_connector(zmq::socket_t& socket, std::string_view endpoint, const ConnectSecurity& security);
+// TCP keepalive probes: a connection whose peer host stops answering (vanished, cable pulled; no
+// reset ever comes) is dropped by the kernel within about `timeout` (whole seconds, at least 3 s).
+// Not ZeroMQ's own ZMTP heartbeats: libzmq 4.3.4 aborts (assert !_io_error in out_event) when a
+// heartbeat timer fires on a connection that failed while its receive queue was full — exactly a slow
+// reader whose publisher died. A stopped (SIGSTOP) peer still answers keepalives: it stays connected,
+// like a stopped local reader.
+void set_keepalive(zmq::socket_t& socket, std::chrono::nanoseconds timeout);
+
+[[nodiscard]] inline zmq::message_t header_frame(const wire::Header& h) { return zmq::message_t(&h, sizeof h); }
+
+// Outcome of a non-blocking send from a ROUTER with ROUTER_MANDATORY.
+enum class SendResult : std::uint8_t { sent, full, unreachable };
+
+// Sends [routing id][header][body?] without waiting. `body` is shared, not copied (zmq_msg_copy).
+[[nodiscard]] SendResult route(zmq::socket_t& router, std::string_view routing_id, const wire::Header& h,
+                               zmq::message_t* body);
+
+// Receives one whole message without waiting: false if none. `frames` gets its parts.
+struct Received {
+    std::string routing_id;  // ROUTER only
+    wire::Header header;
+    zmq::message_t body;     // empty when the message had no body
+    bool valid = false;      // false: not this protocol (ignored by listeners, an error for readers)
+};
+[[nodiscard]] bool receive(zmq::socket_t& socket, bool from_router, Received& out);
+
+// The ZAP handler of a CURVE listener with allowed_client_keys: answers pending requests (no waiting).
+void answer_zap(zmq::socket_t& zap, const std::vector<std::string>& allowed_z85);
+
+// nullopt for kForever; Error(invalid_argument) for a negative timeout.
+[[nodiscard]] inline std::optional<Clock::time_point> deadline_after(std::chrono::nanoseconds timeout) {
+    if (timeout < std::chrono::nanoseconds::zero()) throw Error(ErrorCode::invalid_argument, "negative timeout");
+    std::optional<Clock::time_point> d;
+    if (timeout != kForever) d.emplace(Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout));
+    return d;
+}
+
+// A whole-milliseconds poll timeout (rounded up, so a wait never returns before its deadline); -1 = forever.
+[[nodiscard]] long poll_ms(std::optional<Clock::time_point> deadline);
+
+}  // namespace ringcast::remote::detail

@@ -1,0 +1,170 @@
+"""Remote readers over ZeroMQ: vLLM's multi-node construction (n_reader > n_local_reader) on loopback.
+
+Remote readers run in spawned processes, as on another machine (nothing shared but the handle).
+"""
+import hashlib
+import multiprocessing as mp
+import pickle
+import threading
+import time
+
+import pytest
+
+import ringcast
+from ringcast import _core
+
+pytestmark = pytest.mark.skipif(not getattr(_core, "HAVE_REMOTE", False), reason="ringcast built without ZeroMQ")
+
+
+def _payload(i):
+    # small objects and large out-of-band buffers (up to 3 MiB: several ring records, one ZeroMQ message)
+    if i % 10 == 9:
+        return bytes((i * 7 + k) % 251 for k in range(256)) * ((i * 997) % (3 * 4096) + 1)
+    return {"step": i, "tokens": list(range(i % 50)), "blob": bytes(i % 300)}
+
+
+def _digest(obj):
+    return hashlib.sha256(pickle.dumps(obj, protocol=5)).hexdigest()
+
+
+def _reader_proc(handle, rank, n, results):
+    try:
+        q = ringcast.MessageQueue.create_from_handle(handle, rank)
+        q.wait_until_ready(timeout=20)
+        h = hashlib.sha256()
+        for i in range(n):
+            obj = q.dequeue(timeout=30)
+            assert _digest(obj) == _digest(_payload(i)), f"rank {rank}: message {i} differs"
+            h.update(_digest(obj).encode())
+        try:
+            q.dequeue(timeout=30)
+            results.put((rank, "no close"))
+        except ringcast.ClosedError:
+            results.put((rank, h.hexdigest()))
+    except BaseException as e:  # reported, not lost in a child's stderr
+        results.put((rank, f"{type(e).__name__}: {e}"))
+
+
+def test_multinode_construction_two_local_two_remote_readers():
+    n = 300
+    writer = ringcast.MessageQueue(4, 2, local_reader_ranks=[0, 1], connect_ip="127.0.0.1",
+                                   max_chunk_bytes=256 * 1024, max_chunks=4)
+    handle = writer.export_handle()
+    assert writer.n_remote_reader == 2 and handle.remote_reader_ranks == [2, 3]
+    assert handle.remote_subscribe_addr.startswith("tcp://127.0.0.1:")
+    assert not handle.remote_subscribe_addr.endswith(":0")
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_reader_proc, args=(handle, rank, n, results)) for rank in range(4)]
+    for p in procs:
+        p.start()
+    try:
+        writer.wait_until_ready(timeout=60)
+        expect = hashlib.sha256()
+        for i in range(n):
+            writer.enqueue(_payload(i), timeout=30)
+            expect.update(_digest(_payload(i)).encode())
+        writer.shutdown()
+        got = dict(results.get(timeout=60) for _ in procs)
+        assert got == {rank: expect.hexdigest() for rank in range(4)}
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+
+
+def test_wait_until_ready_names_the_missing_remote_ranks():
+    writer = ringcast.MessageQueue(3, 1, connect_ip="127.0.0.1", max_chunk_bytes=64 * 1024, max_chunks=4)
+    local = ringcast.MessageQueue.create_from_handle(writer.export_handle(), 0)
+    remote = ringcast.MessageQueue.create_from_handle(writer.export_handle(), 1)
+    remote.wait_until_ready(timeout=10)  # the handshake: the publisher welcomed rank 1
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"remote reader rank\(s\) 2 did not connect"):
+        writer.wait_until_ready(timeout=0.3)
+    assert time.monotonic() - t0 < 3
+    late = ringcast.MessageQueue.create_from_handle(writer.export_handle(), 2)
+    writer.wait_until_ready(timeout=10)
+    writer.enqueue("x")
+    assert [q.dequeue(timeout=10) for q in (local, remote, late)] == ["x"] * 3
+    for q in (local, remote, late):
+        q.shutdown()
+    writer.shutdown()
+
+
+def test_remote_reader_handshake_timeout_names_the_endpoint():
+    handle = ringcast.MessageQueue(2, 1, connect_ip="127.0.0.1").export_handle()  # writer collected at once
+    handle.remote_subscribe_addr = "tcp://127.0.0.1:9"  # nothing listens there
+    r = ringcast.MessageQueue.create_from_handle(handle, 1)
+    with pytest.raises(TimeoutError, match="tcp://127.0.0.1:9"):
+        r.wait_until_ready(timeout=0.2)
+
+
+def test_remote_construction_errors():
+    with pytest.raises(ValueError, match="connect_ip"):
+        ringcast.MessageQueue(2, 1)
+    for bad in ("localhost", "*"):
+        with pytest.raises(ValueError, match="literal"):
+            ringcast.MessageQueue(2, 1, connect_ip=bad)
+    w = ringcast.MessageQueue(2, 1, connect_ip="127.0.0.1")
+    with pytest.raises(ValueError, match="rank 7"):
+        ringcast.MessageQueue.create_from_handle(w.export_handle(), 7)
+    w.shutdown()
+
+
+def test_blocked_remote_dequeue_releases_the_gil():
+    writer = ringcast.MessageQueue(1, 0, connect_ip="127.0.0.1", max_chunk_bytes=64 * 1024, max_chunks=4)
+    reader = ringcast.MessageQueue.create_from_handle(writer.export_handle(), 0)
+    writer.wait_until_ready(timeout=10)
+    count = 0
+    stop = threading.Event()
+
+    def spin():
+        nonlocal count
+        while not stop.is_set():
+            count += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.05)
+    before = count
+    with pytest.raises(TimeoutError):
+        reader.dequeue(timeout=0.5)
+    during = count - before
+    stop.set()
+    t.join()
+    # Holding the GIL for 0.5 s would leave the other thread a few switch intervals at most.
+    assert during > 100_000, f"the other thread ran only {during} loops while dequeue blocked"
+    writer.enqueue([1, 2, 3])
+    assert reader.dequeue(timeout=10) == [1, 2, 3]
+    writer.shutdown()
+    with pytest.raises(ringcast.ClosedError):
+        reader.dequeue(timeout=10)
+
+
+def test_remote_reader_of_a_killed_writer_gets_peer_dead():
+    ctx = mp.get_context("spawn")
+    ready = ctx.Queue()
+    p = ctx.Process(target=_writer_proc, args=(ready,))
+    p.start()
+    try:
+        handle = ready.get(timeout=30)
+        r = ringcast.MessageQueue.create_from_handle(handle, 0)
+        r.wait_until_ready(timeout=10)
+        assert r.dequeue(timeout=10) == "first"
+        p.kill()
+        t0 = time.monotonic()
+        with pytest.raises(ringcast.PeerDeadError):
+            r.dequeue(timeout=30)
+        assert time.monotonic() - t0 < 3 * handle.liveness_interval + 1
+    finally:
+        p.kill()
+        p.join()
+
+
+def _writer_proc(ready):
+    w = ringcast.MessageQueue(1, 0, connect_ip="127.0.0.1", liveness_interval=0.5)
+    ready.put(w.export_handle())
+    w.wait_until_ready(timeout=30)
+    w.enqueue("first")
+    time.sleep(60)
