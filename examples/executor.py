@@ -62,7 +62,7 @@ class Executor:
         self.world_size = world_size
         self.requests = ringcast.MessageQueue(world_size, world_size)
         self.replies = ringcast.ReplyGather(world_size)
-        ctx = mp.get_context(start_method)
+        ctx: Any = mp.get_context(start_method)  # typed BaseContext, which lacks .Process
         self.procs = [
             ctx.Process(target=_worker_main, args=(self.requests.export_handle(), self.replies.export_handle(), r),
                         daemon=True)

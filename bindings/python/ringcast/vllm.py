@@ -1,0 +1,384 @@
+"""ringcast.vllm: a vLLM general plug-in that puts ringcast's MessageQueue in place of vLLM's.
+
+vLLM loads every entry point of the group ``vllm.general_plugins`` in each of its processes (the
+engine, the executor, every worker) before it builds executors and workers; ringcast's package
+declares ``ringcast = ringcast.vllm:register`` there, so after ``pip install ringcast`` vLLM picks
+it up by itself (``VLLM_PLUGINS=ringcast`` loads only this one; a VLLM_PLUGINS without it leaves
+vLLM as it is). Without the entry point, call ``ringcast.vllm.install()`` in every process before
+vLLM builds its executor. docs/vllm.md.
+
+What ``install()`` replaces: ``MessageQueue`` and ``Handle`` of
+``vllm.distributed.device_communicators.shm_broadcast``, in that module and in every loaded module
+that imported them by name (``from ...shm_broadcast import Handle, MessageQueue`` binds the class in
+the importing module; those bindings are rewritten, aliases included). Modules imported later get
+ringcast's from shm_broadcast itself.
+
+The replacement (``ringcast.vllm.MessageQueue``) is ringcast.MessageQueue plus what vLLM calls beyond
+it: ``dequeue(timeout, cancel, indefinite)`` and ``acquire_read(timeout, cancel, indefinite)`` with
+vLLM's cancel event, ``create_from_process_group`` and ``create_from_process_group_single_reader``
+over a torch.distributed ProcessGroup or vLLM's StatelessProcessGroup, and CPU torch tensors sent
+out of band (their bytes go straight into the ring, never through the pickle).
+
+Not supported: readers on another machine (vLLM's ZeroMQ remote readers; multi-node executors). A
+group that spans machines raises NotImplementedError on every rank alike, before anything waits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import pickle
+import sys
+import threading
+import time
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from ringcast._queue import Handle
+from ringcast._queue import MessageQueue as _RingcastQueue
+
+SHM_BROADCAST = "vllm.distributed.device_communicators.shm_broadcast"
+SWAPPED_NAMES = ("MessageQueue", "Handle")
+# A blocked dequeue/acquire_read with a cancel event looks at the event this often (the wait itself
+# sleeps in the kernel and wakes at once for a message): vLLM sets it when the executor shuts down.
+CANCEL_POLL_S = 0.05
+_REMOTE_READERS_ISSUE = "remote readers (ZeroMQ) issue"
+
+_log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_originals: Dict[str, Any] = {}  # vLLM's own classes, recorded by the first install()
+_swapped: List[Tuple[str, str, Any]] = []  # (module, name, vLLM's class) that install() rewrote
+
+
+class MessageQueue(_RingcastQueue):
+    """ringcast.MessageQueue with vLLM's whole queue interface (see the module docstring).
+
+    Same constructor as ringcast.MessageQueue (vLLM's arguments plus keyword-only options); one
+    writer, ``n_local_reader`` reader processes on this machine.
+    """
+
+    @classmethod
+    def create_from_handle(cls, handle: Handle, rank: int) -> "MessageQueue":
+        """Attaches this process as reader ``rank`` (see ringcast.MessageQueue.create_from_handle)."""
+        queue = _RingcastQueue.create_from_handle(handle, rank)
+        queue.__class__ = cls  # the base builds its own class; the reader state is the same
+        return queue  # type: ignore[return-value]
+
+    # ---- vLLM's cancel event --------------------------------------------------------------------
+    def dequeue(self, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None,  # type: ignore[override]
+                indefinite: bool = False) -> Any:
+        """vLLM's dequeue: the next object; ``cancel`` (a threading.Event) set while waiting raises
+        RuntimeError('cancelled'), within CANCEL_POLL_S. Otherwise as ringcast.MessageQueue.dequeue.
+
+        A wait cut into slices loses nothing: a message taken in part stays with the reader for the
+        next slice.
+        """
+        if cancel is None:
+            return super().dequeue(timeout, indefinite)
+        self._require_reader("dequeue")
+        return self._loads(self._until_cancelled(self._reader.recv, timeout, cancel))
+
+    @contextlib.contextmanager
+    def acquire_read(self, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None,  # type: ignore[override]
+                     indefinite: bool = False) -> Iterator[memoryview]:
+        """vLLM's acquire_read (a zero-copy view of the next acquire_write chunk) with its cancel event:
+        set while waiting, RuntimeError('cancelled'). Otherwise as ringcast.MessageQueue.acquire_read."""
+        if cancel is None:
+            with super().acquire_read(timeout, indefinite) as view:
+                yield view
+            return
+        self._require_reader("acquire_read")
+        view = self._until_cancelled(self._reader.peek_raw, timeout, cancel)
+        try:
+            yield view
+        finally:
+            try:
+                view.release()
+            except BufferError:
+                pass  # a derived view outlived the block; the ring space is released regardless
+            self._reader.release_raw()
+
+    def _until_cancelled(self, call: Any, timeout: Optional[float], cancel: threading.Event) -> Any:
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        if timeout is not None and timeout < 0:
+            raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
+        while True:
+            if cancel.is_set():
+                raise RuntimeError("cancelled")
+            left = None if deadline is None else deadline - time.monotonic()
+            try:
+                return call(CANCEL_POLL_S if left is None else max(0.0, min(left, CANCEL_POLL_S)))
+            except TimeoutError:
+                if left is not None and left <= CANCEL_POLL_S:
+                    raise TimeoutError(f"timed out after {timeout} s (waiting with a cancel event)") from None
+
+    # ---- CPU torch tensors out of band ------------------------------------------------------------
+    def _dumps(self, obj: Any) -> list:
+        # ringcast.MessageQueue._dumps with a pickler that reduces CPU tensors to one PickleBuffer; the
+        # parts it returns are the same wire format ([pickle, *out-of-band buffers]) that _loads reads.
+        torch = sys.modules.get("torch")
+        if torch is None:  # no tensor can exist in a process that never imported torch
+            return super()._dumps(obj)
+        oob: list = []
+        limit = self._max_parts - 1
+        threshold = self._oob_threshold
+
+        def keep_in_band(pb: pickle.PickleBuffer) -> bool:
+            if len(oob) >= limit:
+                return True
+            try:
+                raw = pb.raw()
+            except BufferError:  # not contiguous
+                return True
+            if raw.nbytes < threshold:
+                return True
+            obj_ = raw.obj
+            oob.append(obj_ if type(obj_) is bytes and len(obj_) == raw.nbytes else raw)
+            return False
+
+        if type(obj) in (bytes, bytearray, memoryview) and len(obj) >= threshold:
+            obj = pickle.PickleBuffer(obj)
+        out = _TensorPickler.dumps(obj, keep_in_band, torch, threshold)
+        return [out, *oob]
+
+    # ---- process groups -------------------------------------------------------------------------
+    @classmethod
+    def create_from_process_group(cls, pg: Any, max_chunk_bytes: int, max_chunks: int, writer_rank: int = 0,
+                                  external_writer_handle: Optional[Handle] = None,
+                                  blocking: bool = True) -> "MessageQueue":
+        """vLLM's create_from_process_group: group rank ``writer_rank`` writes, every other rank reads.
+
+        A collective: every rank of ``pg`` (a torch.distributed ProcessGroup or vLLM's
+        StatelessProcessGroup) calls it. The writer creates the queue (or, given
+        ``external_writer_handle``, attaches as a reader of that queue, as vLLM does) and broadcasts
+        the handle; the others attach with their group rank. ``blocking``: every rank then calls
+        wait_until_ready() (the writer waits until every reader attached).
+
+        Raises:
+            NotImplementedError: a rank of the group is on another machine (remote readers).
+            ValueError: writer_rank is not a group rank. TypeError: pg is neither kind of group.
+        """
+        group = _Group(pg)
+        if isinstance(writer_rank, bool) or not isinstance(writer_rank, int) or not 0 <= writer_rank < group.world_size:
+            raise ValueError(f"writer_rank {writer_rank!r} is not a rank of the group (0..{group.world_size - 1})")
+        group.require_one_node(writer_rank, "writer")
+        if group.rank == writer_rank:
+            if external_writer_handle is not None:
+                queue = cls.create_from_handle(external_writer_handle, group.rank)
+            else:
+                readers = [r for r in range(group.world_size) if r != writer_rank]
+                queue = cls(len(readers), len(readers), local_reader_ranks=readers, max_chunk_bytes=max_chunk_bytes,
+                            max_chunks=max_chunks)
+            group.broadcast(queue.export_handle(), writer_rank)
+        else:
+            queue = cls.create_from_handle(group.broadcast(None, writer_rank), group.rank)
+        if blocking:
+            queue.wait_until_ready()
+        return queue
+
+    @classmethod
+    def create_from_process_group_single_reader(cls, pg: Any, max_chunk_bytes: int, max_chunks: int,
+                                                reader_rank: int = 0,
+                                                blocking: bool = False) -> Tuple["MessageQueue", List[Handle]]:
+        """vLLM's create_from_process_group_single_reader: every rank writes a queue of its own, read by
+        the process of global rank ``reader_rank``.
+
+        A collective over ``pg``. Returns (this rank's queue, the handles of every rank's queue in
+        group order on the reader, [] elsewhere); the reader attaches each with
+        ``create_from_handle(handle, 0)``. ``blocking``: wait until that reader attached (vLLM's
+        default False, since the reader attaches only after this returns).
+
+        Raises:
+            NotImplementedError: the reader is on another machine than some rank (remote readers).
+            ValueError: reader_rank is not in the group. TypeError: pg is neither kind of group.
+        """
+        group = _Group(pg)
+        reader_index = group.index_of_global(reader_rank)
+        group.require_one_node(reader_index, "reader")
+        queue = cls(1, 1, max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks)
+        handles = group.gather(queue.export_handle(), reader_index)
+        if blocking:
+            queue.wait_until_ready()
+        return queue, handles
+
+
+# ---- CPU tensors: their bytes as one out-of-band buffer -------------------------------------------
+def _rebuild_cpu_tensor(data: Any, dtype: Any, shape: Tuple[int, ...]) -> Any:
+    import torch
+
+    if isinstance(data, bytes):  # kept in band (the part limit was reached): torch wants it writable
+        data = bytearray(data)
+    return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+class _TensorPickler(pickle.Pickler):
+    """A protocol-5 pickler that sends a plain CPU tensor as its dtype, shape and one PickleBuffer of its
+    bytes: the buffer callback then moves the bytes out of band, as for a numpy array."""
+
+    torch: Any = None
+    threshold = 0
+
+    def reducer_override(self, obj: Any) -> Any:
+        torch = self.torch
+        if (type(obj) is torch.Tensor and obj.device.type == "cpu" and obj.layout is torch.strided
+                and not obj.requires_grad and not obj.is_quantized
+                and obj.numel() * obj.element_size() >= self.threshold):
+            flat = obj.detach().resolve_conj().resolve_neg().contiguous().reshape(-1)
+            return _rebuild_cpu_tensor, (pickle.PickleBuffer(flat.view(torch.uint8).numpy()), obj.dtype,
+                                         tuple(obj.shape))
+        return NotImplemented
+
+    @classmethod
+    def dumps(cls, obj: Any, buffer_callback: Any, torch: Any, threshold: int) -> bytes:
+        import io
+
+        out = io.BytesIO()
+        pickler = cls(out, protocol=5, buffer_callback=buffer_callback)
+        pickler.torch = torch
+        pickler.threshold = max(1, threshold)
+        pickler.dump(obj)
+        return out.getvalue()
+
+
+# ---- process groups: torch.distributed or vLLM's StatelessProcessGroup ---------------------------
+def _node_key() -> Tuple[str, int]:
+    """Which machine, as shared memory sees it: the kernel's boot id and the /dev/shm file system."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = os.uname().nodename
+    return boot, os.stat("/dev/shm").st_dev
+
+
+class _Group:
+    """The few collectives the constructors need, over either kind of process group."""
+
+    def __init__(self, pg: Any) -> None:
+        dist = _torch_distributed()
+        self.pg = pg
+        self.torch = dist is not None and isinstance(pg, dist.ProcessGroup)
+        if self.torch:
+            self.dist = dist
+            self.rank = dist.get_rank(pg)
+            self.world_size = dist.get_world_size(pg)
+            self.global_ranks = list(dist.get_process_group_ranks(pg))
+        elif hasattr(pg, "broadcast_obj") and hasattr(pg, "all_gather_obj"):  # vLLM's StatelessProcessGroup
+            self.rank = pg.rank
+            self.world_size = pg.world_size
+            self.global_ranks = list(range(pg.world_size))
+        else:
+            raise TypeError(f"expected a torch.distributed ProcessGroup or vLLM's StatelessProcessGroup, "
+                            f"got {type(pg).__name__}")
+
+    def index_of_global(self, global_rank: int) -> int:
+        if global_rank not in self.global_ranks:
+            raise ValueError(f"rank {global_rank} is not in the process group (ranks {self.global_ranks})")
+        return self.global_ranks.index(global_rank)
+
+    def all_gather(self, obj: Any) -> List[Any]:
+        if self.torch:
+            out: List[Any] = [None] * self.world_size
+            self.dist.all_gather_object(out, obj, group=self.pg)
+            return out
+        return list(self.pg.all_gather_obj(obj))
+
+    def broadcast(self, obj: Any, src: int) -> Any:
+        if self.torch:
+            box = [obj]
+            self.dist.broadcast_object_list(box, src=self.global_ranks[src], group=self.pg)
+            return box[0]
+        return self.pg.broadcast_obj(obj, src)
+
+    def gather(self, obj: Any, dst: int) -> List[Any]:
+        if self.torch:
+            out: Optional[List[Any]] = [None] * self.world_size if self.rank == dst else None
+            self.dist.gather_object(obj, out, dst=self.global_ranks[dst], group=self.pg)
+            return out or []
+        everything = self.all_gather(obj)
+        return everything if self.rank == dst else []
+
+    def require_one_node(self, center: int, role: str) -> None:
+        # Every rank gathers every rank's machine, so all of them raise alike (none is left waiting).
+        keys = self.all_gather(_node_key())
+        remote = [r for r, k in enumerate(keys) if k != keys[center]]
+        if remote:
+            raise NotImplementedError(
+                f"ringcast: group ranks {remote} are on another machine than the {role} (group rank {center}): "
+                f"readers on other machines are not implemented yet, see the {_REMOTE_READERS_ISSUE}")
+
+
+def _torch_distributed() -> Any:
+    if "torch" not in sys.modules:
+        return None  # no torch ProcessGroup can exist in a process that never imported torch
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    return dist if dist.is_available() else None
+
+
+# ---- the swap -------------------------------------------------------------------------------------
+def install() -> List[str]:
+    """Puts ringcast's MessageQueue and Handle in place of vLLM's shm_broadcast ones.
+
+    In shm_broadcast itself and in every loaded module that holds vLLM's classes under any name.
+    Idempotent; safe in every process (vLLM loads plug-ins in each). Call it before vLLM creates its
+    queues: a queue already made stays vLLM's.
+
+    Returns:
+        The ``module.name`` bindings rewritten by this call (empty when nothing was left to swap).
+
+    Raises:
+        ImportError: vLLM (its shm_broadcast module) is not importable.
+    """
+    replacements = {"MessageQueue": MessageQueue, "Handle": Handle}
+    with _lock:
+        shm = importlib.import_module(SHM_BROADCAST)
+        for name in SWAPPED_NAMES:
+            current = getattr(shm, name)
+            if name not in _originals and current is not replacements[name]:
+                _originals[name] = current
+        by_id = {id(_originals[n]): replacements[n] for n in _originals}
+        changed = []
+        for module_name, module in list(sys.modules.items()):
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            for attr, value in list(namespace.items()):
+                new = by_id.get(id(value))
+                if new is not None and value is not new:
+                    namespace[attr] = new
+                    _swapped.append((module_name, attr, value))
+                    changed.append(f"{module_name}.{attr}")
+        return sorted(changed)
+
+
+def uninstall() -> List[str]:
+    """Puts vLLM's own classes back in the bindings install() rewrote (those still holding ringcast's);
+    returns them."""
+    with _lock:
+        changed = []
+        for module_name, attr, original in _swapped:
+            namespace = getattr(sys.modules.get(module_name), "__dict__", None)
+            if isinstance(namespace, dict) and namespace.get(attr) in (MessageQueue, Handle):
+                namespace[attr] = original
+                changed.append(f"{module_name}.{attr}")
+        _swapped.clear()
+        _originals.clear()
+        return sorted(changed)
+
+
+def installed() -> bool:
+    """Whether shm_broadcast's MessageQueue is ringcast's in this process."""
+    shm = sys.modules.get(SHM_BROADCAST)
+    return shm is not None and getattr(shm, "MessageQueue", None) is MessageQueue
+
+
+def register() -> None:
+    """The ``vllm.general_plugins`` entry point: install(), logged (INFO, logger ringcast.vllm)."""
+    changed = install()
+    if changed:
+        _log.info("pid %d: vLLM's shm_broadcast MessageQueue/Handle replaced by ringcast's: %s", os.getpid(),
+                  ", ".join(changed))

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The Python package as users get it: `pip install .` into a fresh virtual environment, a wheel that
+# installs elsewhere, and the pytest suite run against the installed package from outside the source
+# tree (not against <build>/python).
+#   usage: check.sh SOURCE WORK [PYTHON]      (ctest's python_packaging; PYTHON: /usr/bin/python3)
+# Steps, each timed (the compile happens once, in step 2; step 3 reuses its CMake tree):
+#   1. copy the source tree (git's tracked and untracked-not-ignored files) to WORK/src, so nothing is
+#      written into SOURCE or its build trees;
+#   2. `python3 -m venv --system-site-packages` (Debian's pytest/numpy/torch stay visible), then
+#      `pip install --no-build-isolation --no-index WORK/src` (offline);
+#   3. `python -m build --wheel --no-isolation` in WORK/src; the wheel goes into a second, bare venv
+#      (no system packages) after WORK/src is deleted, and a queue round trip runs there;
+#   4. the suite (a copy of tests/python, with the examples/ and bench/showdown/ scripts it runs) from
+#      WORK, against venv 1.
+# GPU interop is left out of this build (RINGCAST_CMAKE_ARGS) to keep the compile short: the build
+# tree's python_tests cover it.
+set -euo pipefail
+src=$1 work=$2 python=${3:-/usr/bin/python3}
+rm -rf "$work"; mkdir -p "$work/src"
+log=$work/log
+fail() {
+  echo "python_packaging: FAILED: $*" >&2
+  echo "---- last lines of $log:" >&2
+  tail -n 40 "$log" >&2
+  exit 1
+}
+step() { echo "+ $*" >>"$log"; "$@" >>"$log" 2>&1; }
+t0=$SECONDS
+lap() { echo "python_packaging: $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
+
+# 1. the copy
+if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  while IFS= read -r -d '' f; do [ -f "$src/$f" ] && printf '%s\0' "$f"; done \
+      < <(git -C "$src" ls-files -z --cached --others --exclude-standard) \
+    | tar -C "$src" --null -T - -cf - | tar -C "$work/src" -xf - || fail "copy of $src"
+else  # a source tarball: everything but build trees
+  tar -C "$src" --exclude='./build*' -cf - . | tar -C "$work/src" -xf - || fail "copy of $src"
+fi
+lap "copied the source tree"
+
+# 2. pip install . into a fresh venv
+venv=$work/venv
+step "$python" -m venv --system-site-packages "$venv" || fail "python3 -m venv"
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+export RINGCAST_CMAKE_ARGS="-DRINGCAST_HIP=OFF -DRINGCAST_CUDA=OFF"
+step "$venv/bin/python" -m pip install -v --no-build-isolation --no-index "$work/src" || fail "pip install"
+[ -z "$(ls -A "$work/src/bindings/python" | grep -v '^ringcast$\|^src$\|^CMakeLists.txt$' || true)" ] \
+  || fail "the build wrote into bindings/python: $(ls "$work/src/bindings/python")"
+lap "venv + pip install --no-build-isolation . (compiles ringcast._core)"
+
+# 3. a wheel, installed into a bare venv after the source copy is gone
+step bash -c "cd '$work/src' && '$venv/bin/python' -m build --wheel --no-isolation --outdir '$work/dist'" \
+  || fail "python -m build --wheel --no-isolation"
+wheel=$(ls "$work"/dist/ringcast-*.whl) || fail "no wheel in $work/dist"
+"$venv/bin/python" -m zipfile -l "$wheel" >"$work/wheel-files" 2>&1
+for f in ringcast/__init__.py ringcast/vllm.py ringcast/_core.pyi ringcast/py.typed 'ringcast/_core\..*\.so' \
+         'entry_points.txt'; do
+  grep -q "$f" "$work/wheel-files" || fail "the wheel lacks $f ($(tr '\n' ' ' <"$work/wheel-files"))"
+done
+rm -rf "$work/src"
+bare=$work/venv-bare
+step "$python" -m venv "$bare" || fail "bare venv"
+step "$bare/bin/python" -m pip install --no-index "$wheel" || fail "pip install of the wheel"
+step bash -c "cd '$work' && '$bare/bin/python' -c '
+import ringcast, sys
+assert ringcast.__file__.startswith(sys.prefix), ringcast.__file__
+q = ringcast.MessageQueue(1, 1, max_chunk_bytes=1 << 16, max_chunks=4)
+r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+q.enqueue({\"step\": 1, \"data\": bytes(100000)})
+assert r.dequeue(timeout=5) == {\"step\": 1, \"data\": bytes(100000)}
+r.shutdown(); q.shutdown()
+print(\"wheel ok:\", ringcast.__file__)
+'" || fail "the wheel's package in a bare venv"
+lap "python -m build --wheel + install into a bare venv + round trip"
+
+# 4. the suite against the installed package, from outside the source tree: a copy of tests/python and of
+#    the scripts two of its tests run (examples/, bench/showdown/), without the package's sources.
+tree=$work/tests-tree
+mkdir -p "$tree/tests" "$tree/bench"
+cp -r "$src/tests/python" "$tree/tests/python"
+cp -r "$src/examples" "$tree/examples"
+cp -r "$src/bench/showdown" "$tree/bench/showdown"
+find "$tree" -name __pycache__ -prune -exec rm -rf {} +
+cd "$work"
+where=$("$venv/bin/python" -c 'import ringcast, sys; print(ringcast.__file__); assert ringcast.__file__.startswith(sys.prefix)') \
+  || fail "venv's ringcast is not the installed one"
+echo "python_packaging: testing $where"
+# RINGCAST_PACKAGING_PYTEST_ARGS narrows the run where CI time is short (e.g. -k 'not showdown').
+# shellcheck disable=SC2086
+PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider ${RINGCAST_PACKAGING_PYTEST_ARGS:-} "$tree/tests/python" \
+  || fail "pytest against the installed package"
+lap "pytest suite against the installed package"

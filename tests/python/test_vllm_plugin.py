@@ -1,0 +1,265 @@
+"""ringcast.vllm, the vLLM plug-in, against a stand-in vLLM (tests/python/vllm_standin/: vLLM's module
+layout and call pattern; its own MessageQueue raises on any use).
+
+The plug-in is found the way vLLM finds it, through the `vllm.general_plugins` entry point: the
+installed package's (pip install), or, for the build tree (PYTHONPATH=<build>/python), a dist-info
+written here from the entry point pyproject.toml declares.
+"""
+import importlib
+import importlib.metadata
+import os
+import pickle
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import ringcast
+import ringcast.vllm as rv
+
+HERE = Path(__file__).resolve().parent
+STANDIN = HERE / "vllm_standin"
+SHM = "vllm.distributed.device_communicators.shm_broadcast"
+
+
+def _declared_entry_point() -> str:
+    text = (HERE.parent.parent / "pyproject.toml").read_text()
+    section = text.split('[project.entry-points."vllm.general_plugins"]', 1)[1]
+    match = re.search(r'^ringcast\s*=\s*"([^"]+)"', section, re.M)
+    assert match, "pyproject.toml declares no ringcast entry in vllm.general_plugins"
+    return match.group(1)
+
+
+@pytest.fixture
+def standin(tmp_path, monkeypatch):
+    """The stand-in vLLM importable here and in spawned children, the plug-in discoverable; fresh vllm
+    modules for each test, vLLM's classes back afterwards."""
+    monkeypatch.syspath_prepend(str(STANDIN))
+    found = [ep for ep in importlib.metadata.entry_points(group="vllm.general_plugins") if ep.name == "ringcast"]
+    if not found:  # the build tree: no installed metadata
+        dist = tmp_path / "site" / "ringcast_build_tree-0.0.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ringcast-build-tree\nVersion: 0.0\n")
+        (dist / "entry_points.txt").write_text(f"[vllm.general_plugins]\nringcast = {_declared_entry_point()}\n")
+        monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    eps = [ep for ep in importlib.metadata.entry_points(group="vllm.general_plugins") if ep.name == "ringcast"]
+    assert [ep.value for ep in eps] == ["ringcast.vllm:register"]
+    _forget_vllm()
+    yield
+    rv.uninstall()
+    _forget_vllm()
+
+
+def _forget_vllm():
+    for name in [n for n in sys.modules if n == "vllm" or n.startswith("vllm.")]:
+        del sys.modules[name]
+
+
+# ---- the swap in one process ----------------------------------------------------------------------
+def test_entry_point_swaps_every_binding(standin, monkeypatch):
+    monkeypatch.setenv("VLLM_PLUGINS", "ringcast")
+    import vllm.plugins
+    import vllm.v1.executor.multiproc_executor as mpe  # imported Handle, MessageQueue by name before
+    from vllm.distributed.device_communicators import shm_broadcast as shm
+
+    originals = shm.MessageQueue, shm.Handle
+    alias_module = type(sys)("standin_alias")  # `from ... import MessageQueue as MQ`
+    alias_module.MQ = shm.MessageQueue
+    sys.modules["standin_alias"] = alias_module
+    try:
+        vllm.plugins.load_general_plugins()
+        assert vllm.plugins.loaded_names == ["ringcast"]
+        assert shm.MessageQueue is rv.MessageQueue and shm.Handle is ringcast.Handle
+        assert mpe.MessageQueue is rv.MessageQueue and mpe.Handle is ringcast.Handle
+        assert alias_module.MQ is rv.MessageQueue
+        assert rv.installed()
+        assert rv.install() == []  # idempotent: nothing left to swap
+        # uninstall puts vLLM's classes back everywhere
+        changed = rv.uninstall()
+        assert f"{SHM}.MessageQueue" in changed and "vllm.v1.executor.multiproc_executor.Handle" in changed
+        assert (shm.MessageQueue, shm.Handle) == originals and mpe.MessageQueue is originals[0]
+        assert alias_module.MQ is originals[0]
+    finally:
+        del sys.modules["standin_alias"]
+
+
+def test_not_selected_leaves_vllm_alone(standin, monkeypatch):
+    # VLLM_PLUGINS without ringcast: vLLM's own queue stays, and the stand-in's tripwire fires. This is
+    # what every check below would meet if the swap did not happen.
+    monkeypatch.setenv("VLLM_PLUGINS", "some_other_plugin")
+    import vllm.plugins
+    from vllm.distributed.device_communicators import shm_broadcast as shm
+    from vllm.v1.executor.multiproc_executor import MultiprocExecutor
+
+    vllm.plugins.load_general_plugins()
+    assert vllm.plugins.loaded_names == []
+    assert not rv.installed()
+    with pytest.raises(AssertionError, match="did not replace it"):
+        MultiprocExecutor(world_size=2)
+    assert shm.MessageQueue.__module__ == SHM
+
+
+def test_install_without_vllm_names_the_cause(monkeypatch):
+    _forget_vllm()
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "vllm_standin" not in p])
+    with pytest.raises(ImportError, match="vllm"):
+        rv.install()
+
+
+# ---- vLLM's queue interface -----------------------------------------------------------------------
+def _pair(max_chunk_bytes=1 << 16):
+    q = rv.MessageQueue(1, 1, max_chunk_bytes=max_chunk_bytes, max_chunks=4)
+    r = rv.MessageQueue.create_from_handle(q.export_handle(), 0)
+    assert type(r) is rv.MessageQueue
+    return q, r
+
+
+def test_cancel_event_interrupts_a_blocked_dequeue():
+    q, r = _pair()
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    guard = threading.Timer(10, r.shutdown)  # a cancel that does not work fails (ClosedError), never hangs
+    guard.start()
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="cancelled"):
+        r.dequeue(cancel=cancel, indefinite=True)
+    guard.cancel()
+    assert 0.15 < time.monotonic() - t0 < 2.0
+    # A timeout still applies with a cancel event; a message is still delivered at once.
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0.12, cancel=threading.Event())
+    q.enqueue({"step": 1})
+    assert r.dequeue(timeout=5, cancel=threading.Event()) == {"step": 1}
+    q.shutdown()
+    r.shutdown()
+
+
+def test_cancel_slices_lose_no_part_of_a_long_message():
+    # A message far larger than the ring streams in records; slices of the cancellable wait end in the
+    # middle of it, and the reader keeps what it took.
+    q, r = _pair()
+    big = bytes(range(256)) * (8 << 10)  # 2 MiB through a 256 KiB ring
+    sender = threading.Thread(target=lambda: [q.enqueue(big) or time.sleep(0.0) for _ in range(3)])
+    sender.start()
+    for _ in range(3):
+        assert r.dequeue(timeout=30, cancel=threading.Event()) == big
+    sender.join()
+    q.shutdown()
+    r.shutdown()
+
+
+def test_acquire_read_with_cancel():
+    q, r = _pair()
+    cancel = threading.Event()
+    threading.Timer(0.1, cancel.set).start()
+    guard = threading.Timer(10, r.shutdown)  # fails instead of hanging if the cancel is not seen
+    guard.start()
+    with pytest.raises(RuntimeError, match="cancelled"):
+        with r.acquire_read(cancel=cancel):
+            pass
+    guard.cancel()
+    with q.acquire_write(size=5) as buf:
+        buf[:] = b"hello"
+    with r.acquire_read(timeout=5, cancel=threading.Event()) as view:
+        assert bytes(view) == b"hello"
+    q.shutdown()
+    r.shutdown()
+
+
+def test_cpu_tensors_travel_out_of_band():
+    torch = pytest.importorskip("torch")
+    q, r = _pair(max_chunk_bytes=1 << 20)  # a 4 MiB ring holds the whole message
+    t = torch.arange(1 << 16, dtype=torch.float32).reshape(256, 256)
+    half = torch.arange(4096, dtype=torch.bfloat16)
+    strided = t.t()  # not contiguous: sent as its values
+    tiny = torch.tensor(3)  # below the threshold: stays in the pickle
+    message = {"t": t, "half": half, "strided": strided, "tiny": tiny}
+    parts = q._dumps(message)
+    # The pickle holds no tensor bytes: three buffers out of band, the pickle itself small.
+    assert len(parts) == 4 and len(parts[0]) < 2048
+    assert sorted(memoryview(p).nbytes for p in parts[1:]) == sorted([t.numel() * 4, 4096 * 2, t.numel() * 4])
+    q.enqueue(message)
+    got = r.dequeue(timeout=5)
+    for key in message:
+        assert got[key].dtype == message[key].dtype and torch.equal(got[key], message[key]), key
+    got["t"][0, 0] = -1  # writable, and its own memory
+    assert t[0, 0] == 0
+    # Out of band is what vLLM's queue does too; the plain ringcast.MessageQueue pickles tensors in band.
+    assert len(ringcast.MessageQueue._dumps(q, message)) == 1
+    q.shutdown()
+    r.shutdown()
+
+
+def test_remote_ranks_are_refused_alike(monkeypatch):
+    # A StatelessProcessGroup-shaped group whose rank 1 sits on another machine: every rank raises.
+    class Group:
+        rank, world_size = 0, 2
+
+        def all_gather_obj(self, obj):
+            return [obj, ("another-boot-id", 1)]
+
+        def broadcast_obj(self, obj, src):
+            raise AssertionError("must not get this far")
+
+    with pytest.raises(NotImplementedError, match=r"group ranks \[1\].*remote readers"):
+        rv.MessageQueue.create_from_process_group(Group(), 1 << 20, 4)
+    with pytest.raises(TypeError, match="ProcessGroup"):
+        rv.MessageQueue.create_from_process_group(object(), 1 << 20, 4)
+
+
+# ---- the whole pattern: executor + spawned workers, torch.distributed gloo groups ------------------
+def test_executor_and_workers_run_through_ringcast(standin, monkeypatch):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch.distributed")
+    monkeypatch.setenv("VLLM_PLUGINS", "ringcast")
+    import vllm.plugins
+    from vllm.v1.executor.multiproc_executor import MultiprocExecutor
+
+    vllm.plugins.load_general_plugins()  # the engine process, before the executor is built
+    executor = MultiprocExecutor(world_size=2)
+    try:
+        assert type(executor.rpc_broadcast_mq) is rv.MessageQueue
+        assert all(type(mq) is rv.MessageQueue for mq in executor.response_mqs)
+        reports = executor.collective_rpc("swap_report", timeout=60)
+        assert len({r["pid"] for r in reports}) == 2 and os.getpid() not in {r["pid"] for r in reports}
+        for r in reports:  # every worker process: loaded the plug-in, and every binding is ringcast's
+            assert r["plugins"] == ["ringcast"]
+            for key in ("shm_broadcast.MessageQueue", "multiproc_executor.MessageQueue", "rpc_broadcast_mq",
+                        "worker_response_mq", "mq_broadcaster"):
+                assert r[key] == "ringcast.vllm", (key, r)
+            assert r["shm_broadcast.Handle"] == r["multiproc_executor.Handle"] == "ringcast._queue"
+            assert r["rpc_segment"] == executor.rpc_broadcast_mq.handle.name
+        assert ringcast._core.segment_info(executor.rpc_broadcast_mq.handle.name)["readers"] == 2
+
+        # Steps: a CPU tensor out to both workers and back from one of them.
+        x = torch.arange(1 << 18, dtype=torch.float32)
+        for step in range(3):
+            (y,) = executor.collective_rpc("double", args=(x + step,), unique_reply_rank=0, timeout=60)
+            assert torch.equal(y, (x + step) * 2)
+        # create_from_process_group over the workers' gloo group (GroupCoordinator's broadcaster) ...
+        assert executor.collective_rpc("group_broadcast", args=({"from": "group rank 0"},), timeout=60) == [
+            {"from": "group rank 0"}] * 2
+        # ... create_from_process_group_single_reader (every rank's queue read by group rank 0; the handles
+        # only there) ...
+        assert executor.collective_rpc("single_reader", timeout=60) == [[("hello from", 0), ("hello from", 1)], 0]
+        # ... and over vLLM's StatelessProcessGroup, with writer_rank 1.
+        port = _free_port()
+        assert executor.collective_rpc("stateless_broadcast", args=(port, "via stateless group"), timeout=60) == [
+            "via stateless group"] * 2
+        with pytest.raises(RuntimeError, match="worker asked to fail"):
+            executor.collective_rpc("fail", timeout=60)
+    finally:
+        executor.shutdown()
+    assert all(p.exitcode == 0 for p in executor.procs)
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
