@@ -196,8 +196,10 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         const auto in_group = [&](const std::string& n) { return n.compare(0, group.size(), group) == 0; };
         if (std::any_of(kept.begin(), kept.end(), in_group)) continue;
         bool ring_left = false;
-        for (const auto& [n, b] : candidates)
+        for (const auto& candidate : candidates) {  // (no structured binding: clang 14 cannot capture one)
+            const std::string& n = candidate.first;
             ring_left |= in_group(n) && std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.name == n; });
+        }
         if (ring_left) continue;  // a ring we could not judge (foreign, being created): keep its bell
         const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
         if (fd < 0) continue;

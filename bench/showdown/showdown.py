@@ -392,7 +392,8 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
 # the last collected worker returned from its receive (its wake-up and unpickling); the critical
 # worker's work (the last to reply); from its reply call until the executor has every reply (pickling
 # and copying the reply, waking the executor, unpickling, returning from collect). The four from
-# "enqueue" on add up to the step's latency; everything but the work is overhead.
+# "enqueue" on add up to the step's latency; everything but the work is overhead. A worker may have the
+# request before the enqueue call returned (it then continues to wake the others): then negative.
 BREAKDOWN = ("enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected")
 
 

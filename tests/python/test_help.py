@@ -96,7 +96,7 @@ def test_pydoc_shows_no_code_comment():
 
 def test_message_queue_facts():
     doc = flat(ringcast.MessageQueue.__doc__)
-    for fact in ("n_reader", "n_local_reader", "local_reader_ranks", "NotImplementedError", "oob_threshold",
+    for fact in ("n_reader", "n_local_reader", "local_reader_ranks", "connect_ip", "oob_threshold",
                  "liveness_interval", "liveness_s", "'hybrid'", "'futex'", "'spin'", "'spin_yield'",
                  "spin_us", "spin_max_us", "None waits forever", "0 polls", "GIL", "PeerDeadError",
                  "two intervals", "releases its rank", "never waits", "RuntimeError", "Raises:"):

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -27,11 +29,12 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         assert len(r["worker_cpu_pct"]) == 2 and len(r["worker_idle_cpu_pct"]) == 2
         b = r["breakdown_p50_us"]
         assert set(b) == {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected"}
-        assert b["work"] > 0 and b["last_worker_has_it"] >= 0 and b["reply_to_collected"] > 0
+        # (a worker may have the request before the enqueue call returns: those parts may be negative)
+        assert b["work"] > 0 and b["enqueue"] > 0
     assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
     assert all(v > 0 for v in report["python_floor_us"].values())
     try:
         import matplotlib  # noqa: F401
-    except ImportError:
-        return
+    except ImportError:  # shown in the summary (tools/test installs python3-matplotlib)
+        pytest.skip("matplotlib absent: everything but the plot was checked")
     assert (tmp_path / "showdown.png").stat().st_size > 1000

@@ -17,6 +17,7 @@ RINGCAST_PACKAGES=(
   cppzmq-dev libzmq3-dev                # ZeroMQ peer in the benchmark harness
   liburing-dev                          # io_uring back end of the wait set
   python3-uvloop                        # asyncio tests run under uvloop too
+  python3-torch                         # the vLLM plug-in's executor test (gloo groups), tensors out of band
   python3-setuptools python3-wheel python3-venv python3-build mypy   # pip install ., wheel, type check
   hipcc libamdhip64-dev                 # HIP build of the GPU interop (compile only without an AMD GPU)
   python3-matplotlib                    # the showdown plot under build/report/
@@ -42,6 +43,8 @@ ensure_packages() {
 configure_build() {
   local dir=$1; shift
   # --no-warn-unused-cli: the sanitizer builds leave the binding off, so Python_EXECUTABLE goes unused there
-  cmake -S "$RINGCAST_ROOT" -B "$RINGCAST_ROOT/$dir" -G Ninja --no-warn-unused-cli -DPython_EXECUTABLE="$RINGCAST_PYTHON" "$@" >/dev/null
+  # configure.log: what the configure left out (optional parts), for tools/test to print
+  mkdir -p "$RINGCAST_ROOT/$dir"
+  cmake -S "$RINGCAST_ROOT" -B "$RINGCAST_ROOT/$dir" -G Ninja --no-warn-unused-cli -DPython_EXECUTABLE="$RINGCAST_PYTHON" "$@" >"$RINGCAST_ROOT/$dir/configure.log"
   cmake --build "$RINGCAST_ROOT/$dir" -j "$JOBS"
 }

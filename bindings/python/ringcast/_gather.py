@@ -50,8 +50,8 @@ class GatherHandle:
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
     if ranks is None:
         return list(range(n))
-    if isinstance(ranks, int) and not isinstance(ranks, bool):
-        ranks = [ranks]
+    if isinstance(ranks, int):
+        ranks = [ranks]  # a bool too: refused below with the others
     out = []
     for r in ranks:
         if isinstance(r, bool) or not isinstance(r, int):
@@ -107,6 +107,11 @@ class ReplyGather:
     reply rings, so workers replying after it never block. One thread at a time per ReplyGather (a
     second thread's concurrent call raises RuntimeError).
     """
+
+    # The executor side has _collector, a worker _worker (and rank), the other one is None.
+    _collector: Any
+    _worker: Any
+    rank: Optional[int]
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
                  wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_SPIN_MAX_US,

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, List, Optional
 
-from ringcast import _core
+from ringcast import _core, _gpu
 from ringcast._core import RingcastError
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
@@ -33,7 +34,7 @@ OOB_THRESHOLD = 4096
 # caches), 64 MiB messages 1.4 GB/s with every size. 16 MiB keeps room for ~16 MiB of steps in flight.
 DEFAULT_MAX_CHUNK_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_CHUNKS = 8
-_REMOTE_READERS_ISSUE = "remote readers (ZeroMQ) issue"
+_REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to be handed the last messages
 
 
 # The default adaptive spin: an endpoint spins about twice as long as its recent waits lasted, up to
@@ -54,7 +55,7 @@ class Handle:
 
     Attributes:
         name: the queue's /dev/shm name.
-        n_reader: total reader ranks (vLLM); equal to ``len(local_reader_ranks)`` (no remote readers).
+        n_reader: total reader ranks (vLLM): the local ones plus the remote ones.
         local_reader_ranks: the global rank of each local reader; a reader attaches as one of them.
         max_chunk_bytes: the constructor's max_chunk_bytes (with max_chunks it sized the ring; the
             default size of acquire_write()).
@@ -67,8 +68,13 @@ class Handle:
         spin_max_us: hybrid: above spin_us the readers' spin is adaptive, up to this long.
         liveness_interval: seconds between a blocked reader's checks that the writer lives.
         local_subscribe_addr: vLLM field, always None (kept for code that inspects it).
-        remote_subscribe_addr: vLLM field, always None (remote readers are not supported).
-        remote_addr_ipv6: vLLM field, always False.
+        remote_subscribe_addr: the remote publisher's ZeroMQ endpoint ("tcp://IP:PORT"); None without
+            remote readers.
+        remote_addr_ipv6: whether that endpoint is IPv6.
+        remote_reader_ranks: the global ranks that attach over ZeroMQ (the ranks of range(n_reader) not
+            in local_reader_ranks).
+        remote_curve_public_key: the publisher's CURVE public key ("" without CURVE); remote readers
+            use it to authenticate the publisher and encrypt the stream.
         abi_version: the ringcast ABI of the exporting process (-1 in a handle built by hand).
     """
 
@@ -83,12 +89,14 @@ class Handle:
     spin_us: float = 10.0  # hybrid: how long a waiter spins before sleeping in the kernel
     spin_max_us: float = DEFAULT_SPIN_MAX_US  # hybrid: > spin_us makes the spin adaptive, up to this long
     liveness_interval: float = 1.0
-    # vLLM Handle fields, kept for code that inspects them; remote readers are not supported yet.
+    # vLLM Handle fields; the remote ones are set when n_reader > n_local_reader.
     local_subscribe_addr: Optional[str] = None
     remote_subscribe_addr: Optional[str] = None
     remote_addr_ipv6: bool = False
     # The ringcast ABI the exporting process spoke; -1 in a handle built by hand (set by export).
     abi_version: int = -1
+    remote_reader_ranks: List[int] = field(default_factory=list)
+    remote_curve_public_key: str = ""
 
     @property
     def buffer_handle(self):
@@ -126,8 +134,11 @@ def _capacity_for(max_chunk_bytes: int, max_chunks: int) -> int:
     return 1 << (need - 1).bit_length()
 
 
-def _shutdown_writer(core_writer) -> None:  # weakref.finalize callback: must not reference the queue
+def _shutdown_writer(core_writer, publisher=None) -> None:  # weakref.finalize callback: must not reference the queue
     core_writer.shutdown()
+    if publisher is not None:  # hand the rest and the close to ZeroMQ (bounded), then let it flush and stop
+        publisher.drain(_REMOTE_DRAIN_S)
+        publisher.stop()
 
 
 class MessageQueue:
@@ -139,8 +150,9 @@ class MessageQueue:
     shm_broadcast MessageQueue (switch by changing the import), plus keyword-only options.
 
     Args:
-        n_reader: total reader ranks (vLLM: local and remote). Must equal n_local_reader: remote
-            readers are not implemented.
+        n_reader: total reader ranks (vLLM: local and remote). The ranks of range(n_reader) that are
+            not in local_reader_ranks are remote readers: they attach over ZeroMQ from other machines
+            (``create_from_handle`` there) and need ``connect_ip``. See docs/remote.md.
         n_local_reader: reader ranks on this machine, attached through shared memory (at most
             1024); each gets its own cursor in the ring, and the writer waits for the slowest one,
             including ranks that have not attached yet.
@@ -156,7 +168,14 @@ class MessageQueue:
             most capacity/4 - 16 bytes that stream through the ring.
         max_chunks: see max_chunk_bytes: the ring holds about max_chunks messages of
             max_chunk_bytes before the writer waits for the slowest reader.
-        connect_ip: accepted for vLLM compatibility; unused.
+        connect_ip: with remote readers: the literal IPv4/IPv6 address of this machine's interface
+            the remote readers reach; the publisher binds there only (hostnames and '*' are refused;
+            '0.0.0.0' / '::' mean every interface and must be asked for). Ignored without remote
+            readers. Keyword-only remote options: remote_port (0: ephemeral, reported in the handle),
+            remote_slow_reader ('block': a slow remote reader holds the writer, bounded; 'drop_after':
+            it is cut off after 5 s at the high-water mark and raises FellBehindError),
+            remote_high_water_mark (messages queued per remote reader on each side, default 16),
+            curve_secret_key / curve_allowed_clients (CURVE encryption and client keys; docs/remote.md).
         name: the /dev/shm name, 1..200 characters of [A-Za-z0-9._-] not starting with '.'
             (default: a unique one). Removed again by shutdown().
         wait: how a blocked call waits: 'hybrid' (default: spin spin_us, then sleep in the kernel),
@@ -185,7 +204,7 @@ class MessageQueue:
     Attributes:
         handle: the Handle (export_handle() returns it).
         n_reader, n_local_reader, max_chunk_bytes, max_chunks: as given.
-        n_remote_reader: always 0.
+        n_remote_reader: n_reader - n_local_reader.
         local_reader_rank: a reader's index into local_reader_ranks; -1 on the writer.
 
     Raises:
@@ -193,7 +212,9 @@ class MessageQueue:
         ValueError: a count < 1, n_local_reader > n_reader, local_reader_ranks of the wrong length
             or with duplicates, an unknown wait, a negative spin, liveness_interval <= 0, a bad
             name or one already in use.
-        NotImplementedError: n_reader > n_local_reader (remote readers).
+        ValueError: remote readers without connect_ip, or a connect_ip that is not a literal address
+            (or a remote_port in use: already_exists).
+        ImportError: remote readers in a ringcast built without ZeroMQ (``_core.HAVE_REMOTE``).
         PermissionError: /dev/shm refused to create the segment (permission denied).
         MemoryError: /dev/shm has no room for the ring. OSError: another system call failed.
 
@@ -218,6 +239,12 @@ class MessageQueue:
     (RingcastError) and never closes it; it attaches its own from the handle.
     """
 
+    # Set by the constructor or create_from_handle: a writer has _writer, a reader _reader, the other one
+    # is None (_require_writer/_require_reader check the role first).
+    _writer: Any
+    _reader: Any
+    _finalizer: Any
+
     def __init__(
         self,
         n_reader: int,
@@ -234,6 +261,11 @@ class MessageQueue:
         liveness_interval: float = 1.0,
         oob_threshold: int = OOB_THRESHOLD,
         sweep_abandoned: bool = True,
+        remote_port: int = 0,
+        remote_slow_reader: str = "block",
+        remote_high_water_mark: int = 16,
+        curve_secret_key: Optional[str] = None,
+        curve_allowed_clients: Optional[List[str]] = None,
     ):
         _check_int("n_reader", n_reader, 1)
         _check_int("n_local_reader", n_local_reader, 0)
@@ -241,11 +273,6 @@ class MessageQueue:
         _check_int("max_chunks", max_chunks, 1)
         if n_local_reader > n_reader:
             raise ValueError(f"n_local_reader ({n_local_reader}) exceeds n_reader ({n_reader})")
-        if n_reader > n_local_reader:
-            raise NotImplementedError(
-                f"{n_reader - n_local_reader} remote reader(s) requested (n_reader={n_reader} > "
-                f"n_local_reader={n_local_reader}): remote readers are not implemented yet, see the "
-                f"{_REMOTE_READERS_ISSUE}")
         if local_reader_ranks is None:
             local_reader_ranks = list(range(n_local_reader))
         else:
@@ -259,18 +286,41 @@ class MessageQueue:
             sweep_generated_names()
         name = name or f"{GENERATED_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:16]}"
         capacity = _capacity_for(max_chunk_bytes, max_chunks)
+        local_set = set(local_reader_ranks)
+        remote_ranks = [r for r in range(n_reader + n_local_reader) if r not in local_set][:n_reader - n_local_reader]
+        if remote_ranks:
+            if not getattr(_core, "HAVE_REMOTE", False):
+                raise ImportError(f"{len(remote_ranks)} remote reader(s) requested, but this ringcast was built "
+                                  "without ZeroMQ (install libzmq3-dev and cppzmq-dev and rebuild)")
+            if not connect_ip:
+                raise ValueError(f"{len(remote_ranks)} remote reader(s) (n_reader={n_reader} > n_local_reader="
+                                 f"{n_local_reader}) need connect_ip: the address of this machine's interface "
+                                 "they reach (the publisher binds there only)")
 
-        self._writer = _core.Writer(name, n_local_reader, capacity, wait=wait, spin_us=spin_us, spin_max_us=spin_max_us,
-                                    liveness_s=liveness_interval)
+        # With remote readers the ring has one more rank: the publisher's, so the ring's back-pressure
+        # covers what it has not sent yet. Without, the ring is exactly the local one.
+        self._writer = _core.Writer(name, n_local_reader + (1 if remote_ranks else 0), capacity, wait=wait,
+                                    spin_us=spin_us, spin_max_us=spin_max_us, liveness_s=liveness_interval)
         self._reader = None
-        self._finalizer = weakref.finalize(self, _shutdown_writer, self._writer)
+        self._publisher = None
+        if remote_ranks:
+            try:
+                self._publisher = _core.RemotePublisher(
+                    name, n_local_reader, connect_ip or "", remote_port, remote_ranks,
+                    high_water_mark=remote_high_water_mark, slow_reader=remote_slow_reader,
+                    heartbeat_s=liveness_interval / 5, liveness_s=liveness_interval,
+                    curve_secret_key=curve_secret_key or "", curve_allowed_clients=list(curve_allowed_clients or []))
+            except BaseException:
+                self._writer.shutdown()
+                raise
+        self._finalizer = weakref.finalize(self, _shutdown_writer, self._writer, self._publisher)
         self._is_writer = True
         self._is_local_reader = False
         self._is_remote_reader = False
         self.local_reader_rank = -1
         self.n_reader = n_reader
         self.n_local_reader = n_local_reader
-        self.n_remote_reader = 0
+        self.n_remote_reader = len(remote_ranks)
         self.max_chunk_bytes = max_chunk_bytes
         self.max_chunks = max_chunks
         self._oob_threshold = oob_threshold
@@ -282,7 +332,9 @@ class MessageQueue:
             spin_max_us=spin_max_us,
             abi_version=_core.ABI_VERSION,
             liveness_interval=liveness_interval, local_subscribe_addr=None,
-            remote_subscribe_addr=None, remote_addr_ipv6=False)
+            remote_subscribe_addr=self._publisher.endpoint if self._publisher else None,
+            remote_addr_ipv6=bool(self._publisher) and ":" in (connect_ip or ""), remote_reader_ranks=remote_ranks,
+            remote_curve_public_key=self._publisher.curve_public_key if self._publisher else "")
 
     def export_handle(self) -> Handle:
         """The Handle the reader processes attach with (picklable; the same object as ``self.handle``).
@@ -303,7 +355,9 @@ class MessageQueue:
 
         Args:
             handle: the writer's ``export_handle()``.
-            rank: one of ``handle.local_reader_ranks``.
+            rank: one of ``handle.local_reader_ranks`` (shared memory) or of
+                ``handle.remote_reader_ranks`` (ZeroMQ, from any machine that reaches
+                ``handle.remote_subscribe_addr``; call wait_until_ready() next).
 
         Returns:
             MessageQueue: the reader side (dequeue, dequeue_many, acquire_read, broadcast_object).
@@ -318,6 +372,8 @@ class MessageQueue:
         if not isinstance(handle, Handle):
             raise ValueError(f"expected a ringcast.Handle, got {type(handle).__name__}")
         check_handle_version(handle)
+        if rank in vars(handle).get("remote_reader_ranks", []):
+            return MessageQueue._attach_remote(handle, rank)
         if rank not in handle.local_reader_ranks:
             raise ValueError(f"rank {rank!r} is not a local reader of queue '{handle.name}' "
                              f"(local_reader_ranks={handle.local_reader_ranks})")
@@ -353,22 +409,56 @@ class MessageQueue:
         self.handle = handle
         return self
 
+    @staticmethod
+    def _attach_remote(handle: Handle, rank: int) -> "MessageQueue":
+        # A reader rank on another machine: the same methods, over ZeroMQ (bindings/python/src/remote.cpp).
+        if not getattr(_core, "HAVE_REMOTE", False):
+            raise ImportError(f"rank {rank} is a remote reader, but this ringcast was built without ZeroMQ")
+        reader = _core.RemoteReader(handle.remote_subscribe_addr or "", rank, liveness_s=handle.liveness_interval,
+                                    curve_server_key=handle.remote_curve_public_key)
+        self = MessageQueue.__new__(MessageQueue)
+        self._writer = None
+        self._publisher = None
+        self._reader = reader
+        self._finalizer = None
+        self._is_writer = False
+        self._is_local_reader = False
+        self._is_remote_reader = True
+        self.local_reader_rank = -1
+        self.n_reader = handle.n_reader
+        self.n_local_reader = len(handle.local_reader_ranks)
+        self.n_remote_reader = len(handle.remote_reader_ranks)
+        self.max_chunk_bytes = handle.max_chunk_bytes
+        self.max_chunks = handle.max_chunks
+        self._oob_threshold = OOB_THRESHOLD
+        self._max_parts = _core.MAX_PARTS
+        self.handle = handle
+        return self
+
     def wait_until_ready(self, timeout: Optional[float] = None) -> None:
-        """Writer: waits until every local reader rank has attached. Reader: checks the writer lives.
+        """The handshake. Writer: waits until every local reader rank has attached and every remote
+        reader has connected (said hello over ZeroMQ). Local reader: checks the writer lives. Remote
+        reader: waits for the publisher's welcome.
 
         Args:
-            timeout: writer only: seconds to wait; None (default) waits forever, 0 checks once. The
-                GIL is released while waiting. A reader does not wait.
+            timeout: seconds to wait (writer and remote reader); None (default) waits forever, 0
+                checks once. The GIL is released while waiting. A local reader does not wait.
 
         Raises:
-            TimeoutError: writer: the timeout passed; the message lists the ranks that never
-                attached.
+            TimeoutError: the timeout passed; the message lists the local ranks that never attached
+                or the remote ranks that never connected (writer), or names the publisher's endpoint
+                that never answered (remote reader).
             PeerDeadError: reader: the writer process is gone.
             ClosedError: this queue was shut down.
             ValueError: a negative timeout.
         """
         if self._is_writer:
+            start = time.monotonic()
             self._writer.wait_readers(timeout)
+            if self._publisher is not None:
+                self._publisher.wait_ready(None if timeout is None else max(0.0, timeout - (time.monotonic() - start)))
+        elif self._is_remote_reader:
+            self._reader.wait_ready(timeout)
         else:
             self._reader.check_writer_alive()
 
@@ -435,9 +525,11 @@ class MessageQueue:
                 it cannot pickle (nothing is sent).
         """
         self._require_writer("enqueue")
+        if _gpu.may_hold_device_arrays():  # torch/cupy loaded: CUDA arrays go by DMA (docs/gpu.md)
+            return _gpu.enqueue(self, obj, timeout)
         self._writer.send(self._dumps(obj), timeout)
 
-    def dequeue(self, timeout: Optional[float] = None, indefinite: bool = False) -> Any:
+    def dequeue(self, timeout: Optional[float] = None, indefinite: bool = False, device: Any = None) -> Any:
         """Receives the next object (blocks, GIL released, until one is there).
 
         The returned object owns its memory (numpy arrays are writable and independent of the ring).
@@ -445,6 +537,8 @@ class MessageQueue:
         Args:
             timeout: seconds; None (default) waits forever, 0 only takes a message already there.
             indefinite: accepted for vLLM compatibility; ignored (no periodic warnings here).
+            device: where CUDA arrays the writer sent are rebuilt (int, 'cuda:N' or torch.device;
+                None: the current CUDA device). See docs/gpu.md.
 
         Returns:
             The object the writer enqueued.
@@ -461,7 +555,12 @@ class MessageQueue:
             ValueError: a negative timeout.
         """
         self._require_reader("dequeue")
-        return self._loads(self._reader.recv(timeout))
+        if _gpu.pending(self):  # a device message a timed-out dequeue left half received
+            return _gpu.resume(self, timeout)
+        parts = self._reader.recv(timeout)
+        if _gpu.is_device_message(parts):
+            return _gpu.receive(self, parts, timeout, device)
+        return self._loads(parts)
 
     def dequeue_many(self, max_n: int, timeout: Optional[float] = None) -> List[Any]:
         """Receives a burst: waits for one object, then takes every further one that is ready.
@@ -483,7 +582,10 @@ class MessageQueue:
         """
         self._require_reader("dequeue_many")
         _check_int("max_n", max_n, 1)
-        return [self._loads(parts) for parts in self._reader.recv_many(max_n, timeout)]
+        if _gpu.pending(self):
+            return [_gpu.resume(self, timeout)]
+        return [_gpu.receive(self, parts, timeout, None) if _gpu.is_device_message(parts) else self._loads(parts)
+                for parts in self._reader.recv_many(max_n, timeout)]
 
     def broadcast_object(self, obj: Any = None) -> Any:
         """vLLM's broadcast: the writer sends ``obj`` and returns it; a reader returns the next object.
@@ -588,9 +690,10 @@ class MessageQueue:
         Either way a call blocked in another thread wakes with ClosedError.
         """
         if self._is_writer:
-            self._writer.shutdown()
             if self._finalizer is not None:
-                self._finalizer.detach()
+                self._finalizer()  # shuts the writer down, then drains and stops the remote publisher
+            else:
+                self._writer.shutdown()
         else:
             self._reader.shutdown()
 
@@ -600,5 +703,6 @@ class MessageQueue:
         return self.handle.name
 
     def __repr__(self) -> str:
-        role = "writer" if self._is_writer else f"reader {self.local_reader_rank}"
+        role = "writer" if self._is_writer else (
+            "remote reader" if self._is_remote_reader else f"reader {self.local_reader_rank}")
         return f"<ringcast.MessageQueue {self.handle.name!r} {role}, {self.n_local_reader} local readers>"
