@@ -36,12 +36,14 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -f
        -I "$src/include")
 # The library is compiled with the sanitizers (no -fsanitize=fuzzer: only the targets are instrumented
 # for coverage... and the library too, so the fuzzer sees its branches).
-for f in segment ring; do
-  "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src/src/$f.cpp" -o "$work/obj/$f.o"
+objs=()
+for f in segment ring events/eventfd; do
+  o="$work/obj/${f//\//_}.o"
+  "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src/src/$f.cpp" -o "$o"
+  objs+=("$o")
 done
 for t in "${targets[@]}"; do
-  "$cxx" "${flags[@]}" -fsanitize=fuzzer "$src/tests/fuzz/$t.cpp" "$work/obj/segment.o" "$work/obj/ring.o" \
-    -o "$work/$t"
+  "$cxx" "${flags[@]}" -fsanitize=fuzzer "$src/tests/fuzz/$t.cpp" "${objs[@]}" -o "$work/$t"
 done
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
