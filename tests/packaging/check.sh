@@ -41,6 +41,15 @@ lap "copied the source tree"
 # 2. pip install . into a fresh venv
 venv=$work/venv
 step "$python" -m venv --system-site-packages "$venv" || fail "python3 -m venv"
+# A PYTHON that itself runs in a virtual environment (e.g. a machine whose python3 is a venv holding
+# torch, pytest, pybind11): --system-site-packages reaches only the base interpreter's packages, so the
+# parent venv's site-packages are added by a .pth file — what "the packages this python sees" means.
+parent_site=$("$python" -c 'import sys, site; print(site.getsitepackages()[0] if sys.prefix != sys.base_prefix else "")')
+if [ -n "$parent_site" ]; then
+  "$venv/bin/python" -c 'import site, sys; open(site.getsitepackages()[0] + "/ringcast-parent-venv.pth", "w").write(sys.argv[1] + "\n")' \
+    "$parent_site" || fail "linking the parent venv's packages"
+  echo "python_packaging: $python runs in a venv; its packages ($parent_site) stay visible"
+fi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 export RINGCAST_CMAKE_ARGS="-DRINGCAST_HIP=OFF -DRINGCAST_CUDA=OFF"
 step "$venv/bin/python" -m pip install -v --no-build-isolation --no-index "$work/src" || fail "pip install"

@@ -35,8 +35,36 @@ ensure_packages() {
   echo "== installing: ${missing[*]}"
   local sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_waiting_for_lock $sudo apt-get update -qq
+  apt_waiting_for_lock $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+}
+
+# apt_waiting_for_lock COMMAND...: runs an apt-get command; while another apt or dpkg run holds one of
+# apt's locks (a fresh machine runs unattended-upgrades at boot) it waits and tries again, up to
+# RINGCAST_APT_LOCK_WAIT_S seconds (default 900), instead of failing at once. apt's own
+# DPkg::Lock::Timeout covers only the dpkg lock of `install`, not the lists lock of `update`, hence
+# the retry. Any other failure ends the run at once with apt's message.
+apt_waiting_for_lock() {
+  local limit=${RINGCAST_APT_LOCK_WAIT_S:-900} pause=${RINGCAST_APT_LOCK_PAUSE_S:-5} start=$SECONDS out rc
+  local -a cmd=("$@")
+  [[ " ${cmd[*]} " == *" install "* ]] && cmd+=(-o "DPkg::Lock::Timeout=$limit")
+  while true; do
+    rc=0; out=$("${cmd[@]}" 2>&1) || rc=$?
+    [ $rc -eq 0 ] && return 0
+    if ! grep -qiE 'could not (get|open) lock|unable to (acquire|lock)|is held by process' <<<"$out"; then
+      printf '%s\n' "$out" >&2
+      echo "== apt failed (exit $rc): ${cmd[*]}" >&2
+      return $rc
+    fi
+    if (( SECONDS - start >= limit )); then
+      printf '%s\n' "$out" >&2
+      echo "== apt is still locked by another package run after ${limit} s (RINGCAST_APT_LOCK_WAIT_S); giving up" >&2
+      return $rc
+    fi
+    echo "== waiting for another package run to release apt's lock ($(grep -oiE 'held by process [0-9]+[^)]*' <<<"$out" | head -n 1 || true))"
+    sleep "$pause"
+  done
 }
 
 # configure_build DIR [cmake args...]
