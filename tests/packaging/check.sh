@@ -96,6 +96,6 @@ where=$("$venv/bin/python" -c 'import ringcast, sys; print(ringcast.__file__); a
 echo "python_packaging: testing $where"
 # RINGCAST_PACKAGING_PYTEST_ARGS narrows the run where CI time is short (e.g. -k 'not showdown').
 # shellcheck disable=SC2086
-PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider ${RINGCAST_PACKAGING_PYTEST_ARGS:-} "$tree/tests/python" \
+PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider ${RINGCAST_PACKAGING_PYTEST_ARGS:-} "$tree/tests/python" \
   || fail "pytest against the installed package"
 lap "pytest suite against the installed package"

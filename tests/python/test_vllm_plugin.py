@@ -194,21 +194,65 @@ def test_cpu_tensors_travel_out_of_band():
     r.shutdown()
 
 
-def test_remote_ranks_are_refused_alike(monkeypatch):
-    # A StatelessProcessGroup-shaped group whose rank 1 sits on another machine: every rank raises.
+def test_a_group_across_machines_reads_remote_ranks_over_zeromq():
+    # Three ranks over vLLM's StatelessProcessGroup; rank 2 reports another machine: it reads the group's
+    # broadcast over ZeroMQ while rank 1 reads shared memory, and its single-reader queue reaches rank 0
+    # over ZeroMQ (tests/python/_vllm_workers.py).
+    pytest.importorskip("torch")
+    if not getattr(ringcast._core, "HAVE_REMOTE", False):
+        pytest.skip("ringcast built without ZeroMQ (remote readers)")
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    port = _free_port()
+    import _vllm_workers
+
+    procs = [ctx.Process(target=_vllm_workers.two_node_rank, args=(r, 3, port, [2], str(STANDIN), results))
+             for r in range(3)]
+    for p in procs:
+        p.start()
+    try:
+        out = {}
+        for _ in range(3):
+            rank, *rest = results.get(timeout=120)
+            out[rank] = rest
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    for rank, (kind, ok, *_rest) in out.items():
+        assert kind != "error", f"rank {rank}:\n{ok}"
+    assert [out[r][0] for r in range(3)] == ["writer", "local", "remote"]
+    assert all(out[r][1] for r in range(3)), out  # every broadcast arrived intact on every rank
+    assert out[0][4] == [2]  # vLLM's numbering: the writer's group rank is no reader's
+    assert out[0][2] == [("hello from", 0), ("hello from", 1), ("hello from", 2)]
+    assert out[0][3] == 1  # rank 2's own queue reached rank 0 over ZeroMQ
+    assert all(p.exitcode == 0 for p in procs)
+
+
+def test_the_node_layout_of_a_group():
+    # Which ranks read by shm: those on the writer's machine (vLLM's in_the_same_node_as).
     class Group:
-        rank, world_size = 0, 2
+        rank, world_size = 0, 3
 
         def all_gather_obj(self, obj):
-            return [obj, ("another-boot-id", 1)]
+            return [obj, ("another-boot-id", 1), obj]
 
         def broadcast_obj(self, obj, src):
-            raise AssertionError("must not get this far")
+            return obj
 
-    with pytest.raises(NotImplementedError, match=r"group ranks \[1\].*remote readers"):
-        rv.MessageQueue.create_from_process_group(Group(), 1 << 20, 4)
+    assert rv._Group(Group()).same_node_as(0) == [True, False, True]
+    assert rv._Group(Group()).same_node_as(1) == [False, True, False]
     with pytest.raises(TypeError, match="ProcessGroup"):
         rv.MessageQueue.create_from_process_group(object(), 1 << 20, 4)
+
+
+def test_remote_readers_without_an_address_name_the_knob(monkeypatch):
+    monkeypatch.delenv("VLLM_HOST_IP", raising=False)
+    with pytest.raises(ValueError, match="VLLM_HOST_IP"):
+        rv.MessageQueue(2, 1, max_chunk_bytes=1 << 16, max_chunks=4)
 
 
 # ---- the whole pattern: executor + spawned workers, torch.distributed gloo groups ------------------

@@ -175,7 +175,11 @@ class MessageQueue:
             remote_slow_reader ('block': a slow remote reader holds the writer, bounded; 'drop_after':
             it is cut off after 5 s at the high-water mark and raises FellBehindError),
             remote_high_water_mark (messages queued per remote reader on each side, default 16),
-            curve_secret_key / curve_allowed_clients (CURVE encryption and client keys; docs/remote.md).
+            curve_secret_key / curve_allowed_clients (CURVE encryption and client keys; docs/remote.md),
+            remote_reader_ranks (the remote readers' ranks: n_reader - n_local_reader distinct ints
+            not in local_reader_ranks; default the smallest such ints, which fits an executor whose
+            ranks are 0..n_reader-1 but not vLLM's process-group numbering, where the writer's own
+            group rank is no reader's: create_from_process_group passes them).
         name: the /dev/shm name, 1..200 characters of [A-Za-z0-9._-] not starting with '.'
             (default: a unique one). Removed again by shutdown().
         wait: how a blocked call waits: 'hybrid' (default: spin spin_us, then sleep in the kernel),
@@ -266,6 +270,7 @@ class MessageQueue:
         remote_high_water_mark: int = 16,
         curve_secret_key: Optional[str] = None,
         curve_allowed_clients: Optional[List[str]] = None,
+        remote_reader_ranks: Optional[List[int]] = None,
     ):
         _check_int("n_reader", n_reader, 1)
         _check_int("n_local_reader", n_local_reader, 0)
@@ -287,7 +292,16 @@ class MessageQueue:
         name = name or f"{GENERATED_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:16]}"
         capacity = _capacity_for(max_chunk_bytes, max_chunks)
         local_set = set(local_reader_ranks)
-        remote_ranks = [r for r in range(n_reader + n_local_reader) if r not in local_set][:n_reader - n_local_reader]
+        if remote_reader_ranks is None:
+            remote_ranks = [r for r in range(n_reader + n_local_reader) if r not in local_set][:n_reader - n_local_reader]
+        else:
+            remote_ranks = [_check_int("remote_reader_ranks[i]", r, 0) for r in remote_reader_ranks]
+            if len(remote_ranks) != n_reader - n_local_reader:
+                raise ValueError(f"remote_reader_ranks has {len(remote_ranks)} entries, n_reader - n_local_reader "
+                                 f"is {n_reader - n_local_reader}")
+            if len(set(remote_ranks)) != len(remote_ranks) or local_set & set(remote_ranks):
+                raise ValueError(f"remote_reader_ranks {remote_ranks} has duplicates or ranks of local_reader_ranks "
+                                 f"{local_reader_ranks}")
         if remote_ranks:
             if not getattr(_core, "HAVE_REMOTE", False):
                 raise ImportError(f"{len(remote_ranks)} remote reader(s) requested, but this ringcast was built "

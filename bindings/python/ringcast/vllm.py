@@ -19,8 +19,10 @@ vLLM's cancel event, ``create_from_process_group`` and ``create_from_process_gro
 over a torch.distributed ProcessGroup or vLLM's StatelessProcessGroup, and CPU torch tensors sent
 out of band (their bytes go straight into the ring, never through the pickle).
 
-Not supported: readers on another machine (vLLM's ZeroMQ remote readers; multi-node executors). A
-group that spans machines raises NotImplementedError on every rank alike, before anything waits.
+Groups that span machines (multi-node): ranks on the writer's machine read through shared memory,
+the others over ZeroMQ (ringcast's remote readers, docs/remote.md), exactly where vLLM's own queue uses
+its ZeroMQ socket. The publisher binds to the address vLLM itself would use (vLLM's ``get_ip()``:
+``VLLM_HOST_IP`` or the machine's outbound interface), never to every interface.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ SWAPPED_NAMES = ("MessageQueue", "Handle")
 # A blocked dequeue/acquire_read with a cancel event looks at the event this often (the wait itself
 # sleeps in the kernel and wakes at once for a message): vLLM sets it when the executor shuts down.
 CANCEL_POLL_S = 0.05
-_REMOTE_READERS_ISSUE = "remote readers (ZeroMQ) issue"
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -55,8 +56,17 @@ class MessageQueue(_RingcastQueue):
     """ringcast.MessageQueue with vLLM's whole queue interface (see the module docstring).
 
     Same constructor as ringcast.MessageQueue (vLLM's arguments plus keyword-only options); one
-    writer, ``n_local_reader`` reader processes on this machine.
+    writer, ``n_local_reader`` reader processes on this machine and ``n_reader - n_local_reader``
+    remote ones. As in vLLM, remote readers without ``connect_ip`` get vLLM's host address
+    (``host_ip()``).
     """
+
+    def __init__(self, n_reader: int, n_local_reader: int, local_reader_ranks: Optional[List[int]] = None,
+                 *args: Any, **kwargs: Any) -> None:
+        has_ip = len(args) >= 3 or kwargs.get("connect_ip") is not None
+        if not has_ip and isinstance(n_reader, int) and isinstance(n_local_reader, int) and n_reader > n_local_reader:
+            kwargs["connect_ip"] = host_ip()
+        super().__init__(n_reader, n_local_reader, local_reader_ranks, *args, **kwargs)
 
     @classmethod
     def create_from_handle(cls, handle: Handle, rank: int) -> "MessageQueue":
@@ -155,21 +165,26 @@ class MessageQueue(_RingcastQueue):
         the handle; the others attach with their group rank. ``blocking``: every rank then calls
         wait_until_ready() (the writer waits until every reader attached).
 
+        Ranks on another machine than the writer's read over ZeroMQ (remote readers: the writer's
+        publisher binds to ``host_ip()``); the others through shared memory.
+
         Raises:
-            NotImplementedError: a rank of the group is on another machine (remote readers).
             ValueError: writer_rank is not a group rank. TypeError: pg is neither kind of group.
+            ImportError: ranks on another machine, and this ringcast was built without ZeroMQ.
         """
         group = _Group(pg)
         if isinstance(writer_rank, bool) or not isinstance(writer_rank, int) or not 0 <= writer_rank < group.world_size:
             raise ValueError(f"writer_rank {writer_rank!r} is not a rank of the group (0..{group.world_size - 1})")
-        group.require_one_node(writer_rank, "writer")
+        same_node = group.same_node_as(writer_rank)  # a collective: every rank takes part
         if group.rank == writer_rank:
             if external_writer_handle is not None:
                 queue = cls.create_from_handle(external_writer_handle, group.rank)
             else:
                 readers = [r for r in range(group.world_size) if r != writer_rank]
-                queue = cls(len(readers), len(readers), local_reader_ranks=readers, max_chunk_bytes=max_chunk_bytes,
-                            max_chunks=max_chunks)
+                local = [r for r in readers if same_node[r]]
+                remote = [r for r in readers if not same_node[r]]
+                queue = cls(len(readers), len(local), local_reader_ranks=local, max_chunk_bytes=max_chunk_bytes,
+                            max_chunks=max_chunks, remote_reader_ranks=remote)
             group.broadcast(queue.export_handle(), writer_rank)
         else:
             queue = cls.create_from_handle(group.broadcast(None, writer_rank), group.rank)
@@ -189,14 +204,18 @@ class MessageQueue(_RingcastQueue):
         ``create_from_handle(handle, 0)``. ``blocking``: wait until that reader attached (vLLM's
         default False, since the reader attaches only after this returns).
 
+        A rank on another machine than the reader publishes its queue over ZeroMQ (the reader attaches
+        it as a remote reader, rank 0; the publisher binds to that rank's ``host_ip()``).
+
         Raises:
-            NotImplementedError: the reader is on another machine than some rank (remote readers).
             ValueError: reader_rank is not in the group. TypeError: pg is neither kind of group.
+            ImportError: ranks on another machine, and this ringcast was built without ZeroMQ.
         """
         group = _Group(pg)
         reader_index = group.index_of_global(reader_rank)
-        group.require_one_node(reader_index, "reader")
-        queue = cls(1, 1, max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks)
+        local = group.same_node_as(reader_index)[group.rank]  # a collective: every rank takes part
+        queue = cls(1, 1 if local else 0, max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,
+                    remote_reader_ranks=[] if local else [0])
         handles = group.gather(queue.export_handle(), reader_index)
         if blocking:
             queue.wait_until_ready()
@@ -299,14 +318,33 @@ class _Group:
         everything = self.all_gather(obj)
         return everything if self.rank == dst else []
 
-    def require_one_node(self, center: int, role: str) -> None:
-        # Every rank gathers every rank's machine, so all of them raise alike (none is left waiting).
+    def same_node_as(self, center: int) -> List[bool]:
+        """For each group rank: whether it runs on the machine of group rank ``center`` (a collective;
+        vLLM's in_the_same_node_as)."""
         keys = self.all_gather(_node_key())
-        remote = [r for r, k in enumerate(keys) if k != keys[center]]
-        if remote:
-            raise NotImplementedError(
-                f"ringcast: group ranks {remote} are on another machine than the {role} (group rank {center}): "
-                f"readers on other machines are not implemented yet, see the {_REMOTE_READERS_ISSUE}")
+        return [k == keys[center] for k in keys]
+
+
+def host_ip() -> str:
+    """The address a publisher for remote readers binds to, as vLLM's own queue chooses it: vLLM's
+    ``get_ip()`` (``VLLM_HOST_IP``, else the interface of the machine's outbound route), or
+    ``VLLM_HOST_IP`` where vLLM is not importable.
+
+    Raises:
+        ValueError: neither is available.
+    """
+    for module_name in ("vllm.utils.network_utils", "vllm.utils"):
+        try:
+            get_ip = getattr(importlib.import_module(module_name), "get_ip", None)
+        except ImportError:
+            continue
+        if callable(get_ip):
+            return str(get_ip())
+    ip = os.environ.get("VLLM_HOST_IP", "")
+    if not ip:
+        raise ValueError("ringcast.vllm: readers on another machine need the address to publish on: set "
+                         "VLLM_HOST_IP (vLLM's get_ip() is not importable here)")
+    return ip
 
 
 def _torch_distributed() -> Any:
