@@ -31,11 +31,13 @@
 // S, each thread's in program order. If w1 precedes 3b in S, the re-check 3d (a load after the
 // seq_cst fence 3b) must see w1's cursor or a later one: the waiter does not sleep. Otherwise
 // 3a < 3b < w1 < w2 in S, so the seq_cst load w2 sees the bit set by 3a and the waker bumps seq
-// (w3) — after the waiter's snapshot 3c, since 3c may only have read an older value, so the
-// kernel's value check in 3e fails, or the wake finds the sleeper. With several sites the argument
-// holds per site: a waker of any one site either is seen by 3d or bumps that site's word.
+// (w3). Either 3c read a seq older than w3's: then the kernel's value check in 3e fails, or the
+// wake finds the sleeper. Or 3c read w3's value (or a later one): 3c is an acquire load and w3 a
+// release RMW after w1, so w1 happens-before 3d and the re-check sees the cursor: no sleep at all.
+// With several sites the argument holds per site: a waker of any one site either is seen by 3d or
+// bumps that site's word.
 // When nobody sleeps the waker's hot path is one exchange (xchg on x86: cheaper than a store +
-// mfence) and one plain load per 64 endpoints.
+// mfence) and one seq_cst load (a plain mov on x86) per 64 endpoints.
 //
 // Announcements. A bit, not a shared count: an endpoint owns its bit, sets and clears it only
 // itself (one waiting thread per endpoint, so the bit is never set twice), and whoever claims the

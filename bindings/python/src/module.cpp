@@ -6,6 +6,9 @@
 //   framing.{hpp,cpp}   the binding's wire format: writer-side copy out, reader-side reassembly
 //   queue.hpp, queue_writer.cpp, queue_reader.cpp   Writer / Reader
 //   gather.{hpp,cpp}    GatherCollector (collect, collect_async) / GatherWorker
+//   events.cpp          eventfd arming of the endpoints for event loops (ringcast.aio)
+//   remote.cpp          remote readers, publisher and reply bridge over ZeroMQ (built with ZeroMQ only)
+//   gpu.cpp             the separate module ringcast._gpucore (CUDA/HIP), never loaded by `import ringcast`
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
