@@ -32,14 +32,38 @@ check() {
   [ ! -e "$configured" ] || fail "$name: the install wrote into the configured prefix $configured"
   mv "$installed" "$moved"
 
-  # find_package(ringcast), looking only at the moved tree.
-  step cmake -S "$here" -B "$work/$name/consumer-cmake" -DCMAKE_PREFIX_PATH="$moved" \
-       || fail "$name: find_package(ringcast) with CMAKE_PREFIX_PATH=$moved"
+  # The components this install has (each part installs its own export set): events always; remote
+  # and gpu when the build had ZeroMQ / CUDA or HIP. Each is required by, and run in, the consumer.
+  local parts="" part
+  for part in events remote gpu; do
+    [ -f "$moved/$libdir/cmake/ringcast/ringcast${part^}Targets.cmake" ] && parts+="${parts:+;}$part"
+  done
+  for part in events remote gpu; do  # every part the build made must be installed as a component
+    if [ -f "$work/lib/src/$part/libringcast_$part.a" ]; then
+      case ";$parts;" in *";$part;"*) ;; *) fail "$name: libringcast_$part was built but not installed as a component" ;; esac
+    fi
+  done
+  case ";$parts;" in *";events;"*) ;; *) fail "$name: the install lacks the events component" ;; esac
+  echo "install_consumer: $name: components installed: $parts"
+
+  # find_package(ringcast COMPONENTS ...), looking only at the moved tree.
+  step cmake -S "$here" -B "$work/$name/consumer-cmake" -DCMAKE_PREFIX_PATH="$moved" -DRINGCAST_COMPONENTS="$parts" \
+       || fail "$name: find_package(ringcast COMPONENTS $parts) with CMAKE_PREFIX_PATH=$moved"
   local found
   found=$(sed -n 's/^ringcast_DIR:[A-Z]*=//p' "$work/$name/consumer-cmake/CMakeCache.txt")
   case $found in "$moved"/*) ;; *) fail "$name: find_package found ringcast at '$found', not under $moved" ;; esac
   step cmake --build "$work/$name/consumer-cmake" || fail "$name: consumer build (find_package)"
   "$work/$name/consumer-cmake/consumer" || fail "$name: consumer run (find_package)"
+  for part in ${parts//;/ }; do
+    "$work/$name/consumer-cmake/consumer_$part" || fail "$name: consumer_$part run (find_package component $part)"
+  done
+  # A component that does not exist fails find_package, naming it.
+  if cmake -S "$here" -B "$work/$name/consumer-bogus" -DCMAKE_PREFIX_PATH="$moved" -DRINGCAST_COMPONENTS="nonesuch" \
+       >"$work/$name/bogus.log" 2>&1; then
+    fail "$name: find_package(ringcast COMPONENTS nonesuch) succeeded"
+  fi
+  grep -q "component nonesuch: no such component" "$work/$name/bogus.log" \
+    || fail "$name: find_package(ringcast COMPONENTS nonesuch) failed without naming it: $(tail -n 5 "$work/$name/bogus.log")"
 
   # pkg-config, with only the moved tree's ringcast.pc visible.
   local pcdir=$moved/$libdir/pkgconfig
