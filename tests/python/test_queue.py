@@ -168,6 +168,19 @@ def test_handles(queue_pair):
         ringcast.MessageQueue.create_from_handle("not a handle", 0)
 
 
+def test_an_overwritten_header_is_reported_as_corrupt_not_as_a_stale_handle():
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    h = q.export_handle()
+    try:
+        with open(f"/dev/shm/{h.name}", "r+b") as f:  # something scribbled over the header
+            f.write(b"\xff" * 64)
+        with pytest.raises(ValueError, match=r"foreign magic.*header was overwritten \(corrupt\)") as e:
+            ringcast.MessageQueue.create_from_handle(h, 0)
+        assert "stale" not in str(e.value)
+    finally:
+        q.shutdown()
+
+
 def test_custom_ranks_and_stale_handle():
     q = ringcast.MessageQueue(2, 2, local_reader_ranks=[4, 9], max_chunk_bytes=16 * 1024, max_chunks=4)
     h = q.export_handle()

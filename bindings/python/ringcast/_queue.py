@@ -395,7 +395,13 @@ class MessageQueue:
         try:
             info = _core.segment_info(handle.name)
         except ValueError as e:
-            raise ValueError(f"stale handle: {e} (its writer shut the queue down or exited)") from None
+            if not os.path.exists(os.path.join("/dev/shm", handle.name)):
+                raise ValueError(f"stale handle: {e} (its writer shut the queue down or exited)") from None
+            # The segment is there but unreadable as ringcast's: a header overwritten (corrupt) or a
+            # foreign object of that name — not a stale handle, which would find nothing.
+            raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}; the segment exists, so "
+                             "its header was overwritten (corrupt) or another program made an object of that "
+                             "name") from None
         if info["creation_time_ns"] != handle.creation_time_ns:
             raise ValueError(f"stale handle: queue '{handle.name}' was re-created after this handle was "
                              "exported")
