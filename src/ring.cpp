@@ -286,6 +286,141 @@ void Reader::check_writer() const {
                                           std::to_string(writer.pid) + ") died without closing the queue" + kDeadPeerHint);
 }
 
+// ---- record-by-record reading (ring.hpp: peek_fragment) -------------------------------------------
+// The release rule is the one of peek()/release(): a record's space goes back to the writer only by
+// store_head (ring.hpp release order), here only in release_fragments / abandon_fragments / skipping
+// a record nobody needs. The caller decides when: after it is done with the bytes (the GPU reader:
+// after the completion event of the DMA that read them). Until then the writer cannot overwrite them:
+// it never writes past min(head) + capacity, and our shared head stays below them.
+
+void Reader::refuse_fragment_mix(const char* call) const {
+    if (streaming_ || fragments_held_)
+        throw Error(ErrorCode::protocol, std::string(call) + ": a message is being read record by record "
+                                                             "(peek_fragment): release_fragments or abandon_fragments it first");
+    throw Error(ErrorCode::protocol, std::string(call) + ": peek() has a message open" +
+                                         (assembling_ ? " (reassembling its fragments)" : "") +
+                                         ": release() it, or let peek() finish it, first");
+}
+
+Fragment Reader::peek_fragment(std::chrono::nanoseconds timeout_ns) {
+    if (has_pending_ || assembling_) refuse_fragment_mix("peek_fragment()");
+    if (!streaming_ && fragments_held_)
+        throw Error(ErrorCode::protocol, "peek_fragment(): the records of the previous message are still held: "
+                                         "release_fragments them before the next message");
+    // No wait while holding records: the one we would wait for may need their space (ring.hpp).
+    Timeout timeout(fragments_held_ ? std::chrono::nanoseconds::zero() : timeout_ns);
+    const auto hand_out = [&](const std::byte* bytes, std::uint64_t n, std::uint64_t offset, std::uint64_t total,
+                              std::uint64_t tag, std::uint64_t end) {
+        head_ = end;  // past it locally; the shared head stays until release_fragments
+        fragments_held_ = true;
+        if (offset == 0) message_partly_released_ = false;
+        stream_offset_ = offset + n;
+        const bool last = stream_offset_ == total;
+        if (last) {
+            streaming_ = false;
+            message_end_mark_ = end;
+        }
+        return Fragment{Status::ok, {bytes, static_cast<std::size_t>(n)}, offset, total, tag, end, false};
+    };
+    for (;;) {
+        const Status s = wait_for_data(timeout);
+        if (s != Status::ok) {
+            if (s == Status::closed) streaming_ = false;  // an unfinished message never completes
+            return {s};
+        }
+        const RecordAt rec = record_at_head();
+        // A record that carries nothing for the caller is consumed here: freed at once when nothing is
+        // held (so a wait that follows holds nothing), else by the next release_fragments, whose mark
+        // lies beyond it (a padding record inside a message; orphans come only when nothing is held).
+        const auto skip = [&] {
+            head_ = rec.end;
+            if (!fragments_held_) store_head(head_);
+        };
+        switch (static_cast<layout::RecordKind>(rec.kind)) {
+            case layout::RecordKind::padding: skip(); continue;
+            case layout::RecordKind::message:
+                if (streaming_) corrupt("a whole message inside a fragmented one");
+                return hand_out(rec.payload, rec.length, 0, rec.length, rec.tag, rec.end);
+            case layout::RecordKind::fragment_first: {
+                if (streaming_) corrupt("a new fragmented message before the last one ended");
+                if (rec.length < layout::kFragmentPrefix) corrupt("first fragment shorter than its prefix");
+                std::uint64_t total = 0;
+                std::memcpy(&total, rec.payload, sizeof total);
+                const std::uint64_t chunk = rec.length - layout::kFragmentPrefix;
+                if (total <= chunk) corrupt("fragmented message total " + std::to_string(total) + " too small");
+                if (total > kMaxMessage) corrupt("fragmented message total " + std::to_string(total) + " is absurd");
+                streaming_ = true;
+                stream_total_ = total;
+                stream_tag_ = rec.tag;
+                return hand_out(rec.payload + layout::kFragmentPrefix, chunk, 0, total, rec.tag, rec.end);
+            }
+            case layout::RecordKind::fragment_middle:
+            case layout::RecordKind::fragment_last: {
+                if (!streaming_) {  // attached mid-message, or the message was abandoned: not ours to deliver
+                    skip();
+                    continue;
+                }
+                const bool last = rec.kind == static_cast<std::uint32_t>(layout::RecordKind::fragment_last);
+                if (rec.tag != stream_tag_) corrupt("fragment tag changed within a message");
+                if (stream_offset_ + rec.length > stream_total_) corrupt("fragments exceed the announced total");
+                if (last && stream_offset_ + rec.length != stream_total_) corrupt("last fragment ends before the announced total");
+                if (!last && stream_offset_ + rec.length == stream_total_) corrupt("a middle fragment reaches the announced total");
+                return hand_out(rec.payload, rec.length, stream_offset_, stream_total_, rec.tag, rec.end);
+            }
+            case layout::RecordKind::fragment_abort:
+                if (!streaming_) {
+                    skip();
+                    continue;
+                }
+                streaming_ = false;  // the writer withdrew it: the caller drops what it got
+                head_ = rec.end;
+                fragments_held_ = true;  // the abort record goes with the caller's release of this mark
+                return Fragment{Status::ok, {}, stream_offset_, stream_total_, stream_tag_, rec.end, true};
+            default: corrupt("unknown record kind " + std::to_string(rec.kind));
+        }
+    }
+}
+
+void Reader::release_fragments(std::uint64_t mark) {
+    if (has_pending_ || assembling_) refuse_fragment_mix("release_fragments()");
+    const std::uint64_t released = slot_->head.load(std::memory_order_relaxed);  // we are its only storer
+    if (mark < released || mark > head_ || !layout::cursor_aligned(mark))
+        throw Error(ErrorCode::protocol, "release_fragments(" + std::to_string(mark) +
+                                             "): not a release_mark of peek_fragment (released up to " +
+                                             std::to_string(released) + ", handed out up to " + std::to_string(head_) + ")");
+    if (mark == released) return;
+    if (streaming_) message_partly_released_ = true;
+    store_head(mark);  // the caller is done with every byte below mark (ring.hpp release order)
+    if (mark == head_) fragments_held_ = false;
+    if (message_end_mark_ != 0 && mark >= message_end_mark_) {
+        message_end_mark_ = 0;
+        bump_counter(slot_->messages);
+    }
+}
+
+void Reader::rewind_fragments() {
+    if (!streaming_ && !fragments_held_) return;  // nothing handed out
+    if (message_partly_released_)
+        throw Error(ErrorCode::protocol, "rewind_fragments(): part of the message was released already and cannot be "
+                                         "handed back (abandon_fragments gives it up)");
+    // Nothing of it was released: its records are still ours (the writer cannot have reused them).
+    head_ = slot_->head.load(std::memory_order_relaxed);
+    streaming_ = false;
+    fragments_held_ = false;
+    message_end_mark_ = 0;
+    stream_offset_ = 0;
+}
+
+void Reader::abandon_fragments() {
+    if (has_pending_ || assembling_) refuse_fragment_mix("abandon_fragments()");
+    streaming_ = false;  // its remaining records are orphans now: peek() / peek_fragment() skip them
+    message_end_mark_ = 0;
+    if (fragments_held_) {
+        fragments_held_ = false;
+        store_head(head_);
+    }
+}
+
 void Reader::corrupt(const std::string& why) const {
     throw Error(ErrorCode::corrupt, "segment '" + segment_.name() + "', rank " + std::to_string(rank_) +
                                         ", record at " + std::to_string(head_) + ": " + why);

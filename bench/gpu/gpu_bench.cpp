@@ -11,7 +11,15 @@
 //     bare cudaMemcpyAsync + sync (D2H then H2D through pinned memory) in one process; the same hop
 //     with the echo in a thread of this process (one CUDA context: no GPU context switch between
 //     processes) separates the ring's cost from the GPU's time-slicing of two processes.
-// Usage: ringcast_gpu_bench [repeats=3]. Exits 0 with a message where no GPU is usable.
+//   receive of large messages, device -> ring -> device (a writer thread publishing, a reader thread
+//     receiving; 128 MiB messages): one record (1 GiB ring) vs 8 MiB records through a 32 MiB ring, by
+//     DeviceReader::receive (one DMA per record, a window of copies in flight) and, as before that
+//     existed, by Reader::peek's reassembly into the heap + one copy from there.
+// Usage: ringcast_gpu_bench [repeats=3] [--hop-only SETUP]. --hop-only measures the 4 KiB hop alone and
+// labels its rows SETUP (device_run.sh runs it again under the setups a user can choose: MPS, ...).
+// Environment, applied in every process of the run: RINGCAST_GPU_BENCH_SCHED=spin|yield|blocking
+// (cudaSetDeviceFlags before any other CUDA call), RINGCAST_GPU_BENCH_PRIORITY=high (the streams get
+// the device's greatest priority). Exits 0 with a message where no GPU is usable.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -91,6 +99,31 @@ int wait_exit(pid_t pid) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+// RINGCAST_GPU_BENCH_SCHED / _PRIORITY (see the top): what a user can set in their own processes.
+void apply_scheduling() {
+    const char* sched = std::getenv("RINGCAST_GPU_BENCH_SCHED");
+    if (sched == nullptr) return;
+    const std::string v = sched;
+    const unsigned flag = v == "spin" ? cudaDeviceScheduleSpin
+                          : v == "yield" ? cudaDeviceScheduleYield
+                          : v == "blocking" ? cudaDeviceScheduleBlockingSync
+                                            : cudaDeviceScheduleAuto;
+    CU(cudaSetDeviceFlags(flag));
+}
+
+cudaStream_t make_stream() {
+    cudaStream_t s{};
+    const char* prio = std::getenv("RINGCAST_GPU_BENCH_PRIORITY");
+    if (prio != nullptr && std::string(prio) == "high") {
+        int least = 0, greatest = 0;
+        CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        CU(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+    } else {
+        CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    }
+    return s;
+}
+
 WaitOptions spinning() {
     WaitOptions w;
     w.kind = WaitKind::spin_yield;  // the GPU side is polled too: compare like with like
@@ -111,6 +144,7 @@ int drain_role(const std::string& name) {  // peeks and releases every message, 
 }
 
 int echo_role(const std::string& ping, const std::string& pong, std::size_t n) {  // ring -> device -> ring
+    apply_scheduling();  // the same setup as the measuring process
     ReaderOptions ro;
     ro.create_timeout = 30s;
     ro.wait = spinning();
@@ -122,8 +156,7 @@ int echo_role(const std::string& ping, const std::string& pong, std::size_t n) {
     Writer w = Writer::create(pong, so, wo);
     DeviceReader dr(r, cuda());
     DeviceWriter dw(w, cuda());
-    cudaStream_t s;
-    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = make_stream();
     void* buf = nullptr;
     CU(cudaMalloc(&buf, n));
     for (;;) {
@@ -144,24 +177,174 @@ std::string size_label(std::size_t n) {
     return n >= (1 << 20) ? std::to_string(n >> 20) + " MiB" : std::to_string(n >> 10) + " KiB";
 }
 
+// ---- 4 KiB hop ------------------------------------------------------------------------------------
+struct HopRuns {
+    std::vector<double> bare, p50, p99, thread_p50, thread_p99;
+};
+
+HopRuns measure_hops(int repeats, void* dev, void* pinned, cudaStream_t s) {
+    const std::size_t hop_n = 4096;
+    const int trips = 2000;
+    HopRuns h;
+    for (int rep = 0; rep < repeats; ++rep) {
+        std::vector<double> lat;
+        for (int i = 0; i < trips; ++i) {
+            const auto t0 = Clock::now();
+            CU(cudaMemcpyAsync(pinned, dev, hop_n, cudaMemcpyDeviceToHost, s));
+            CU(cudaStreamSynchronize(s));
+            CU(cudaMemcpyAsync(dev, pinned, hop_n, cudaMemcpyHostToDevice, s));
+            CU(cudaStreamSynchronize(s));
+            lat.push_back(seconds_since(t0) * 1e6);
+        }
+        h.bare.push_back(median(lat));
+        for (const bool in_process : {false, true}) {
+            const std::string tagname = std::to_string(rep) + (in_process ? "t" : "p");
+            const std::string ping = seg_name("ping") + "-" + tagname;
+            const std::string pong = seg_name("pong") + "-" + tagname;
+            SegmentOptions so;
+            so.capacity = 1 << 20;
+            WriterOptions wo;
+            wo.wait = spinning();
+            Writer w = Writer::create(ping, so, wo);
+            pid_t echo = -1;
+            std::thread echo_thread;
+            if (in_process) {
+                echo_thread = std::thread([&] { (void)echo_role(ping, pong, hop_n); });
+            } else {
+                echo = spawn_self({"--echo", ping, pong, std::to_string(hop_n)});
+            }
+            ReaderOptions ro;
+            ro.create_timeout = 30s;
+            ro.wait = spinning();
+            Reader r = Reader::attach(pong, 0, ro);
+            std::vector<double> hops;
+            {
+                DeviceWriter dw(w, cuda());
+                DeviceReader dr(r, cuda());
+                void* back = nullptr;
+                CU(cudaMalloc(&back, hop_n));
+                for (int i = -100; i < trips; ++i) {  // 100 warm-up trips
+                    const auto t0 = Clock::now();
+                    if (dw.publish(dev, hop_n, s, 10s, std::uint64_t(i)) != Status::ok) std::exit(4);
+                    if (dr.receive(back, hop_n, s, 10s).status != Status::ok) std::exit(4);
+                    if (i >= 0) hops.push_back(seconds_since(t0) * 1e6 / 2);
+                }
+                CU(cudaFree(back));
+            }
+            w.close();
+            if (in_process) {
+                echo_thread.join();
+            } else {
+                wait_exit(echo);
+            }
+            std::sort(hops.begin(), hops.end());
+            (in_process ? h.thread_p50 : h.p50).push_back(hops[hops.size() / 2]);
+            (in_process ? h.thread_p99 : h.p99).push_back(hops[hops.size() * 99 / 100]);
+        }
+    }
+    return h;
+}
+
+void print_hops(const HopRuns& h, const std::string& setup, bool header) {
+    if (header) {
+        std::printf("\n## 4 KiB hop device -> ring -> other process -> device, µs (per repeat)\n");
+        std::printf("# setup 'default': the processes as they are. A row 'MPS ...' (device_run.sh appends it) runs the same\n"
+                    "# benchmark with the CUDA MPS daemon started first (nvidia-cuda-mps-control -d; docs/gpu.md): the\n"
+                    "# processes then share one GPU context instead of the GPU switching between theirs.\n");
+        std::printf("| setup | repeat | hop p50 | hop p99 | hop p50, echo in a thread | its p99 | two bare copies + syncs p50 | "
+                    "hop / (2 x bare) | thread hop / (2 x bare) |\n|---|---|---|---|---|---|---|---|---|\n");
+    }
+    for (std::size_t rep = 0; rep < h.p50.size(); ++rep)
+        std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", setup.c_str(), rep, h.p50[rep],
+                    h.p99[rep], h.thread_p50[rep], h.thread_p99[rep], h.bare[rep], h.p50[rep] / (2 * h.bare[rep]),
+                    h.thread_p50[rep] / (2 * h.bare[rep]));
+}
+
+// The setup label of the rows: what the user did, plus the env knobs of this run.
+std::string setup_label(std::string base) {
+    if (const char* v = std::getenv("RINGCAST_GPU_BENCH_SCHED")) base += std::string(", cudaDeviceSchedule ") + v;
+    if (const char* v = std::getenv("RINGCAST_GPU_BENCH_PRIORITY")) base += std::string(", stream priority ") + v;
+    return base;
+}
+
+// ---- large messages: device -> ring -> device, writer and reader threads --------------------------
+enum class ReceiveWay { records, reassembled };
+
+double pipe_gbps(std::size_t ring_capacity, std::size_t n, int iters, ReceiveWay way, void* src, void* dst) {
+    static int serial = 0;
+    const std::string name = seg_name("pipe") + "-" + std::to_string(serial++);
+    SegmentOptions so;
+    so.capacity = ring_capacity;
+    WriterOptions wo;
+    wo.wait = spinning();
+    Writer w = Writer::create(name, so, wo);
+    ReaderOptions ro;
+    ro.wait = spinning();
+    Reader r = Reader::attach(name, 0, ro);
+    std::thread writer([&] {
+        cudaStream_t ws = make_stream();
+        {
+            DeviceWriter dw(w, cuda());
+            for (int i = 0; i <= iters; ++i)
+                if (dw.publish(src, n, ws, 60s, std::uint64_t(i)) != Status::ok) std::exit(5);
+        }
+        CU(cudaStreamDestroy(ws));
+    });
+    cudaStream_t rs = make_stream();
+    double secs = 0;
+    {
+        DeviceReader dr(r, cuda());
+        const auto one = [&] {
+            if (way == ReceiveWay::records) {
+                if (dr.receive(dst, n, rs, 60s).status != Status::ok) std::exit(5);
+                return;
+            }
+            const Message m = r.peek(60s);  // fragments reassembled into the Reader's heap buffer
+            if (m.status != Status::ok) std::exit(5);
+            CU(cudaMemcpyAsync(dst, m.bytes.data(), m.bytes.size(), cudaMemcpyHostToDevice, rs));
+            CU(cudaStreamSynchronize(rs));
+            r.release();
+        };
+        one();  // warm-up (and the writer's registration)
+        const auto t0 = Clock::now();
+        for (int i = 0; i < iters; ++i) one();
+        secs = seconds_since(t0);
+    }
+    writer.join();
+    CU(cudaStreamDestroy(rs));
+    return double(n) * iters / secs / 1e9;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc >= 3 && std::string(argv[1]) == "--drain") return drain_role(argv[2]);
     if (argc >= 5 && std::string(argv[1]) == "--echo") return echo_role(argv[2], argv[3], std::strtoull(argv[4], nullptr, 10));
     const int repeats = argc >= 2 ? std::atoi(argv[1]) : 3;
+    const bool hop_only = argc >= 4 && std::string(argv[2]) == "--hop-only";
 
     const Capabilities caps = probe(cuda());
     if (!caps.usable) {
         std::printf("ringcast_gpu_bench: no usable GPU, nothing measured: %s\n", caps.summary().c_str());
         return 0;
     }
+    apply_scheduling();
+    if (hop_only) {
+        cudaStream_t s = make_stream();
+        void* dev = nullptr;
+        void* pinned = nullptr;
+        CU(cudaMalloc(&dev, 4096));
+        CU(cudaMallocHost(&pinned, 4096));
+        print_hops(measure_hops(repeats, dev, pinned, s), setup_label(argv[3]), false);
+        CU(cudaFreeHost(pinned));
+        CU(cudaFree(dev));
+        return 0;
+    }
     std::printf("# %s\n# repeats %d; each value: ~1 GB of copies (>= 20), GB/s = 1e9 B/s\n", caps.summary().c_str(), repeats);
 
     const std::vector<std::size_t> sizes = {64 << 10, 1 << 20, 16 << 20, 256 << 20};
     const std::size_t max_n = sizes.back();
-    cudaStream_t s;
-    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = make_stream();
     void* dev = nullptr;
     void* pinned = nullptr;
     CU(cudaMalloc(&dev, max_n));
@@ -210,66 +393,20 @@ int main(int argc, char** argv) {
     pub.close();
     const int drain_rc = wait_exit(drainer);
 
-    // ---- latency: 4 KiB hop ---------------------------------------------------------------------
-    const std::size_t hop_n = 4096;
-    const int trips = 2000;
-    std::vector<double> bare_us, hop_us_p50, hop_us_p99, thread_hop_p50, thread_hop_p99;
+    // ---- large messages through a small ring ---------------------------------------------------------
+    const std::size_t pipe_n = 128 << 20;
+    void* dev_dst = nullptr;
+    CU(cudaMalloc(&dev_dst, pipe_n));
+    std::vector<double> pipe_one, pipe_records, pipe_reassembled;
     for (int rep = 0; rep < repeats; ++rep) {
-        std::vector<double> lat;
-        for (int i = 0; i < trips; ++i) {
-            const auto t0 = Clock::now();
-            CU(cudaMemcpyAsync(pinned, dev, hop_n, cudaMemcpyDeviceToHost, s));
-            CU(cudaStreamSynchronize(s));
-            CU(cudaMemcpyAsync(dev, pinned, hop_n, cudaMemcpyHostToDevice, s));
-            CU(cudaStreamSynchronize(s));
-            lat.push_back(seconds_since(t0) * 1e6);
-        }
-        bare_us.push_back(median(lat));
-        for (const bool in_process : {false, true}) {
-            const std::string tagname = std::to_string(rep) + (in_process ? "t" : "p");
-            const std::string ping = seg_name("ping") + "-" + tagname;
-            const std::string pong = seg_name("pong") + "-" + tagname;
-            SegmentOptions so;
-            so.capacity = 1 << 20;
-            WriterOptions wo;
-            wo.wait = spinning();
-            Writer w = Writer::create(ping, so, wo);
-            pid_t echo = -1;
-            std::thread echo_thread;
-            if (in_process) {
-                echo_thread = std::thread([&] { (void)echo_role(ping, pong, hop_n); });
-            } else {
-                echo = spawn_self({"--echo", ping, pong, std::to_string(hop_n)});
-            }
-            ReaderOptions ro;
-            ro.create_timeout = 30s;
-            ro.wait = spinning();
-            Reader r = Reader::attach(pong, 0, ro);
-            std::vector<double> hops;
-            {
-                DeviceWriter dw(w, cuda());
-                DeviceReader dr(r, cuda());
-                void* back = nullptr;
-                CU(cudaMalloc(&back, hop_n));
-                for (int i = -100; i < trips; ++i) {  // 100 warm-up trips
-                    const auto t0 = Clock::now();
-                    if (dw.publish(dev, hop_n, s, 10s, std::uint64_t(i)) != Status::ok) return 4;
-                    if (dr.receive(back, hop_n, s, 10s).status != Status::ok) return 4;
-                    if (i >= 0) hops.push_back(seconds_since(t0) * 1e6 / 2);
-                }
-                CU(cudaFree(back));
-            }
-            w.close();
-            if (in_process) {
-                echo_thread.join();
-            } else {
-                wait_exit(echo);
-            }
-            std::sort(hops.begin(), hops.end());
-            (in_process ? thread_hop_p50 : hop_us_p50).push_back(hops[hops.size() / 2]);
-            (in_process ? thread_hop_p99 : hop_us_p99).push_back(hops[hops.size() * 99 / 100]);
-        }
+        pipe_one.push_back(pipe_gbps(1ull << 30, pipe_n, 8, ReceiveWay::records, dev, dev_dst));
+        pipe_records.push_back(pipe_gbps(32 << 20, pipe_n, 8, ReceiveWay::records, dev, dev_dst));
+        pipe_reassembled.push_back(pipe_gbps(32 << 20, pipe_n, 4, ReceiveWay::reassembled, dev, dev_dst));
     }
+    CU(cudaFree(dev_dst));
+
+    // ---- latency: 4 KiB hop ---------------------------------------------------------------------
+    const HopRuns hops = measure_hops(repeats, dev, pinned, s);
 
     // ---- report ------------------------------------------------------------------------------------
     const auto runs_of = [&](const std::string& k) {
@@ -298,15 +435,27 @@ int main(int argc, char** argv) {
             if (has_pub) std::printf("%.2fx | %.2fx |\n", pb / pin, pb / pg); else std::printf("- | - |\n");
         }
     }
-    std::printf("\n## 4 KiB hop device -> ring -> other process -> device, µs (per repeat)\n");
-    std::printf("| repeat | hop p50 | hop p99 | hop p50, echo in a thread | its p99 | two bare copies + syncs p50 | "
-                "hop / (2 x bare) | thread hop / (2 x bare) |\n|---|---|---|---|---|---|---|---|\n");
-    for (int rep = 0; rep < repeats; ++rep)
-        std::printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", rep, hop_us_p50[rep], hop_us_p99[rep],
-                    thread_hop_p50[rep], thread_hop_p99[rep], bare_us[rep], hop_us_p50[rep] / (2 * bare_us[rep]),
-                    thread_hop_p50[rep] / (2 * bare_us[rep]));
+    const auto list = [](const std::vector<double>& v) {
+        std::string out;
+        for (double x : v) {
+            char b[32];
+            std::snprintf(b, sizeof b, "%s%.2f", out.empty() ? "" : " ", x);
+            out += b;
+        }
+        return out;
+    };
+    std::printf("\n## 128 MiB messages device -> ring -> device (writer and reader threads), GB/s: median (every repeat)\n");
+    std::printf("| ring | reader | GB/s | / one record |\n|---|---|---|---|\n");
+    const double one = median(pipe_one);
+    std::printf("| 1 GiB (one record) | receive() | %.2f (%s) | 1.00x |\n", one, list(pipe_one).c_str());
+    std::printf("| 32 MiB (17 records of 8 MiB) | receive(): one DMA per record, window %zu | %.2f (%s) | %.2fx |\n",
+                DeviceReader::kCopyWindow, median(pipe_records), list(pipe_records).c_str(), median(pipe_records) / one);
+    std::printf("| 32 MiB (17 records of 8 MiB) | Reader::peek reassembly + one copy (the old receive) | %.2f (%s) | %.2fx |\n",
+                median(pipe_reassembled), list(pipe_reassembled).c_str(), median(pipe_reassembled) / one);
     std::printf("\n# drainer exit %d; targets: ring and publish >= 0.95x pinned and >= 1.5x pageable at >= 1 MiB; hop <= 2x two bare copies\n",
                 drain_rc);
+    // Last, so that device_run.sh can append the rows of the setups a user chooses (MPS) to this table.
+    print_hops(hops, setup_label("default: two processes, each its own CUDA context"), true);
     CU(cudaFreeHost(pinned));
     CU(cudaFree(dev));
     return 0;

@@ -10,7 +10,8 @@
 //   5. the same w2..w3 on the publish bell, if one is set (the gather doorbell): after EVERY record,
 //      fragments included, so a collector asleep on the bell sees a reply that fills the ring
 //      before it is complete (the worker would otherwise wait for space the collector never frees)
-// Release order (Reader::release → Reader::store_head):
+// Release order (Reader::release, or release_fragments / abandon_fragments of record-by-record
+// reading, → Reader::store_head):
 //   1. the reader is done with the bytes (plain loads)
 //   2. head.exchange(new_head, seq_cst)     ← a release; pairs with the writer's acquire loads of
 //                                              heads: it overwrites those bytes only after seeing this
@@ -102,6 +103,19 @@ struct Message {
     Status status = Status::timed_out;
     std::span<const std::byte> bytes{};  // valid until release(); empty unless status == ok
     std::uint64_t tag = 0;
+};
+
+// One record of a message, where it lies in the ring (Reader::peek_fragment): a message of one record
+// is one fragment (offset 0, last()); a fragmented message is one per record, in order.
+struct Fragment {
+    Status status = Status::timed_out;
+    std::span<const std::byte> bytes{};  // this record's part of the message; valid until released
+    std::uint64_t offset = 0;            // where `bytes` go in the message
+    std::uint64_t total = 0;             // the whole message's size (every fragment carries it)
+    std::uint64_t tag = 0;
+    std::uint64_t release_mark = 0;      // Reader::release_fragments(release_mark) frees this record and all before it
+    bool withdrawn = false;              // the writer gave the message up part way: drop it (bytes empty)
+    [[nodiscard]] bool last() const noexcept { return status == Status::ok && !withdrawn && offset + bytes.size() == total; }
 };
 
 // ===================================================================================================
@@ -275,6 +289,26 @@ public:
     [[nodiscard]] Status read(std::vector<std::byte>& into, std::chrono::nanoseconds timeout = kForever,
                               std::uint64_t* tag = nullptr);
 
+    // Record-by-record reading, for callers that move each record elsewhere themselves (GPU interop: one
+    // DMA per record, no reassembly copy): the next record of the message being read. Nothing is
+    // released: its bytes stay valid, and the writer cannot overwrite them, until release_fragments()
+    // with its release_mark (or a later one), so several records may be held while their copies run.
+    // While any is held it does not wait (as with a zero timeout): a held record may be the very space
+    // the writer needs to publish the next one, so waiting while holding could wait forever — release
+    // what is done, then wait. withdrawn: the writer gave the message up (an abort record): drop what
+    // arrived of it (release its mark too). closed in the middle of a message: it never completes.
+    // A new message does not start while records of the previous one are held (Error(protocol)); nor
+    // while peek() has a message open, and peek() refuses while a message is open here.
+    [[nodiscard]] Fragment peek_fragment(std::chrono::nanoseconds timeout = kForever);
+    // Frees the records up to `mark` (a release_mark peek_fragment returned, not below an earlier one).
+    void release_fragments(std::uint64_t mark);
+    // Hands the message being read back, none of it released yet (Error(protocol) otherwise): the next
+    // peek() or peek_fragment() returns it from its start (a caller that found no room for it).
+    void rewind_fragments();
+    // Gives the message being read up: frees every record handed out; the rest of its records are
+    // skipped by the next peek() / peek_fragment() (as by a rank that attached in mid-message).
+    void abandon_fragments();
+
     void cancel() noexcept;
     void clear_cancel() noexcept { cancelled_.get().store(false, std::memory_order_release); }
 
@@ -315,6 +349,17 @@ private:
     void check_writer() const;
     static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
     [[noreturn]] void corrupt(const std::string& why) const;
+    // The header of the record at head_ (cached_tail_ > head_), checked against what the writer can have
+    // published: a corrupt header must not make us read outside the ring or past the tail.
+    struct RecordAt {
+        std::uint32_t kind;
+        std::uint64_t length;  // payload bytes (padding: to the ring's end)
+        std::uint64_t tag;
+        const std::byte* payload;
+        std::uint64_t end;     // head_ after this record
+    };
+    [[nodiscard]] RecordAt record_at_head() const;
+    [[noreturn]] void refuse_fragment_mix(const char* call) const;
 
     Segment segment_;
     ReaderOptions options_;
@@ -339,6 +384,14 @@ private:
     std::uint64_t assembly_filled_ = 0;    // bytes copied so far
     std::uint64_t assembly_tag_ = 0;
     bool assembling_ = false;
+    // Record-by-record reading (peek_fragment). The shared head lags head_ while records are held.
+    bool streaming_ = false;              // a fragmented message is open: its first record handed out, not its last
+    bool fragments_held_ = false;         // records handed out and not yet released (shared head < head_)
+    bool message_partly_released_ = false;  // release_fragments freed part of the open message (no rewind)
+    std::uint64_t stream_total_ = 0;
+    std::uint64_t stream_offset_ = 0;     // message bytes handed out so far
+    std::uint64_t stream_tag_ = 0;
+    std::uint64_t message_end_mark_ = 0;  // release_mark of a handed-out last record: its release counts the message
     std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
     std::unique_ptr<EventfdSignaller> writer_eventfd_;  // a copy of the writer's eventfd (space wakes)

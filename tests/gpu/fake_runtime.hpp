@@ -23,6 +23,15 @@ struct FakeDevice {
     std::chrono::microseconds delay{1500};
     std::atomic<bool> lying_events{false};
     std::atomic<std::uint64_t> queued{0}, done{0}, registered{0}, unregistered{0};
+    // memcpy_async number `fail_copy_number` (1-based, 0: none) is refused with kCopyFailed.
+    static constexpr int kCopyFailed = 601;
+    std::atomic<std::uint64_t> fail_copy_number{0}, copy_calls{0};
+    // The most copies queued and not yet done at once (a reader's window of copies in flight).
+    std::atomic<std::uint64_t> max_in_flight{0};
+    // Copies whose host side lies outside [host_lo, host_hi) (a staged copy, not one from the ring).
+    const std::byte* host_lo = nullptr;
+    const std::byte* host_hi = nullptr;
+    std::atomic<std::uint64_t> host_side_outside{0};
 
     struct Copy {
         void* dst;
@@ -85,11 +94,17 @@ inline const Runtime& fake_runtime() {
         [](void*, std::size_t, bool) { g_fake->registered++; return 0; },
         [](void*) { g_fake->unregistered++; return 0; },
         [](void** d, void* h) { *d = h; return 0; },
-        [](void* dst, const void* src, std::size_t n, CopyKind, Stream) {
+        [](void* dst, const void* src, std::size_t n, CopyKind kind, Stream) {
+            if (++g_fake->copy_calls == g_fake->fail_copy_number.load()) return FakeDevice::kCopyFailed;
+            const auto* host = static_cast<const std::byte*>(kind == CopyKind::host_to_device ? src : dst);
+            if (g_fake->host_lo != nullptr && (host < g_fake->host_lo || host + n > g_fake->host_hi))
+                g_fake->host_side_outside++;
             {
                 std::lock_guard g(g_fake->m);
                 g_fake->copies.push_back({dst, src, n});
                 g_fake->queued++;
+                const std::uint64_t ahead = g_fake->queued.load() - g_fake->done.load();
+                if (ahead > g_fake->max_in_flight.load()) g_fake->max_in_flight = ahead;
             }
             g_fake->cv.notify_all();
             return 0;

@@ -2,6 +2,7 @@
 // answers on a machine without a usable GPU. Runs everywhere, GPU or not; no CUDA compiler needed.
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -270,6 +271,291 @@ TEST(CoreWriteFilled, ResumesAFragmentedMessageAfterATimeout) {
         assembled.assign(m.bytes.begin(), m.bytes.end());
     }
     EXPECT_TRUE(assembled.size() == total && is_pattern(assembled)) << "a resumed fill restarted or skipped bytes";
+}
+
+// ---- record by record: Reader::peek_fragment (the core) and DeviceReader::receive on it -------------
+namespace {
+// Message bytes that depend on (seed, offset) only: a resumed or reordered write shows.
+struct SeededFill {
+    std::uint8_t seed = 0;
+    static void fill(void* self, std::span<std::byte> dst, std::uint64_t offset) {
+        const unsigned seed = static_cast<SeededFill*>(self)->seed;
+        for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<std::byte>(((offset + i) * 7 + seed) % 251);
+    }
+};
+bool is_seeded(std::span<const std::byte> b, std::uint8_t seed, std::uint64_t offset = 0) {
+    for (std::size_t i = 0; i < b.size(); ++i)
+        if (b[i] != static_cast<std::byte>(((offset + i) * 7 + seed) % 251)) return false;
+    return true;
+}
+Status write_seeded(Writer& w, std::uint64_t n, std::uint8_t seed, std::chrono::nanoseconds timeout = kForever,
+                    std::uint64_t tag = 0, WriteProgress* progress = nullptr) {
+    SeededFill f{seed};
+    return w.write_filled(n, &SeededFill::fill, &f, timeout, tag, progress);
+}
+// Records a message of `total` bytes takes (write_stream: the first carries the 8-byte total).
+std::uint64_t records_of(std::uint64_t total, std::uint64_t max_reserve) {
+    if (total <= max_reserve) return 1;
+    const std::uint64_t first = max_reserve - layout::kFragmentPrefix;
+    return 1 + (total - first + max_reserve - 1) / max_reserve;
+}
+template <class F>
+ErrorCode error_code_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    ADD_FAILURE() << "no Error thrown";
+    return ErrorCode::system;
+}
+}  // namespace
+
+TEST(CoreFragments, HandedOutInPlaceAndHeldUntilReleased) {
+    ringcast::test::ScopedName name("frag-core");
+    SegmentOptions so;
+    so.capacity = kCapacity;  // records up to 256 KiB - 16: 600 KiB is 3 records
+    Writer w = Writer::create(name, so);
+    Reader r = Reader::attach(name, 0);
+    const std::byte* ring_lo = r.segment().data();
+    const std::uint64_t total = 600 * 1024;
+    ASSERT_EQ(write_seeded(w, total, 1, kForever, 77), Status::ok);
+    std::vector<Fragment> got;
+    std::uint64_t offset = 0;
+    for (;;) {
+        const Fragment f = r.peek_fragment(0ns);
+        ASSERT_EQ(f.status, Status::ok);
+        EXPECT_FALSE(f.withdrawn);
+        EXPECT_EQ(f.total, total);
+        EXPECT_EQ(f.tag, 77u);
+        EXPECT_EQ(f.offset, offset);
+        EXPECT_TRUE(f.bytes.data() >= ring_lo && f.bytes.data() + f.bytes.size() <= ring_lo + r.segment().size())
+            << "a fragment outside the ring: a copy was made";
+        EXPECT_TRUE(is_seeded(f.bytes, 1, f.offset));
+        offset += f.bytes.size();
+        got.push_back(f);
+        if (f.last()) break;
+        ASSERT_LT(got.size(), 10u);
+    }
+    EXPECT_EQ(got.size(), 3u);
+    EXPECT_EQ(offset, total);
+    // The next message may not start while these are held.
+    EXPECT_EQ(error_code_of([&] { (void)r.peek_fragment(0ns); }), ErrorCode::protocol);
+    EXPECT_EQ(error_code_of([&] { (void)r.peek(0ns); }), ErrorCode::protocol);
+    EXPECT_EQ(error_code_of([&] { r.release_fragments(got[2].release_mark + 64); }), ErrorCode::protocol);
+    // Held means held: the writer fills what is free, then finds no room; the held bytes stay intact.
+    const std::vector<std::byte> small(32 * 1024, std::byte{9});
+    int fit = 0;
+    while (w.write(small, 0ns) == Status::ok) ASSERT_LT(++fit, 64);
+    EXPECT_EQ(w.write(small, 20ms), Status::timed_out);
+    for (const Fragment& f : got) EXPECT_TRUE(is_seeded(f.bytes, 1, f.offset)) << "a held record was overwritten";
+    // Releasing the first record (and only it) makes room for about its size.
+    r.release_fragments(got[0].release_mark);
+    int more = 0;
+    while (w.write(small, 0ns) == Status::ok) ASSERT_LT(++more, 64);
+    EXPECT_GE(more, 6);
+    EXPECT_LE(more, 9);
+    EXPECT_TRUE(is_seeded(got[1].bytes, 1, got[1].offset) && is_seeded(got[2].bytes, 1, got[2].offset));
+    r.release_fragments(got[2].release_mark);
+    for (int k = 0; k < fit + more; ++k) {  // the small messages, through the plain path again
+        std::vector<std::byte> m;
+        ASSERT_EQ(r.read(m, 0ns), Status::ok);
+        EXPECT_EQ(m, small);
+    }
+    EXPECT_EQ(r.peek(0ns).status, Status::timed_out);
+}
+
+TEST(CoreFragments, WithdrawnRewoundAndAbandonedMessages) {
+    ringcast::test::ScopedName name("frag-core-2");
+    SegmentOptions so;
+    so.capacity = kCapacity;
+    Writer w = Writer::create(name, so);
+    Reader r = Reader::attach(name, 0);
+    // Only the first record of a message is out (its second fill throws): holding it, the reader
+    // does not wait for the next one, however long the timeout (the writer may need the space).
+    struct FailSecond {
+        static void fill(void*, std::span<std::byte> dst, std::uint64_t offset) {
+            if (offset != 0) throw std::runtime_error("fill failed");
+            std::memset(dst.data(), 1, dst.size());
+        }
+    };
+    EXPECT_THROW((void)w.write_filled(600 * 1024, &FailSecond::fill, nullptr), std::runtime_error);
+    const Fragment first = r.peek_fragment(0ns);
+    ASSERT_EQ(first.status, Status::ok);
+    EXPECT_FALSE(first.last());
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(r.peek_fragment(5s).status, Status::timed_out);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "waited while holding a record";
+    // The next write withdraws the message (an abort record): reported once, then the next message.
+    ASSERT_EQ(write_seeded(w, 100, 2, 0ns, 5), Status::ok);
+    const Fragment withdrawn = r.peek_fragment(0ns);
+    ASSERT_EQ(withdrawn.status, Status::ok);
+    EXPECT_TRUE(withdrawn.withdrawn);
+    EXPECT_FALSE(withdrawn.last());
+    r.release_fragments(withdrawn.release_mark);
+    const Fragment next = r.peek_fragment(0ns);
+    ASSERT_EQ(next.status, Status::ok);
+    EXPECT_TRUE(next.last() && next.offset == 0 && next.total == 100 && next.tag == 5u && is_seeded(next.bytes, 2));
+    r.release_fragments(next.release_mark);
+    // Rewind: nothing released yet, so peek() gets the whole message afterwards.
+    ASSERT_EQ(write_seeded(w, 600 * 1024, 3), Status::ok);
+    ASSERT_EQ(r.peek_fragment(0ns).status, Status::ok);
+    r.rewind_fragments();
+    Message m = r.peek(0ns);
+    ASSERT_EQ(m.status, Status::ok);
+    EXPECT_TRUE(m.bytes.size() == 600 * 1024 && is_seeded(m.bytes, 3)) << "rewind lost or repeated bytes";
+    EXPECT_EQ(error_code_of([&] { (void)r.peek_fragment(0ns); }), ErrorCode::protocol);  // peek() has it open
+    r.release();
+    // Part released: no rewind; abandon skips the rest of it.
+    ASSERT_EQ(write_seeded(w, 600 * 1024, 4), Status::ok);
+    ASSERT_EQ(write_seeded(w, 1000, 5), Status::ok);
+    const Fragment a = r.peek_fragment(0ns);
+    r.release_fragments(a.release_mark);
+    ASSERT_EQ(r.peek_fragment(0ns).status, Status::ok);
+    EXPECT_EQ(error_code_of([&] { r.rewind_fragments(); }), ErrorCode::protocol);
+    r.abandon_fragments();
+    m = r.peek(0ns);
+    ASSERT_EQ(m.status, Status::ok);
+    EXPECT_TRUE(m.bytes.size() == 1000 && is_seeded(m.bytes, 5)) << "the abandoned message's rest was delivered";
+    r.release();
+}
+
+// DeviceReader::receive on the fake device: each record is copied straight from the ring to its offset
+// (the host side of every copy lies in the ring), several copies are in flight at once, the ring is
+// far smaller than the message, and a record is released only after ITS copy landed — with lying
+// events (the negative control) the writer overwrites records the late copies still read.
+TEST(GpuReceive, RecordsGoFromTheRingToTheirOffsetReleasedOnlyAfterTheirCopy) {
+#if defined(__SANITIZE_THREAD__)
+    for (const bool lying : {false}) {  // the negative control races on purpose (see above)
+#else
+    for (const bool lying : {false, true}) {
+#endif
+        ringcast::test::ScopedName name("gpu-frag-recv");
+        SegmentOptions so;
+        so.capacity = kCapacity;  // 1 MiB ring, messages of 3 MiB: 12-13 records each
+        Writer w = Writer::create(name, so);
+        Reader r = Reader::attach(name, 0);
+        gpu::test::FakeDevice fake;
+        gpu::test::g_fake = &fake;
+        fake.delay = std::chrono::microseconds(400);
+        fake.lying_events = lying;
+        fake.host_lo = r.segment().data();
+        fake.host_hi = r.segment().data() + r.segment().size();
+        constexpr int kMessages = 4;
+        const auto size_of = [](int k) { return std::uint64_t{3 << 20} + 1000 * k; };
+        std::thread writer([&] {
+            for (int k = 0; k < kMessages; ++k)
+                if (write_seeded(w, size_of(k), static_cast<std::uint8_t>(k + 1), 20s, k) != Status::ok) return;
+        });
+        int torn = 0;
+        std::uint64_t records = 0;
+        {
+            DeviceReader dr(r, gpu::test::fake_runtime());
+            std::byte* dst = fake.arena.data() + (16 << 20);
+            for (int k = 0; k < kMessages; ++k) {
+                const Received got = dr.receive(dst, 32 << 20, nullptr, 20s);
+                ASSERT_EQ(got.status, Status::ok);
+                EXPECT_EQ(got.size, size_of(k));
+                EXPECT_EQ(got.tag, static_cast<std::uint64_t>(k));
+                while (fake.done.load() < fake.queued.load()) std::this_thread::sleep_for(100us);
+                if (!is_seeded({dst, got.size}, static_cast<std::uint8_t>(k + 1))) ++torn;
+                records += records_of(size_of(k), w.max_reserve());
+            }
+        }
+        writer.join();
+        std::printf("[ info ] %s events: %d of %d messages torn, %llu copies for %llu records, at most %llu in flight\n",
+                    lying ? "lying" : "honest", torn, kMessages, (unsigned long long)fake.queued.load(),
+                    (unsigned long long)records, (unsigned long long)fake.max_in_flight.load());
+        if (!lying) {
+            EXPECT_EQ(torn, 0);
+            EXPECT_EQ(fake.queued.load(), records) << "not one copy per record";
+            EXPECT_EQ(fake.host_side_outside.load(), 0u) << "a copy from outside the ring: staged, not from the record";
+            EXPECT_GE(fake.max_in_flight.load(), 2u) << "the copies did not overlap (no window)";
+            EXPECT_LE(fake.max_in_flight.load(), DeviceReader::kCopyWindow);
+        } else {
+            EXPECT_GT(torn, 0) << "negative control: releasing before the copy landed must show";
+        }
+    }
+}
+
+TEST(GpuReceive, RefusalsLeaveTheMessageAFailedCopyConsumesIt) {
+    ringcast::test::ScopedName name("gpu-frag-fail");
+    SegmentOptions so;
+    so.capacity = kCapacity;
+    Writer w = Writer::create(name, so);
+    Reader r = Reader::attach(name, 0);
+    gpu::test::FakeDevice fake;
+    gpu::test::g_fake = &fake;
+    fake.delay = std::chrono::microseconds(200);
+    DeviceReader dr(r, gpu::test::fake_runtime());
+    std::byte* dst = fake.arena.data() + (16 << 20);
+    ASSERT_EQ(write_seeded(w, 600 * 1024, 9, 0ns, 1), Status::ok);  // fragmented, fits the ring
+    try {
+        (void)dr.receive(dst, 600 * 1024 - 1, nullptr, 0ns);
+        ADD_FAILURE() << "a message larger than the buffer was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::message_too_large);
+        EXPECT_NE(std::string(e.what()).find("left unconsumed"), std::string::npos) << e.what();
+    }
+    std::vector<std::byte> host(1 << 20);
+    try {
+        (void)dr.receive(host.data(), host.size(), nullptr, 0ns);
+        ADD_FAILURE() << "a host destination was accepted";
+    } catch (const DeviceError& e) {
+        EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find("not device memory"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fake.queued.load(), 0u) << "a refused receive started a copy";
+    Received got = dr.receive(dst, 32 << 20, nullptr, 0ns);  // both refusals left it whole
+    ASSERT_EQ(got.status, Status::ok);
+    EXPECT_TRUE(got.size == 600 * 1024 && got.tag == 1u && is_seeded({dst, got.size}, 9));
+    // The second record's copy fails in a message 3x the ring: the message is consumed with the
+    // error said, the rest of its records skipped, and the next message arrives intact.
+    fake.fail_copy_number = fake.copy_calls.load() + 2;
+    std::thread writer([&] {
+        if (write_seeded(w, 3 << 20, 10, 20s, 2) == Status::ok) (void)write_seeded(w, 5000, 11, 20s, 3);
+    });
+    try {
+        (void)dr.receive(dst, 32 << 20, nullptr, 20s);
+        ADD_FAILURE() << "a failed copy went unreported";
+    } catch (const DeviceError& e) {
+        EXPECT_NE(std::string(e.what()).find("was consumed"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(dr.receiving());
+    got = dr.receive(dst, 32 << 20, nullptr, 20s);
+    writer.join();
+    ASSERT_EQ(got.status, Status::ok);
+    EXPECT_TRUE(got.size == 5000 && got.tag == 3u && is_seeded({dst, got.size}, 11));
+    EXPECT_EQ(r.peek(0ns).status, Status::timed_out);
+}
+
+TEST(GpuReceive, ATimeoutInTheMiddleResumesIntoTheSameBuffer) {
+    ringcast::test::ScopedName name("gpu-frag-resume");
+    SegmentOptions so;
+    so.capacity = kCapacity;
+    Writer w = Writer::create(name, so);
+    Reader r = Reader::attach(name, 0);
+    gpu::test::FakeDevice fake;
+    gpu::test::g_fake = &fake;
+    fake.delay = std::chrono::microseconds(200);
+    DeviceReader dr(r, gpu::test::fake_runtime());
+    std::byte* dst = fake.arena.data() + (16 << 20);
+    const std::uint64_t total = 3 << 20;
+    WriteProgress progress;
+    EXPECT_EQ(write_seeded(w, total, 12, 20ms, 5, &progress), Status::timed_out);  // the ring's worth is out
+    EXPECT_EQ(dr.receive(dst, 32 << 20, nullptr, 50ms).status, Status::timed_out);
+    EXPECT_TRUE(dr.receiving());
+    EXPECT_EQ(error_code_of([&] { (void)dr.receive(dst + 64, 32 << 20, nullptr, 0ns); }), ErrorCode::protocol);
+    EXPECT_EQ(error_code_of([&] { (void)dr.peek(0ns); }), ErrorCode::protocol);
+    std::thread writer([&] {
+        for (int i = 0; i < 1000; ++i)
+            if (write_seeded(w, total, 12, 20ms, 5, &progress) == Status::ok) return;
+    });
+    const Received got = dr.receive(dst, 32 << 20, nullptr, 20s);
+    writer.join();
+    ASSERT_EQ(got.status, Status::ok);
+    EXPECT_FALSE(dr.receiving());
+    EXPECT_TRUE(got.size == total && got.tag == 5u && is_seeded({dst, total}, 12)) << "the resumed message is not intact";
 }
 
 // The real runtimes on this machine. Without a usable GPU they must say why, clearly, and the

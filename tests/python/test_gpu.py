@@ -127,6 +127,15 @@ def test_a_timed_out_dequeue_resumes_the_device_message(queue_pair):
     from ringcast import _gpu
     q, (r,) = queue_pair(1, max_chunk_bytes=256 * 1024, max_chunks=4)  # records of 256 KiB
     t = torch.arange(8 << 20, dtype=torch.int64, device="cuda")  # 64 MiB: 256 chunks
+    # ~0.1 s of GPU work queued on the current stream: the first chunk's copy follows it, so the
+    # envelope (host bytes, sent first) is there well before any chunk and the polls below land in
+    # the middle of the message for sure (an H200 run once had the writer ahead of every poll).
+    if hasattr(torch.cuda, "_sleep"):
+        torch.cuda._sleep(200_000_000)  # clock cycles: ~0.1 s at 2 GHz
+    else:
+        x = torch.ones((4096, 4096), device="cuda")
+        for _ in range(50):
+            x = x @ x
     sender = threading.Thread(target=q.enqueue, args=({"t": t, "after": 1},), kwargs={"timeout": 60})
     sender.start()
     got = None
@@ -159,3 +168,67 @@ def test_a_device_message_withdrawn_part_way_is_reported_once(queue_pair):
     with pytest.raises(RingcastError, match="withdrawn"):
         r.dequeue(timeout=5)
     assert r.dequeue(timeout=5) == {"next": 2}
+
+
+class _ArrayInterfaceOnly:
+    """A cupy-style array: nothing but ``__cuda_array_interface__`` (borrowed from a torch tensor)."""
+
+    def __init__(self, tensor):
+        self._tensor = tensor  # keeps the memory alive
+
+    @property
+    def __cuda_array_interface__(self):
+        return self._tensor.__cuda_array_interface__
+
+
+class _DLPackOnly:
+    """An array exposing nothing but DLPack (``__dlpack__`` / ``__dlpack_device__``)."""
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._tensor.__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._tensor.__dlpack_device__()
+
+
+def test_array_interface_and_dlpack_only_objects_come_back_on_the_readers_device(queue_pair):
+    """Objects that expose only one protocol (no torch.Tensor, no other attribute) go in through
+    MessageQueue.enqueue and come out as CUDA tensors on the reader's device, equal to what the
+    producer's kernels wrote right before enqueue (the copy follows the stream the protocol names).
+    Arrays larger than the ring (4 x 256 KiB records) travel in many chunks, sent from a thread."""
+    torch = _require_gpu()
+    import threading
+    for wrapper in (_ArrayInterfaceOnly, _DLPackOnly):
+        q, (r,) = queue_pair(1, max_chunk_bytes=256 * 1024, max_chunks=4)
+        sources = {
+            "f32": torch.empty((700, 500), dtype=torch.float32, device="cuda"),  # 1.4 MB: 6 chunks
+            "i64": torch.empty(4099, dtype=torch.int64, device="cuda"),
+            "u8": torch.empty((3, 5, 7), dtype=torch.uint8, device="cuda"),
+            "f16": torch.empty(1000, dtype=torch.float16, device="cuda"),
+            "b": torch.empty(33, dtype=torch.bool, device="cuda"),
+        }
+        for k, (key, t) in enumerate(sources.items()):  # queued on the current stream, not synchronized
+            t.copy_(torch.arange(t.numel(), device="cuda").reshape(t.shape) % (7 + k))
+        obj = {key: wrapper(t) for key, t in sources.items()}
+        obj["plain"] = [1, "two"]
+        assert not any(isinstance(v, torch.Tensor) for v in obj.values())
+        sender = threading.Thread(target=q.enqueue, args=(obj,), kwargs={"timeout": 30})
+        sender.start()
+        got = r.dequeue(timeout=30, device=0)
+        sender.join()
+        assert got["plain"] == [1, "two"]
+        for key, t in sources.items():
+            back = got[key]
+            assert isinstance(back, torch.Tensor), (wrapper.__name__, key, type(back))
+            assert back.device == torch.device("cuda:0"), (wrapper.__name__, key, back.device)
+            assert back.dtype == t.dtype and back.shape == t.shape, (wrapper.__name__, key, back.dtype, back.shape)
+            assert torch.equal(back, t), f"{wrapper.__name__} {key}: the bytes differ"
+        # Only contiguous arrays are sent: a transposed view is refused before anything goes out.
+        with pytest.raises(ValueError, match="contiguous"):
+            q.enqueue({"t": wrapper(sources["f32"].t())}, timeout=5)
+        q.enqueue("after", timeout=5)
+        assert r.dequeue(timeout=5) == "after"
+        print(f"{wrapper.__name__}: {len(sources)} arrays rebuilt as torch tensors on cuda:0")

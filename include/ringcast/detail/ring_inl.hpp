@@ -341,8 +341,29 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     return Status::closed;
 }
 
+// The header fields are loaded once each (a writer changing them under us cannot make two checks
+// disagree); the acquire load of tail that made cached_tail_ > head_ (poll_acquire) made them visible.
+inline Reader::RecordAt Reader::record_at_head() const {
+    const std::uint64_t pos = head_ & mask_;
+    const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
+    const std::uint64_t length = h.length;
+    const std::uint32_t kind = h.kind;
+    const std::uint64_t tag = h.tag;
+    const std::uint64_t to_end = capacity_ - pos;  // >= one header: head_ is aligned (checked at attach)
+    const std::byte* payload = layout::record_payload(static_cast<const std::byte*>(data_), pos);
+    if (kind == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
+        if (length + sizeof(layout::RecordHeader) != to_end) corrupt("padding record does not reach the ring's end");
+        return {kind, length, 0, payload, head_ + to_end};
+    }
+    if (length > max_payload_) corrupt("record length " + std::to_string(length) + " exceeds the maximum");
+    const std::uint64_t end = head_ + layout::record_size(length);
+    if (layout::record_size(length) > to_end || end > cached_tail_) corrupt("record extends past the published tail");
+    return {kind, length, tag, payload, end};
+}
+
 inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
     if (has_pending_) return pending_;
+    if (streaming_ || fragments_held_) [[unlikely]] refuse_fragment_mix("peek()");
     Timeout timeout(timeout_ns);
     for (;;) {
         const Status s = wait_for_data(timeout);
@@ -350,23 +371,16 @@ inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
             if (s == Status::closed) assembling_ = false;  // an unfinished stream never completes
             return {s, {}, 0};
         }
-        // Validate the record against what the writer can have published: a corrupt header must
-        // not make us read outside the ring or past the tail.
-        const std::uint64_t pos = head_ & mask_;
-        const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
-        const std::uint64_t length = h.length;
-        const std::uint32_t kind = h.kind;
-        const std::uint64_t tag = h.tag;
-        const std::uint64_t to_end = capacity_ - pos;  // >= one header: head_ is aligned (checked at attach)
-        const std::byte* payload = layout::record_payload(static_cast<const std::byte*>(data_), pos);
+        const RecordAt rec = record_at_head();
+        const std::uint64_t length = rec.length;
+        const std::uint32_t kind = rec.kind;
+        const std::uint64_t tag = rec.tag;
+        const std::byte* payload = rec.payload;
+        const std::uint64_t end = rec.end;
         if (kind == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
-            if (length + sizeof(layout::RecordHeader) != to_end) corrupt("padding record does not reach the ring's end");
-            head_ += to_end;  // released together with the next record
+            head_ = end;  // released together with the next record
             continue;
         }
-        if (length > max_payload_) corrupt("record length " + std::to_string(length) + " exceeds the maximum");
-        const std::uint64_t end = head_ + layout::record_size(length);
-        if (layout::record_size(length) > to_end || end > cached_tail_) corrupt("record extends past the published tail");
         switch (static_cast<layout::RecordKind>(kind)) {
             case layout::RecordKind::message:
                 if (assembling_) corrupt("a whole message inside a fragmented one");
