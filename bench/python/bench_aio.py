@@ -1,5 +1,6 @@
-"""asyncio round trips: ringcast.aio (dequeue / enqueue awaited on the loop) vs its floor, a bare
-eventfd ping-pong through loop.add_reader, measured in the same run, alternated, every run printed.
+"""asyncio round trips: MessageQueue.enqueue_async / dequeue_async awaited on the loop (ringcast.aio) vs
+their floor, a bare eventfd ping-pong through loop.add_reader, measured in the same run, alternated,
+every run printed.
 
     PYTHONPATH=<build>/python python3 bench/python/bench_aio.py [--trips 5000] [--runs 3] [--uvloop]
 
@@ -13,7 +14,6 @@ import statistics
 import time
 
 import ringcast
-import ringcast.aio as aio
 
 
 def new_loop(use_uvloop):
@@ -87,8 +87,8 @@ def ringcast_run(trips, use_uvloop):
 
         async def echo():
             for _ in range(trips):
-                m = await aio.dequeue(inbox, timeout=10)
-                await aio.enqueue(pong, m, timeout=10)
+                m = await inbox.dequeue_async(timeout=10)
+                await pong.enqueue_async(m, timeout=10)
 
         loop.run_until_complete(echo())
         loop.close()
@@ -106,8 +106,8 @@ def ringcast_run(trips, use_uvloop):
     async def main():
         for i in range(trips):
             t0 = time.perf_counter()
-            await aio.enqueue(ping, i, timeout=10)
-            assert await aio.dequeue(inbox, timeout=10) == i
+            await ping.enqueue_async(i, timeout=10)
+            assert await inbox.dequeue_async(timeout=10) == i
             rtts.append(time.perf_counter() - t0)
 
     loop.run_until_complete(main())
@@ -132,7 +132,7 @@ def main():
     print(f"asyncio round trips, {loop_name}, {a.trips} trips x {a.runs} runs (alternated), p50 us per run; "
           f"{os.cpu_count()} cores")
     print(f"floor: eventfd + loop.add_reader ping-pong  {' '.join(f'{x:.1f}' for x in f)}")
-    print(f"ringcast aio.enqueue / aio.dequeue          {' '.join(f'{x:.1f}' for x in r)}")
+    print(f"ringcast enqueue_async / dequeue_async      {' '.join(f'{x:.1f}' for x in r)}")
     ratio = statistics.median(r) / statistics.median(f)
     print(f"ratio ringcast / floor (medians): {ratio:.2f} (target <= 1.5: {'met' if ratio <= 1.5 else 'MISSED'})")
 

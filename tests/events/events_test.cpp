@@ -448,6 +448,33 @@ TEST_P(WaitSetTest, IdleWaitTimesOut) {
     ASSERT_EQ(ready.size(), 1u);
 }
 
+// Built in one thread, used in another (one thread uses it, not necessarily its creator): the io_uring
+// ring is single-issuer (DEFER_TASKRUN) and starts disabled, so its issuer is the thread that first
+// submits. Without R_DISABLED the creator would be the issuer and this wait would fail (EEXIST).
+TEST_P(WaitSetTest, BuiltInOneThreadUsedInAnother) {
+    ScopedName name("ws-thread");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    WaitSet set(options());
+    const std::size_t id = set.add(r);
+    std::vector<std::size_t> first, second;
+    std::string error;
+    std::thread user([&] {
+        try {
+            first = set.wait(20ms);  // arms and submits: nothing there yet
+            if (w.write(payload(1), 1s) != Status::ok) error = "write failed";
+            second = set.wait(1s);
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+    });
+    user.join();
+    ASSERT_EQ(error, "");
+    EXPECT_TRUE(first.empty());
+    ASSERT_EQ(second.size(), 1u);
+    EXPECT_EQ(second[0], id);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, WaitSetTest, ::testing::Values(WaitSetBackend::epoll, WaitSetBackend::io_uring),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 

@@ -271,3 +271,268 @@ def test_the_documented_example_runs(loop_kind):
     out = subprocess.run(args, capture_output=True, text=True, timeout=60, env=os.environ)
     assert out.returncode == 0, out.stderr
     assert "('queue 0', 1000), ('queue 1', 1000)" in out.stdout, out.stdout
+
+
+# ---- the methods, large messages without a thread, the awaitable pending collect --------------------
+# QUEUE_KW gives a 64 KiB ring whose largest record is 16 KiB - 16: LARGE messages span 2..13 records
+# and up to three times the ring, so they cannot be published without waiting for the reader between
+# their records, and a cancellation can land between any two records on either side.
+N_LARGE_STREAM = 1500
+
+
+def stream_item(seq):
+    """Message `seq` of the large-message stream: every 4th one 20..200 KB, the others small; the
+    content depends on seq, so a torn, lost or duplicated message cannot pass for another."""
+    size = random.Random(seq).randrange(20_000, 200_000) if seq % 4 == 0 else seq % 97
+    return seq, (seq.to_bytes(4, "little") * (size // 4 + 1))[:size]
+
+
+async def cancel_sometimes(rng, coro, counter):
+    """Runs `coro` as a task, cancelling it at a random point 30 % of the time (before it ran, while
+    it waits, between the records of a large message). Returns (True, value) or (False, None)."""
+    task = asyncio.ensure_future(coro)
+    if rng.random() < 0.3:
+        for _ in range(rng.randrange(4)):
+            await asyncio.sleep(0)
+        task.cancel()
+    try:
+        return True, await task
+    except asyncio.CancelledError:
+        counter[0] += 1
+        return False, None
+
+
+def async_stream_writer(loop_kind, count, seed):
+    """Body for spawn_writer: enqueue_async of the stream on an asyncio loop, with random cancellations;
+    a cancelled message is withdrawn, so it is sent again."""
+    def body(q):
+        rng = random.Random(seed)
+        cancelled = [0]
+
+        async def main():
+            for seq in range(count):
+                while not (await cancel_sometimes(rng, q.enqueue_async(stream_item(seq), timeout=30), cancelled))[0]:
+                    pass
+        run(loop_kind, main())
+        assert cancelled[0] > 50, f"writer: only {cancelled[0]} cancellations"
+        assert threading.active_count() == 1, "enqueue_async started a thread"
+    return body
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_large_messages_cross_on_the_loop_with_cancellations_on_both_sides(loop_kind):
+    """A writer process awaits enqueue_async and a reader process awaits dequeue_async, both on asyncio
+    loops (no thread), over a stream mixing small messages with ones up to three times the ring; both
+    cancel awaits at random points. Every message arrives once, in order, whole: a cancelled enqueue
+    withdrew its message (also when some of its records were out), a cancelled dequeue left the records
+    it had consumed assembled for the next one."""
+    pid, r = spawn_writer(async_stream_writer(loop_kind, N_LARGE_STREAM, seed=5))
+    rng = random.Random(7)
+    cancelled = [0]
+
+    async def main():
+        seq = 0
+        while seq < N_LARGE_STREAM:
+            ok, got = await cancel_sometimes(rng, r.dequeue_async(timeout=30), cancelled)
+            if ok:
+                assert got[0] == seq, f"got message {got[0]}, expected {seq}"
+                assert got == stream_item(seq), f"message {seq} arrived with other content"
+                seq += 1
+        with pytest.raises(ringcast.ClosedError):  # the writer shut down: nothing more, nothing torn
+            await r.dequeue_async(timeout=30)
+        return threading.active_count()
+
+    assert run(loop_kind, main()) == 1, "dequeue_async started a thread"
+    assert cancelled[0] > 100, f"reader: only {cancelled[0]} cancellations"
+    assert reap(pid) == 0
+    r.shutdown()
+
+
+def test_a_large_message_needs_no_thread_and_the_loop_stays_free():
+    """enqueue_async of one message 16 times the ring, read by a slow blocking reader process: the
+    loop keeps ticking meanwhile and no thread is started (the default executor is never used)."""
+    q = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    handle = q.export_handle()
+    big = bytes(range(256)) * 4096  # 1 MiB
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            r = ringcast.MessageQueue.create_from_handle(handle, 0)
+            time.sleep(0.2)
+            assert r.dequeue(timeout=30) == big
+        except BaseException as e:  # noqa: BLE001
+            print(f"reader child: {e!r}", flush=True)
+            code = 1
+        os._exit(code)
+    ticks = [0]
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+
+        async def ticker():
+            while not stop.is_set():
+                ticks[0] += 1
+                await asyncio.sleep(0.001)
+
+        t = asyncio.ensure_future(ticker())
+        q.wait_until_ready(timeout=30)
+        await q.enqueue_async(big, timeout=30)
+        stop.set()
+        await t
+        return threading.active_count(), loop._default_executor
+
+    threads, executor = run("default", main())
+    assert threads == 1 and executor is None, "a thread (the loop's default executor) was used"
+    assert ticks[0] > 20, f"the loop was blocked ({ticks[0]} ticks)"
+    assert reap(pid) == 0
+    q.shutdown()
+
+
+def test_enqueue_async_timeout_withdraws_a_part_sent_message():
+    """A message larger than the ring times out with some records out (the reader takes them but never
+    the end): TimeoutError, and the reader never sees any of it — the next message is the next one."""
+    q = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+
+    async def main():
+        with pytest.raises(TimeoutError, match="withdrawn"):
+            await q.enqueue_async(bytes(300_000), timeout=0.05)
+        with pytest.raises(TimeoutError):  # records of it were out: the reader consumes them, no message
+            await r.dequeue_async(timeout=0)
+        with pytest.raises(RuntimeError, match="writer"):
+            await q.dequeue_async()
+        await q.enqueue_async("next", timeout=5)
+        assert await r.dequeue_async(timeout=5) == "next"
+
+    run("default", main())
+    q.shutdown()
+
+
+def test_a_pending_enqueue_async_refuses_other_writes():
+    q = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+
+    async def main():
+        task = asyncio.ensure_future(q.enqueue_async(bytes(300_000), timeout=10))
+        await asyncio.sleep(0.01)  # part of it is out, the rest pending in the writer
+        with pytest.raises(RuntimeError, match="enqueue_async of this queue is in progress"):
+            q.enqueue("other", timeout=0)
+        for _ in range(40):  # the reader drains it on the same loop
+            try:
+                assert await r.dequeue_async(timeout=0.2) == bytes(300_000)
+                break
+            except TimeoutError:
+                pass
+        await task
+
+    run("default", main())
+    q.shutdown()
+
+
+def gather_workers(handle, schedule):
+    """Worker process replying on schedule: for (sleep_s, rank, tag) in order, sleep, then reply
+    (tag, rank) as that rank."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            workers = {}
+            for sleep_s, rank, tag in schedule:
+                if rank not in workers:
+                    workers[rank] = ringcast.ReplyGather.create_from_handle(handle, rank)
+                time.sleep(sleep_s)
+                workers[rank].reply(tag, ("reply", tag, rank))
+            time.sleep(0.5)  # keep the rings until the parent collected
+        except BaseException as e:  # noqa: BLE001
+            print(f"worker child: {e!r}", flush=True)
+            code = 1
+        os._exit(code)
+    return pid
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_await_collect_async_waits_on_the_loop_without_spinning(loop_kind):
+    """``await gather.collect_async(tag, ranks)``: the replies of worker processes, in the order asked.
+    While rank 1 is 0.3 s late with tag 1, awaited alone, rank 0's tag-1 reply already waits in its
+    ring: the loop is free and the process uses almost no CPU, because the collector is armed for the
+    missing rank only (armed for every rank, rank 0's reply would report "ready" on every look and the
+    loop would spin)."""
+    g = ringcast.ReplyGather(2)
+    pid = gather_workers(g.export_handle(), [(0, 0, 0), (0, 1, 0), (0, 0, 1), (0.3, 1, 1), (0, 0, 2), (0, 1, 2)])
+
+    async def main():
+        out = [await g.collect_async(0, timeout=20)]
+        await asyncio.sleep(0.05)  # rank 0's tag-1 reply is in
+        cpu0, t0 = time.process_time(), time.monotonic()
+        out.append(await g.collect_async(1, [1], timeout=20))
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+        out.append(await g.collect_async(1, [0], timeout=20))
+        out.append(await g.collect_async(2, [1, 0], timeout=20))
+        return out, cpu, wall
+
+    out, cpu, wall = run(loop_kind, main())
+    assert out == [[("reply", 0, 0), ("reply", 0, 1)], [("reply", 1, 1)], [("reply", 1, 0)],
+                   [("reply", 2, 1), ("reply", 2, 0)]]
+    assert wall > 0.1 and cpu < 0.5 * wall, f"the loop spun: {cpu:.3f} s CPU in {wall:.3f} s"
+    assert reap(pid) == 0
+    g.close()
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_awaited_collect_async_survives_cancellation_and_times_out(loop_kind):
+    """A cancelled await leaves the collect pending with the reply it took; awaiting it again returns
+    both replies. The collect's own timeout ends an await with TimeoutError naming the missing ranks."""
+    g = ringcast.ReplyGather(2)
+    pid = gather_workers(g.export_handle(), [(0, 0, 0), (0.4, 1, 0)])
+
+    async def await_it(pending):
+        return await pending
+
+    async def main():
+        pending = g.collect_async(0, timeout=20)
+        task = asyncio.ensure_future(await_it(pending))
+        await asyncio.sleep(0.1)  # rank 0 answered, rank 1 is 0.3 s away
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not pending.done()
+        first = await pending
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError, match="rank"):
+            await g.collect_async(1, timeout=0.1)  # tag 1 never comes
+        return first, time.monotonic() - t0
+
+    first, waited = run(loop_kind, main())
+    assert first == [("reply", 0, 0), ("reply", 0, 1)]
+    assert 0.09 < waited < 2
+    assert reap(pid) == 0
+    g.close()
+
+
+def test_shutdown_ends_a_pending_enqueue_async_and_a_waiting_dequeue_async():
+    """shutdown() of the writer while its enqueue_async waits for room, and of a reader while its
+    dequeue_async waits: both awaits raise ClosedError at once (the fd is poked), nothing left pending."""
+    q = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    q2 = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r2 = ringcast.MessageQueue.create_from_handle(q2.export_handle(), 0)
+
+    async def main():
+        sending = asyncio.ensure_future(q.enqueue_async(bytes(300_000)))  # larger than the ring: waits
+        waiting = asyncio.ensure_future(r2.dequeue_async())  # nothing comes
+        await asyncio.sleep(0.05)
+        assert not sending.done() and not waiting.done()
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        q.shutdown()
+        r2.shutdown()
+        for task in (sending, waiting):
+            with pytest.raises(ringcast.ClosedError):
+                await asyncio.wait_for(task, 5)
+        return loop.time() - t0
+
+    assert run("default", main()) < 1.0
+    r.shutdown()
+    q2.shutdown()

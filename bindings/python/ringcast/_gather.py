@@ -13,7 +13,7 @@ import os
 import pickle
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Union
+from typing import Any, Generator, Iterable, List, Optional, Union
 
 from ringcast import _core
 from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version
@@ -267,7 +267,8 @@ class ReplyGather:
                 error of the collect) is raised by result().
 
         Returns:
-            PendingReplies: the started collect.
+            PendingReplies: the started collect; awaitable on an asyncio loop
+            (``replies = await gather.collect_async(tag)``, docs/events.md).
 
         Raises:
             RuntimeError: called on a worker, or a collect is already pending.
@@ -350,6 +351,16 @@ class PendingReplies:
             raise
         self._taken = True
         return [pickle.loads(b) for b in parts]
+
+    def __await__(self) -> Generator[Any, None, List[Any]]:
+        """``replies = await gather.collect_async(tag, ranks, timeout)``: waits on the running asyncio
+        loop (default or uvloop) through the collector's eventfd, no thread, then returns result().
+
+        The collect's own timeout applies (TimeoutError, as result()). A cancelled await leaves the
+        collect pending with the replies it has: await it again, or call result().
+        """
+        from ringcast import aio  # asyncio is imported only by code that awaits
+        return aio.await_pending(self)
 
     def __repr__(self) -> str:
         return f"<PendingReplies tag={self.tag} {'taken' if self._taken else 'done' if self.done() else 'pending'}>"

@@ -16,7 +16,7 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, List, Optional
+from typing import Any, Coroutine, Iterator, List, Optional
 
 from ringcast import _core, _gpu
 from ringcast._core import RingcastError
@@ -627,6 +627,52 @@ class MessageQueue:
             self.enqueue(obj)
             return obj
         return self.dequeue()
+
+    # ---- asyncio (ringcast/aio.py; docs/events.md) ----------------------------------------------
+    def dequeue_async(self, timeout: Optional[float] = None) -> Coroutine[Any, Any, Any]:
+        """Awaitable dequeue(): ``obj = await mq.dequeue_async(timeout=None)`` on a running asyncio loop
+        (default or uvloop), without a thread and without blocking the loop.
+
+        The loop watches this reader's eventfd; a large message is taken record by record as they
+        arrive. A cancelled await took nothing: records of a large message it had consumed stay
+        assembled in the reader and the next dequeue returns that message (nothing lost or
+        duplicated). One coroutine at a time per queue.
+
+        Args:
+            timeout: seconds; None (default) waits forever, 0 only takes a message already there.
+
+        Returns:
+            The next object, as dequeue().
+
+        Raises:
+            TimeoutError, ClosedError, PeerDeadError, RingcastError, ValueError: as dequeue().
+            PermissionError: the writer cannot take this reader's eventfd (docs/events.md).
+            RuntimeError: called on the writer or on a remote reader.
+        """
+        from ringcast import aio  # asyncio is imported only by code that awaits
+        return aio.dequeue(self, timeout)
+
+    def enqueue_async(self, obj: Any, timeout: Optional[float] = None) -> Coroutine[Any, Any, None]:
+        """Awaitable enqueue(): ``await mq.enqueue_async(obj)`` waits for ring space on the running
+        asyncio loop (the writer's eventfd), without a thread and without blocking the loop.
+
+        A large message is published record by record as readers make room. Cancelled, timed out
+        or failed before its last record is out, the message is withdrawn: no reader gets any of it.
+        Do not change ``obj``'s buffers until the await returns. One coroutine at a time per queue
+        (enqueue() and another enqueue_async raise RuntimeError meanwhile). CUDA arrays are pickled
+        like any object here (no DMA; enqueue() moves them by DMA, docs/gpu.md).
+
+        Args:
+            obj: any picklable object.
+            timeout: seconds; None (default) waits forever, 0 only takes free space.
+
+        Raises:
+            TimeoutError, ClosedError, PeerDeadError, ValueError: as enqueue().
+            PermissionError: a reader cannot take this writer's eventfd (docs/events.md).
+            RuntimeError: called on a reader, or while another enqueue of this queue is pending.
+        """
+        from ringcast import aio
+        return aio.enqueue(self, obj, timeout)
 
     # ---- raw chunks (zero-copy) ---------------------------------------------------------------
     @contextmanager

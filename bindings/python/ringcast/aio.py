@@ -1,36 +1,50 @@
 """asyncio awaitables for ringcast: the running loop watches each endpoint's eventfd; no thread per queue.
 
-    import ringcast.aio as aio
-    obj = await aio.dequeue(mq, timeout=None)           # a MessageQueue reader
-    await aio.enqueue(mq, obj, timeout=None)            # a MessageQueue writer, waiting for space
-    replies = await aio.collect(gather, tag, ranks)     # a ReplyGather collector
+    obj = await mq.dequeue_async(timeout=None)          # a MessageQueue reader
+    await mq.enqueue_async(obj, timeout=None)           # a MessageQueue writer, waiting for space
+    replies = await gather.collect_async(tag, ranks)    # a ReplyGather collector (PendingReplies)
 
-How a wait goes (docs/events.md): take what is there with a zero timeout; if nothing, ``arm`` the
-endpoint (drain its eventfd, announce the wait, re-check: the same handshake as a blocking wait, so a
-message published at any moment is either seen by the re-check or signals the fd); if still nothing,
-``loop.add_reader(fd)`` and await a future the callback completes; then ``disarm`` and take again.
-The loop never blocks: every core call here returns at once (GIL held briefly).
+The methods are these functions (``aio.dequeue(mq)``, ``aio.enqueue(mq, obj)``, ``aio.collect(gather,
+tag)`` are the same calls). How a wait goes (docs/events.md): take what is there without waiting; if
+nothing, ``arm`` the endpoint (drain its eventfd, announce the wait, re-check: the same handshake as a
+blocking wait, so a message published at any moment is either seen by the re-check or signals the
+fd); if still nothing, await a future that the fd's reader callback completes (the fd is registered
+with the loop once per endpoint, not per wait); then ``disarm`` and take again. The loop never blocks:
+every core call here returns at once, and no thread is started, whatever the message size.
 
-Cancellation: a cancelled await consumed nothing. Taking a message is one non-blocking core call that
-either returns a whole message or nothing (a message that arrived only in part stays assembled in the
-reader for the next call), and it only runs while the task is not being cancelled; the wait itself
-consumes nothing. So the next dequeue gets the next message: nothing lost, nothing duplicated.
-Works on the default loop and on uvloop (any loop with add_reader).
+Large messages (more than one record of the ring, ``max_chunk_bytes``) travel record by record on the
+loop. A reader consumes the records that are there each time its fd turns readable and keeps the
+message assembled inside the reader (``_core.try_recv``); a writer publishes the records that fit and
+keeps the rest pending inside the writer (``_core.send_nowait`` / ``send_more``), waking when the
+readers make room.
 
-One coroutine at a time per endpoint (the endpoints' one-thread rule). Messages too large for one
-record of the ring (``max_chunk_bytes``) are enqueued by a blocking enqueue in the loop's default
-executor (a pool thread for that message only): a fragmented message cannot be published without
-waiting for readers between its fragments.
+Cancellation: a cancelled await never loses or duplicates a message.
+  * dequeue: a message is returned by the same synchronous step that completes it, so a cancelled
+    dequeue returned nothing. Records of a large message it consumed before the cancellation stay
+    assembled in the reader: the next dequeue (async or not) finishes that message and returns it.
+  * enqueue: cancelled (or timed out, or failed) before its last record was published, the message is
+    withdrawn: no reader gets any of it (records already out are dropped by the readers, told by an
+    abort record before the next message). Once the last record is out the await has no suspension
+    point left, so a completed send is never reported as cancelled.
+  * a pending collect: replies taken stay with the pending collect; await it again or call result().
+``asyncio.wait_for`` can drop a result that completed just as its timeout fired (Python < 3.12): give
+the timeout to these calls instead.
+
+One coroutine at a time per endpoint (the endpoints' one-thread rule; a second enqueue while one is
+pending raises RuntimeError). Device (CUDA) arrays: ``enqueue`` pickles them like any object
+(no DMA: use the blocking ``mq.enqueue``, docs/gpu.md); a device message a blocking writer sent is
+received by ``dequeue`` through the blocking path of docs/gpu.md (the loop waits for its chunks).
 """
 import asyncio
 import os
+import pickle
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Generator, Iterable, List, Optional, Union
 
-from . import _core
+from . import _core, _gpu
 
 if TYPE_CHECKING:
-    from ._gather import ReplyGather
+    from ._gather import PendingReplies, ReplyGather
     from ._queue import MessageQueue
 
 _Endpoint = Union[_core.Reader, _core.Writer, _core.GatherCollector]
@@ -41,13 +55,25 @@ __all__ = ["dequeue", "enqueue", "collect"]
 class _Watch:
     """One endpoint's eventfd, registered once with one loop (add_reader costs an epoll_ctl and a
     Handle: not per wait). The callback drains the fd and completes the waiting future, if any.
-    Draining here is safe: the waiter looks again (disarm, arm = drain + announce + re-check) after
-    every wake, so a signal eaten here is never a message left unseen (docs/events.md)."""
+    Draining here is safe: the waiter looks again (disarm, take, arm = drain + announce + re-check)
+    after every wake, so a signal eaten here is never a message left unseen (docs/events.md); and a
+    drain after the waiter's re-check can only happen through this callback, which then completes
+    the future the waiter set before it yielded (the loop is one thread).
+
+    Deadlines cost no timer per wait: one loop timer per endpoint is kept at or before the current
+    wait's deadline; when it fires early (it was set for an earlier wait) it is moved to the current
+    one. A stream of waits with timeouts thus schedules a timer about once per timeout, not per
+    message."""
+
+    __slots__ = ("loop", "fd", "fut", "deadline", "timer", "timer_at")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
         self.loop = loop
         self.fd = fd
         self.fut: "Optional[asyncio.Future[None]]" = None
+        self.deadline: Optional[float] = None  # of the wait in progress (loop time); None: none/forever
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.timer_at = 0.0
         loop.add_reader(fd, self._readable)
 
     def _readable(self) -> None:
@@ -55,131 +81,207 @@ class _Watch:
             os.read(self.fd, 8)
         except BlockingIOError:
             pass
-        if self.fut is not None and not self.fut.done():
-            self.fut.set_result(None)
+        fut = self.fut
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    def _timer_fired(self) -> None:
+        self.timer = None
+        deadline = self.deadline
+        if deadline is None:
+            return
+        if self.loop.time() >= deadline:
+            fut = self.fut
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+        else:  # set for an earlier wait: follow the current one
+            self.timer_at = deadline
+            self.timer = self.loop.call_at(deadline, self._timer_fired)
+
+    def future(self, deadline: Optional[float]) -> "asyncio.Future[None]":
+        """The future of one wait of the armed endpoint: done when the fd turned readable or at
+        `deadline` (loop time). The caller awaits it and, however that ends, calls done_waiting()."""
+        fut = self.fut = self.loop.create_future()
+        self.deadline = deadline
+        if deadline is not None and (self.timer is None or self.timer_at > deadline):
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer_at = deadline
+            self.timer = self.loop.call_at(deadline, self._timer_fired)
+        return fut
+
+    def done_waiting(self, endpoint: _Endpoint) -> None:
+        """After every wait, cancellation included: forget the future, withdraw the announcement."""
+        self.fut = None
+        self.deadline = None
+        _core.disarm(endpoint)
 
     def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         if not self.loop.is_closed():
             self.loop.remove_reader(self.fd)
 
 
-_Table = Dict[asyncio.AbstractEventLoop, _Watch]
-_watches: "weakref.WeakKeyDictionary[Any, _Table]" = weakref.WeakKeyDictionary()  # owner -> {loop: _Watch}
+# core endpoint -> {loop: _Watch}; the registration goes with the endpoint (its fd closes with it).
+_watches: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
-def _drop_watches(table: _Table) -> None:
+def _drop_watches(table: dict) -> None:
     for w in list(table.values()):
         w.close()
 
 
-def _watch(owner: Any, endpoint: _Endpoint) -> _Watch:
-    """The _Watch of `endpoint` (owned by `owner`: a MessageQueue or ReplyGather) for the running loop."""
+def _watch(endpoint: _Endpoint) -> _Watch:
+    """The _Watch of `endpoint` for the running loop (made on first use)."""
     loop = asyncio.get_running_loop()
-    table = _watches.get(owner)
-    if table is None:
-        table = {}
-        _watches[owner] = table
-        weakref.finalize(owner, _drop_watches, table)  # the fd goes with the endpoint
+    table = _watches.get(endpoint)
+    if table is not None:
+        w = table.get(loop)
+        if w is not None:
+            return w
+    else:
+        table = _watches[endpoint] = {}
+        weakref.finalize(endpoint, _drop_watches, table)
     for other in [lp for lp in table if lp.is_closed()]:
         del table[other]
-    w = table.get(loop)
-    if w is None:
-        w = table[loop] = _Watch(loop, _core.wake_fd(endpoint))
+    w = table[loop] = _Watch(loop, _core.wake_fd(endpoint))
     return w
 
 
-async def _wait_fd(owner: Any, endpoint: _Endpoint, arm_args: Tuple[Any, ...], deadline: Optional[float]) -> bool:
-    """Returns once it is worth looking again: True if arm() found it ready at once, False after the fd
-    turned readable or the deadline passed."""
-    w = _watch(owner, endpoint)
-    if _core.arm(endpoint, *arm_args):
-        return True  # ready now; nothing armed
-    loop = w.loop
-    fut = w.fut = loop.create_future()
-    timer = loop.call_at(deadline, w._readable) if deadline is not None else None
-    try:
-        await fut
-    finally:  # also on cancellation: the announcement is withdrawn, nothing was taken
-        w.fut = None
-        if timer is not None:
-            timer.cancel()
-        _core.disarm(endpoint)
-    return False
-
-
-def _deadline(timeout: Optional[float]) -> Optional[float]:
-    if timeout is None:
-        return None
-    if timeout < 0:
+def _check_timeout(timeout: Optional[float]) -> None:
+    if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
-    return asyncio.get_running_loop().time() + timeout
 
 
-def _expired(deadline: Optional[float]) -> bool:
-    return deadline is not None and asyncio.get_running_loop().time() >= deadline
+def _deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[float]:
+    return None if timeout is None else loop.time() + timeout
 
 
+# ---- MessageQueue reader ------------------------------------------------------------------------
 async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
     """Awaits the next object of a MessageQueue reader (as ``mq.dequeue``, without blocking the loop).
 
-    Raises TimeoutError after ``timeout`` seconds (None: wait forever), ClosedError, PeerDeadError, and
-    everything ``mq.dequeue`` raises; PermissionError if the writer cannot take the eventfd.
+    ``mq.dequeue_async(timeout)`` is this call. Raises TimeoutError after ``timeout`` seconds (None:
+    wait forever; 0: only a message already there), ClosedError, PeerDeadError, and everything
+    ``mq.dequeue`` raises; PermissionError if the writer cannot take the eventfd; RuntimeError on the
+    writer or a remote reader.
     """
-    deadline = _deadline(timeout)
     reader = mq._reader
-    if reader is None:
-        raise RuntimeError("dequeue: this MessageQueue is the writer")
-    while True:
-        if await _wait_fd(mq, reader, (), deadline):  # ready: a record (or the close) is there
-            try:
-                return mq.dequeue(timeout=0)
-            except TimeoutError:  # a message that has only begun to arrive: wait for the rest
-                pass
-        if _expired(deadline):
-            return mq.dequeue(timeout=0)  # TimeoutError unless it came at the very end
+    if type(reader) is not _core.Reader:
+        raise RuntimeError("dequeue_async: this MessageQueue is the writer" if reader is None else
+                           "dequeue_async: a remote reader (over ZeroMQ) has no eventfd to await; use dequeue()")
+    if timeout is not None and timeout < 0:
+        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
+    if _gpu.pending(mq):  # a device message a timed-out blocking dequeue left half received
+        return _gpu.resume(mq, timeout)
+    parts = _core.try_recv(reader)
+    if parts is None:  # nothing there yet (or part of a large message): wait on the loop
+        w = _watch(reader)
+        loop = w.loop
+        deadline = None if timeout is None else loop.time() + timeout
+        while parts is None:
+            if deadline is not None and loop.time() >= deadline:
+                raise TimeoutError(f"dequeue timed out after {timeout} s")
+            if not _core.arm(reader):
+                try:
+                    await w.future(deadline)
+                finally:  # cancelled too: nothing was taken, the announcement is withdrawn
+                    w.done_waiting(reader)
+            # No suspension point between taking a message and returning it: a cancellation arrives
+            # at the await above, before anything was taken.
+            parts = _core.try_recv(reader)
+    if _gpu.is_device_message(parts):
+        return _gpu.receive(mq, parts, timeout, None)
+    return pickle.loads(parts[0], buffers=parts[1:])
 
 
+# ---- MessageQueue writer ------------------------------------------------------------------------
 async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None) -> None:
-    """Awaits room in the ring and enqueues ``obj`` on a MessageQueue writer (as ``mq.enqueue``)."""
-    deadline = _deadline(timeout)
+    """Enqueues ``obj`` on a MessageQueue writer, awaiting room in the ring on the loop (no thread),
+    record by record for a message larger than one record.
+
+    ``mq.enqueue_async(obj, timeout)`` is this call. Raises TimeoutError (the message is withdrawn),
+    ClosedError, PeerDeadError, RuntimeError (on a reader, or while another enqueue of this queue is
+    pending), what pickle raises; ValueError for a negative timeout. ``obj``'s buffers are read while
+    the await lasts: do not change them meanwhile.
+    """
     writer = mq._writer
     if writer is None:
-        raise RuntimeError("enqueue: this MessageQueue is a reader")
-    # Room for the largest record: over-waiting for a small message is safe (readers drain), and a
-    # wait that says "room" and then fails to write cannot spin.
-    room = (_core.max_record_payload(writer.capacity),)
-    failed_with_room = 0
-    while True:
-        try:
-            mq.enqueue(obj, timeout=0)
-            return
-        except TimeoutError:
-            if _expired(deadline):
-                raise
-        if failed_with_room >= 2:  # larger than a record: fragments need waits between them
-            left = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
-            await asyncio.get_running_loop().run_in_executor(None, lambda: mq.enqueue(obj, timeout=left))
-            return
-        if await _wait_fd(mq, writer, room, deadline):
-            failed_with_room += 1  # arm() said "room" at once, yet the write failed
+        raise RuntimeError("enqueue_async: this MessageQueue is a reader")
+    if timeout is not None and timeout < 0:
+        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
+    if _core.send_nowait(writer, mq._dumps(obj)):
+        return
+    try:  # the message (or its rest) is pending in the writer: publish it as readers make room
+        w = _watch(writer)
+        loop = w.loop
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if deadline is not None and loop.time() >= deadline:
+                raise TimeoutError(f"enqueue timed out after {timeout} s: the slowest reader did not free ring "
+                                   "space (the message was withdrawn)")
+            if not _core.arm(writer):  # room for the pending message's next record
+                try:
+                    await w.future(deadline)
+                finally:
+                    w.done_waiting(writer)
+            if _core.send_more(writer):  # the last record is out: no suspension point after this
+                return
+    except BaseException:  # cancelled, timed out, closed: no reader gets any of it
+        _core.send_abandon(writer)
+        raise
 
 
+# ---- ReplyGather collector ----------------------------------------------------------------------
 async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]] = None,
                   timeout: Optional[float] = None) -> List[Any]:
     """Awaits the replies to ``tag`` on a ReplyGather collector (as ``gather.collect``).
 
-    Replies already taken stay with the gather between looks (its collect keeps them), so a cancelled
-    or timed-out await loses none: the next collect of the tag returns them.
+    Replies a timed-out or cancelled ``collect`` took stay with the gather (its collect keeps them):
+    the next collect of the tag returns them. To start a collect now and await it later, use
+    ``await gather.collect_async(tag, ranks, timeout)``.
     """
-    deadline = _deadline(timeout)
     core = gather._collector
     if core is None:
         raise RuntimeError("collect: this ReplyGather is a worker")
+    _check_timeout(timeout)
     wanted = None if ranks is None else list(ranks)
+    w: Optional[_Watch] = None
+    deadline: Optional[float] = None
     while True:
         try:
             return gather.collect(tag, wanted, timeout=0)
         except TimeoutError:
-            if _expired(deadline):
+            if w is None:
+                w = _watch(core)
+                deadline = _deadline(w.loop, timeout)
+            if deadline is not None and w.loop.time() >= deadline:
                 raise
-        await _wait_fd(gather, core, (wanted,), deadline)
+        if not _core.arm(core, wanted):
+            try:
+                await w.future(deadline)
+            finally:
+                w.done_waiting(core)
+
+
+def await_pending(pending: "PendingReplies") -> Generator[Any, None, List[Any]]:
+    """``PendingReplies.__await__``: awaits a collect started by ``gather.collect_async`` on the
+    running loop (through the collector's eventfd, armed for the ranks still missing), then returns
+    ``pending.result()`` (which no longer waits) or raises its error. The collect's own timeout
+    applies. A cancelled await leaves the collect pending: await it again, or call result()."""
+    return _pending_result(pending).__await__()
+
+
+async def _pending_result(pending: "PendingReplies") -> List[Any]:
+    core = pending._collector
+    if not pending.done():  # (False too once result() was taken: result() then says so)
+        w = _watch(core)
+        deadline = _deadline(w.loop, _core.pending_collect_seconds_left(core))
+        while not pending.done() and not pending._taken:
+            if not _core.arm_pending_collect(core):  # armed for exactly the ranks still missing
+                try:
+                    await w.future(deadline)  # the loop timer ends it at the collect's own deadline
+                finally:
+                    w.done_waiting(core)
+    return pending.result()

@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -26,8 +28,11 @@ void register_events(py::module_& m) {
           "too. Use it only through arm() / disarm() (see ringcast.aio and docs/events.md).");
     m.def("arm", [](PyReader& r) { return r.core().arm_wake_fd(); }, py::arg("endpoint"));
     m.def(
-        "arm", [](PyWriter& w, std::size_t bytes) { return w.core().arm_wake_fd(bytes); },
-        py::arg("endpoint"), py::arg("message_bytes"));
+        "arm",
+        [](PyWriter& w, std::optional<std::size_t> bytes) {
+            return w.core().arm_wake_fd(bytes.value_or(w.pending_record_bytes()));
+        },
+        py::arg("endpoint"), py::arg("message_bytes") = py::none());
     m.def(
         "arm",
         [](PyGatherCollector& c, std::optional<std::vector<std::uint32_t>> ranks) {
@@ -36,6 +41,7 @@ void register_events(py::module_& m) {
         },
         py::arg("endpoint"), py::arg("ranks") = py::none(),
         "arm(endpoint[, message_bytes | ranks]): drains the eventfd, announces the wait, re-checks.\n"
+        "A Writer waits for room for message_bytes (default: the next record of its send_nowait() message).\n"
         "True: ready now (nothing armed: take it). False: armed: wait until wake_fd() is readable, then\n"
         "disarm() and take what is there with a zero timeout (a wake may find nothing: arm again).\n"
         "Raises PermissionError when the peer cannot take the eventfd (pidfd_getfd refused).");
@@ -43,6 +49,42 @@ void register_events(py::module_& m) {
     m.def("disarm", [](PyWriter& w) { w.core().disarm_wake_fd(); }, py::arg("endpoint"));
     m.def("disarm", [](PyGatherCollector& c) { c.core().disarm_wake_fd(); }, py::arg("endpoint"),
           "disarm(endpoint): withdraws the announcement of arm() (call it once the wait is over).");
+
+    // A pending collect_async awaited on a loop (ReplyGather.collect_async(...).__await__ in aio.py).
+    m.def(
+        "arm_pending_collect",
+        [](PyGatherCollector& c) {
+            const std::vector<std::uint32_t> missing = c.collect_missing();
+            return missing.empty() || c.core().arm_wake_fd(missing);  // nothing missing: look now
+        },
+        py::arg("collector"),
+        "arm_pending_collect(collector): arm() for the ranks the pending collect_async still misses.");
+    m.def(
+        "pending_collect_seconds_left",
+        [](PyGatherCollector& c) -> std::optional<double> {
+            const Deadline d = c.collect_deadline();
+            if (d == kNoDeadline) return std::nullopt;
+            if (d == kPollOnly) return 0.0;  // timeout 0 (and no subtraction from Deadline::min())
+            return std::max(0.0, std::chrono::duration<double>(d - Clock::now()).count());
+        },
+        py::arg("collector"),
+        "pending_collect_seconds_left(collector): seconds until the pending collect_async times out; None:\n"
+        "no timeout.");
+
+    // The non-waiting halves of dequeue / enqueue (queue.hpp says what stays pending between calls).
+    m.def("try_recv", [](PyReader& r) { return r.try_recv(); }, py::arg("reader"),
+          "try_recv(reader): the parts of the next message if all of it is there, else None; never waits.\n"
+          "A message that has only partly arrived is consumed as far as it is there and kept assembled in\n"
+          "the reader: the next try_recv() or recv() continues it (nothing lost or duplicated).");
+    m.def("send_nowait", [](PyWriter& w, const py::sequence& parts) { return w.send_nowait(parts); },
+          py::arg("writer"), py::arg("parts"),
+          "send_nowait(writer, parts): starts a message and publishes what fits now; never waits.\n"
+          "True: all of it is out. False: the rest is pending (its buffers held: do not change them);\n"
+          "wait with arm(writer) / wake_fd, then send_more(); send_abandon() gives it up.");
+    m.def("send_more", [](PyWriter& w) { return w.send_more(); }, py::arg("writer"),
+          "send_more(writer): publishes what fits now of the pending message; True once all of it is out.");
+    m.def("send_abandon", [](PyWriter& w) { w.send_abandon(); }, py::arg("writer"),
+          "send_abandon(writer): gives the pending message up; readers drop any part of it already out.");
 }
 
 }  // namespace ringcast::python

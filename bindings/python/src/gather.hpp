@@ -49,6 +49,13 @@ public:
     // a closed ring, the deadline passed).
     [[nodiscard]] bool collect_done();
     py::list collect_result();
+    // For an event loop awaiting the pending collect (ringcast.aio, events.cpp): the ranks it still
+    // misses (empty: none pending) and its deadline (kNoDeadline: none), so the loop arms for exactly
+    // those ranks — arming for a rank already in could find its next reply and report "ready" forever.
+    [[nodiscard]] std::vector<std::uint32_t> collect_missing() const {
+        return async_ ? async_->pending : std::vector<std::uint32_t>{};
+    }
+    [[nodiscard]] Deadline collect_deadline() const { return async_ ? async_->deadline : kNoDeadline; }
 
     void shutdown();
     [[nodiscard]] const std::string& name() const { return name_; }

@@ -1,8 +1,21 @@
 #include "gil.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 namespace ringcast::python::detail {
+
+namespace {
+// Every endpoint call checks that this process created the endpoint (fork detection), and getpid()
+// is a system call (glibc stopped caching it): ~2 µs each on a VM with mitigations, three per message
+// on an asyncio round trip (bench/python/bench_aio.py). So the pid is cached and refreshed in the
+// child of every fork(): pthread_atfork handlers run for os.fork() and multiprocessing's fork start
+// method; a child made without fork() (posix_spawn, vfork) runs no Python of ours before exec.
+std::atomic<pid_t> g_pid{::getpid()};
+[[maybe_unused]] const int g_pid_refresh =
+    ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
+pid_t current_pid() noexcept { return g_pid.load(std::memory_order_relaxed); }
+}  // namespace
 
 std::atomic<std::uint64_t> g_sleeps{0};
 std::atomic<std::uint64_t> g_sleeps_holding_gil{0};
@@ -22,16 +35,16 @@ void check_signals(Gil& gil) {
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
-Endpoint::Endpoint(std::chrono::nanoseconds liveness) : liveness_(liveness), owner_pid_(::getpid()) {}
+Endpoint::Endpoint(std::chrono::nanoseconds liveness) : liveness_(liveness), owner_pid_(current_pid()) {}
 
 void Endpoint::check_usable(const char* what) const {
-    if (::getpid() != owner_pid_)
+    if (current_pid() != owner_pid_)
         throw Failure{g_ringcast_error, std::string(what) + ": this endpoint was created by pid " +
                                             std::to_string(owner_pid_) + " and inherited through fork; "
                                             "create a new one from the Handle in this process"};
     if (shut_.load(std::memory_order_acquire)) throw Closed{std::string(what) + ": the queue was shut down"};
 }
 
-bool Endpoint::forked_child() const { return ::getpid() != owner_pid_; }
+bool Endpoint::forked_child() const { return current_pid() != owner_pid_; }
 
 }  // namespace ringcast::python::detail

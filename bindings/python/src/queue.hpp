@@ -40,6 +40,23 @@ public:
     // became visible and the next reserve replaces it.
     void commit_raw(std::optional<std::size_t> used, bool publish);
 
+    // ---- enqueue without waiting (ringcast.aio: the event loop waits, on wake_fd(), between calls) ----
+    // send_nowait() starts a message and publishes as many of its records as fit now; what does not
+    // fit stays pending here (its buffers exported: the caller must not change them meanwhile), and
+    // send_more() publishes further records as readers make room. Neither ever waits. true: the whole
+    // message is published (nothing pending). One pending message at a time: send(), acquire_write()
+    // and a second send_nowait() raise RuntimeError while one is pending (their records would
+    // interleave with its records, which readers reject as corrupt).
+    // Thread-safety: as send() (one thread at a time, checked); the GIL is held throughout.
+    [[nodiscard]] bool send_nowait(const py::sequence& parts);
+    [[nodiscard]] bool send_more();
+    // Gives the pending message up (its enqueue was cancelled or failed): nothing of it is delivered.
+    // Records of it already published are dropped by the readers: the next message is preceded by an
+    // abort record (Frame::abort, as after a failed send()). No-op when nothing is pending.
+    void send_abandon();
+    // The payload bytes the pending message's next record needs (what arm() waits for); 0 if none.
+    [[nodiscard]] std::size_t pending_record_bytes() const;
+
     // Waits until every reader rank has attached at least once (slot state left never_attached).
     void wait_readers(std::optional<double> timeout);
     std::vector<std::uint32_t> missing_readers() const;
@@ -65,6 +82,10 @@ private:
                                  const std::optional<double>& timeout);
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
     void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout);
+    // Publishes the pending message's records while the ring has room (zero-timeout reserves).
+    [[nodiscard]] bool publish_pending(detail::Gil& gil);
+    // send() / acquire_write() / send_nowait() while a message is pending: RuntimeError.
+    void refuse_if_pending(const char* what) const;
     // A dead reader at the minimum head can never release: waiting for it is an error that names it.
     void check_readers() { writer_->check_liveness(); }
 
@@ -74,6 +95,11 @@ private:
     std::size_t reserved_size_ = 0;
     bool broken_ = false;
     bool raw_reserved_ = false;
+    // The message of send_nowait() not yet fully published (null: none). Its first record takes its
+    // sequence number (pending_seq_); pending_sent_ stream bytes of it are out.
+    std::unique_ptr<detail::OutgoingMessage> pending_;
+    std::uint64_t pending_seq_ = 0;
+    std::uint64_t pending_sent_ = 0;
 };
 
 class PyReader : public detail::Endpoint {
@@ -91,6 +117,13 @@ public:
     // and ready without waiting — all under this one call, so a woken thread pays one GIL acquisition
     // for a burst instead of one per message.
     py::list recv_many(std::size_t max_n, std::optional<double> timeout);
+
+    // dequeue without waiting (ringcast.aio): the parts of the next message when all of it is there,
+    // else None. Records of a message that has only partly arrived are consumed as far as they are
+    // there and kept assembled in this reader (assembly_), so the next call — try_recv() or recv() —
+    // continues it: a caller that stops half way (a cancelled await) loses and duplicates nothing.
+    // Raises as recv() (ClosedError, the acquire_write() message next, corrupt framing).
+    [[nodiscard]] py::object try_recv();
 
     // acquire_read: a read-only view of the next message written with acquire_write; released by
     // release_raw(). Anything else is left in place and reported.

@@ -69,6 +69,22 @@ py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
     return out;
 }
 
+py::object PyReader::try_recv() {
+    check_usable("dequeue");
+    Busy busy(*this);
+    Gil gil;
+    std::vector<py::object> parts = receive(gil, Clock::now(), true, std::optional<double>(0.0));
+    gil.acquire();
+    if (!parts.empty()) return to_list(std::move(parts));
+    // receive()'s drain mode also stops silently in front of an acquire_write() message; here that
+    // must be said (as recv() does), or an event loop would find "ready" forever and take nothing.
+    const Message m = reader_->peek(0ns);
+    if (m.status == Status::ok && tag_frame(m.tag) == Frame::raw)
+        throw Failure{g_ringcast_error,
+                      "dequeue: the next message was written with acquire_write(); read it with acquire_read()"};
+    return py::none();
+}
+
 py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
     check_usable("acquire_read");
     Busy busy(*this);

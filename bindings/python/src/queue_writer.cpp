@@ -45,6 +45,7 @@ PyWriter::~PyWriter() {
 void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
     check_usable("enqueue");
     Busy busy(*this);
+    refuse_if_pending("enqueue");
     const std::size_t nparts = py::len(parts);
     if (nparts == 0 || nparts > max_parts())
         throw Failure{PyExc_ValueError, "a message has 1.." + std::to_string(max_parts()) + " parts, got " +
@@ -82,6 +83,7 @@ void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
 py::memoryview PyWriter::reserve_raw(std::size_t size, std::optional<double> timeout) {
     check_usable("acquire_write");
     Busy busy(*this);
+    refuse_if_pending("acquire_write");
     if (size > writer_->max_reserve())
         throw Failure{PyExc_ValueError, "acquire_write of " + std::to_string(size) +
                                             " bytes exceeds the largest record of this ring (" +
@@ -106,6 +108,100 @@ void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
         throw Failure{PyExc_ValueError, "acquire_write: used " + std::to_string(n) + " bytes of a " +
                                             std::to_string(reserved_size_) + "-byte reservation"};
     writer_->commit(n, make_tag(++seq_, Frame::raw));
+}
+
+bool PyWriter::send_nowait(const py::sequence& parts) {
+    check_usable("enqueue");
+    Busy busy(*this);
+    refuse_if_pending("enqueue");
+    const std::size_t nparts = py::len(parts);
+    if (nparts == 0 || nparts > max_parts())
+        throw Failure{PyExc_ValueError, "a message has 1.." + std::to_string(max_parts()) + " parts, got " +
+                                            std::to_string(nparts)};
+    pending_ = std::make_unique<OutgoingMessage>(parts, nparts);
+    pending_sent_ = 0;
+    Gil gil;
+    return publish_pending(gil);
+}
+
+bool PyWriter::send_more() {
+    check_usable("enqueue");
+    Busy busy(*this);
+    if (!pending_) throw Failure{g_ringcast_error, "enqueue: no message is pending (send_nowait first)"};
+    Gil gil;
+    return publish_pending(gil);
+}
+
+void PyWriter::send_abandon() {
+    if (!pending_) return;
+    // Records of it are out: the readers drop them when the abort record comes (before the next
+    // message: send() and publish_pending() write it first). Nothing out: nobody saw any of it.
+    if (pending_sent_ > 0) broken_ = true;
+    pending_.reset();  // releases its buffers (GIL held: called from Python)
+    pending_sent_ = 0;
+}
+
+std::size_t PyWriter::pending_record_bytes() const {
+    if (!pending_) return 0;
+    if (broken_) return 0;  // the abort record owed first (arm waits for room for it)
+    return static_cast<std::size_t>(
+        std::min<std::uint64_t>(pending_->total() - pending_sent_, writer_->max_reserve()));
+}
+
+void PyWriter::refuse_if_pending(const char* what) const {
+    if (pending_)
+        throw Failure{PyExc_RuntimeError, std::string(what) +
+                                              ": an enqueue_async of this queue is in progress (await it, or "
+                                              "cancel it, first: one coroutine at a time per queue)"};
+}
+
+bool PyWriter::publish_pending(Gil& gil) {
+    // Every reserve here has a zero timeout: this runs on an event loop's thread, which must not block.
+    // A failure (closed, cancelled, an exception from the copy) gives the message up (send_abandon).
+    std::span<std::byte> dst;
+    const auto reserve_now = [&](std::size_t n) -> bool {  // false: no room now
+        const Reservation r = writer_->reserve(n, 0ns);
+        if (r.status == Status::ok) {
+            reserved_size_ = n;
+            dst = r.bytes;
+            return true;
+        }
+        if (r.status == Status::timed_out) return false;
+        gil.acquire();
+        send_abandon();
+        throw Closed{"enqueue: the queue was shut down"};
+    };
+    if (broken_) {  // an earlier message stopped part-way: the readers drop its records first
+        if (!reserve_now(0)) return false;
+        writer_->commit(0, make_tag(seq_, Frame::abort));
+        broken_ = false;
+    }
+    OutgoingMessage& msg = *pending_;
+    const std::uint64_t total = msg.total();  // > 0: the stream header is part of it
+    const std::size_t max_rec = writer_->max_reserve();
+    try {
+        while (pending_sent_ < total) {
+            const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(total - pending_sent_, max_rec));
+            if (!reserve_now(chunk)) return false;  // pending: the loop waits for room (arm, wake_fd)
+            if (pending_sent_ == 0) pending_seq_ = ++seq_;
+            msg.copy_next(gil, dst.data(), chunk);
+            const bool first = pending_sent_ == 0;
+            pending_sent_ += chunk;
+            const bool end = pending_sent_ == total;
+            const Frame f = first ? (end ? Frame::whole : Frame::first) : (end ? Frame::last : Frame::middle);
+            writer_->commit(chunk, make_tag(pending_seq_, f));
+        }
+    } catch (const Closed&) {
+        throw;  // already given up
+    } catch (...) {
+        gil.acquire();
+        send_abandon();
+        throw;
+    }
+    gil.acquire();
+    pending_.reset();  // PyBuffer_Release needs the GIL
+    pending_sent_ = 0;
+    return true;
 }
 
 void PyWriter::wait_readers(std::optional<double> timeout) {

@@ -24,8 +24,10 @@
 // kernel lets this process create a ring, and the ring's probe lists IORING_OP_FUTEX_WAIT; otherwise
 // epoll, with one line on stderr saying why. RINGCAST_WAITSET=epoll in the environment forces epoll.
 //
-// Thread-safety: one thread uses a WaitSet and the endpoints in it. The endpoints must outlive their
-// membership (remove() or the WaitSet's destruction).
+// Thread-safety: one thread uses a WaitSet and the endpoints in it (it may be built in another). The
+// io_uring ring is single-issuer (IORING_SETUP_DEFER_TASKRUN: completions run inside our own wait): the
+// first thread that waits is its issuer, and a wait() from another thread throws Error(system) saying
+// so. The endpoints must outlive their membership (remove() or the WaitSet's destruction).
 #pragma once
 
 #include <chrono>
