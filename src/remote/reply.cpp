@@ -29,7 +29,8 @@ struct RemoteReplyBridge::State {
     mutable std::mutex mutex;  // guards the members up to `stop_requested`
     std::condition_variable changed;
     std::set<std::uint32_t> connected;  // said hello (ever)
-    std::vector<std::uint32_t> lost;
+    std::vector<std::uint32_t> lost;  // connection gone (erased when the rank reconnects)
+    std::vector<std::uint32_t> left;  // said bye (erased when the rank reconnects)
     std::uint64_t replies = 0;
     std::exception_ptr failure;
     bool finished = false;
@@ -52,14 +53,14 @@ struct RemoteReplyBridge::State {
     void run() noexcept;
     void handle(detail::Received& r);
     void heartbeats();
-    void lose(std::uint32_t rank, Worker& w);
+    void lose(std::uint32_t rank, Worker& w, bool clean);
 };
 
-void RemoteReplyBridge::State::lose(std::uint32_t rank, Worker& w) {
+void RemoteReplyBridge::State::lose(std::uint32_t rank, Worker& w, bool clean) {
     w.present = false;
-    {  // listed before the ring closes: a collector woken by the close already sees it in lost_ranks()
+    {  // listed before the ring closes: a collector woken by the close already sees it in lost/left_ranks()
         std::lock_guard lock(mutex);
-        lost.push_back(rank);
+        (clean ? left : lost).push_back(rank);
         changed.notify_all();
     }
     if (w.ring) {
@@ -92,10 +93,17 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
             std::lock_guard lock(mutex);
             connected.insert(rank);
             std::erase(lost, rank);
+            std::erase(left, rank);
             changed.notify_all();
         }
         (void)detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome}, nullptr);
         w.last_sent = Clock::now();
+        return;
+    }
+    if (r.header.kind == wire::Kind::bye) {  // a clean close: only from the connection that said hello
+        if (it != workers.end() && it->second.present && it->second.routing_id == r.routing_id &&
+            it->second.nonce == r.header.tag)
+            lose(rank, it->second, true);
         return;
     }
     if (r.header.kind != wire::Kind::reply || it == workers.end() || !it->second.present) return;
@@ -120,7 +128,7 @@ void RemoteReplyBridge::State::heartbeats() {
         if (!w.present || now - w.last_sent < options.heartbeat_interval) continue;
         switch (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat}, nullptr)) {
             case SendResult::sent: w.last_sent = now; break;
-            case SendResult::unreachable: lose(rank, w); break;
+            case SendResult::unreachable: lose(rank, w, false); break;
             case SendResult::full: break;
         }
     }
@@ -166,7 +174,9 @@ RemoteReplyBridge RemoteReplyBridge::start(std::string_view gather_name, const R
         s->router.set(zmq::sockopt::router_handover, 1);
         s->router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
         s->router.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
-        detail::set_keepalive(s->router, options.connection_timeout);
+        // TCP_USER_TIMEOUT too: the bridge heartbeats every worker, so a vanished worker host leaves
+        // unacknowledged bytes, which keepalive alone never ends (zmq_util.hpp).
+        detail::set_keepalive(s->router, options.connection_timeout, /*user_timeout=*/true);
         if (!options.listen.curve_allowed_clients.empty()) {
             s->zap.emplace(s->context, zmq::socket_type::rep);
             s->zap->set(zmq::sockopt::linger, 0);
@@ -223,6 +233,11 @@ std::vector<std::uint32_t> RemoteReplyBridge::lost_ranks() const {
     return state_->lost;
 }
 
+std::vector<std::uint32_t> RemoteReplyBridge::left_ranks() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->left;
+}
+
 std::uint64_t RemoteReplyBridge::replies() const {
     std::lock_guard lock(state_->mutex);
     return state_->replies;
@@ -247,6 +262,8 @@ struct RemoteGatherWorker::State {
     zmq::context_t context;
     zmq::socket_t socket;
     bool welcomed = false;
+    bool closed = false;
+    bool sent_reply = false;  // a reply was queued: close() must let it leave (linger)
     Clock::time_point last_heard, last_hello{};
 
     void hello() {
@@ -302,7 +319,29 @@ RemoteGatherWorker RemoteGatherWorker::connect(std::string_view endpoint, std::u
 
 RemoteGatherWorker::RemoteGatherWorker(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
 RemoteGatherWorker::RemoteGatherWorker(RemoteGatherWorker&&) noexcept = default;
-RemoteGatherWorker::~RemoteGatherWorker() = default;
+RemoteGatherWorker::~RemoteGatherWorker() { close(); }
+
+void RemoteGatherWorker::close() noexcept {
+    if (!state_ || state_->closed) return;
+    state_->closed = true;
+    try {
+        // Nothing but hellos queued for a bridge that never answered, or a bridge silent for the
+        // liveness interval: nothing worth delivering, so the destructor must not linger 2 s on it.
+        try {
+            state_->pump();  // a welcome that arrived meanwhile
+        } catch (const Error&) {
+            // silent bridge: handled below
+        }
+        if ((!state_->welcomed && !state_->sent_reply) ||
+            Clock::now() - state_->last_heard >= state_->options.liveness_interval)
+            state_->socket.set(zmq::sockopt::linger, 0);
+        // Replies already queued leave first (one connection: ZeroMQ keeps the order), then the bye.
+        zmq::message_t m = detail::header_frame({.kind = wire::Kind::bye, .tag = state_->nonce, .value = state_->rank});
+        (void)state_->socket.send(m, zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+        // the bridge is gone or the queue full: the dropped connection tells it instead (lost_ranks)
+    }
+}
 std::uint32_t RemoteGatherWorker::rank() const noexcept { return state_->rank; }
 void RemoteGatherWorker::check_liveness() { state_->pump(); }
 
@@ -323,6 +362,7 @@ Status RemoteGatherWorker::wait_ready(std::chrono::nanoseconds timeout) {
 Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout) {
     auto& s = *state_;
     const auto deadline = detail::deadline_after(timeout);
+    if (s.closed) return Status::closed;
     const wire::Header h{.kind = wire::Kind::reply, .tag = tag, .value = s.rank};
     std::vector<zmq::pollitem_t> items{{s.socket.handle(), 0, ZMQ_POLLIN | ZMQ_POLLOUT, 0}};
     for (;;) {
@@ -333,6 +373,7 @@ Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> b
         if (s.socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
             zmq::message_t body(bytes.data(), bytes.size());
             (void)s.socket.send(body, zmq::send_flags::none);
+            s.sent_reply = true;
             return Status::ok;
         }
         if (deadline && Clock::now() >= *deadline) return Status::timed_out;

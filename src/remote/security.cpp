@@ -118,12 +118,20 @@ void configure_connector(zmq::socket_t& socket, std::string_view endpoint, const
     socket.set(zmq::sockopt::curve_secretkey, own.secret_key);
 }
 
-void set_keepalive(zmq::socket_t& socket, std::chrono::nanoseconds timeout) {
+void set_keepalive(zmq::socket_t& socket, std::chrono::nanoseconds timeout, bool user_timeout) {
     const long total = std::max<long>(3, static_cast<long>(std::chrono::ceil<std::chrono::seconds>(timeout).count()));
     socket.set(zmq::sockopt::tcp_keepalive, 1);
     socket.set(zmq::sockopt::tcp_keepalive_idle, static_cast<int>(std::max<long>(1, total / 2)));
     socket.set(zmq::sockopt::tcp_keepalive_intvl, static_cast<int>(std::max<long>(1, total / 6)));
     socket.set(zmq::sockopt::tcp_keepalive_cnt, 3);
+    // Keepalive probes are only sent on an idle connection; one that carries heartbeats or data
+    // to a vanished host has unacknowledged bytes instead, and the kernel retransmits for ~15
+    // minutes (tcp_retries2) before giving up. TCP_USER_TIMEOUT (ZMQ_TCP_MAXRT on Linux) drops it
+    // once data stayed unacknowledged for `total` — but also a peer stopped behind a zero window
+    // (measured on Linux 6.18: a SIGSTOPped remote reader was dropped), so only where that is
+    // right: the reply bridge (a worker's socket drains heartbeats in ZeroMQ's I/O thread whether
+    // or not the worker calls in), not the publisher (`block` must hold a stopped reader).
+    if (user_timeout) socket.set(zmq::sockopt::tcp_maxrt, static_cast<int>(total * 1000));
 }
 
 SendResult route(zmq::socket_t& router, std::string_view routing_id, const wire::Header& h, zmq::message_t* body) {

@@ -27,13 +27,15 @@ using Clock = std::chrono::steady_clock;
 std::string bind_listener(zmq::socket_t& socket, const ListenOptions& listen);
 // CURVE client options (if security.curve_server_key is set) and IPv6 for a "[...]" endpoint.
 void configure_connector(zmq::socket_t& socket, std::string_view endpoint, const ConnectSecurity& security);
-// TCP keepalive probes: a connection whose peer host stops answering (vanished, cable pulled; no
-// reset ever comes) is dropped by the kernel within about `timeout` (whole seconds, at least 3 s).
+// TCP keepalive probes: an IDLE connection whose peer host stops answering (vanished, cable pulled;
+// no reset ever comes) is dropped by the kernel within about `timeout` (whole seconds, at least 3 s).
+// `user_timeout` adds TCP_USER_TIMEOUT: a connection with bytes unacknowledged for `timeout` is
+// dropped too (a busy one to a vanished host) — and so is a peer stopped behind a zero window.
 // Not ZeroMQ's own ZMTP heartbeats: libzmq 4.3.4 aborts (assert !_io_error in out_event) when a
 // heartbeat timer fires on a connection that failed while its receive queue was full — exactly a slow
 // reader whose publisher died. A stopped (SIGSTOP) peer still answers keepalives: it stays connected,
 // like a stopped local reader.
-void set_keepalive(zmq::socket_t& socket, std::chrono::nanoseconds timeout);
+void set_keepalive(zmq::socket_t& socket, std::chrono::nanoseconds timeout, bool user_timeout = false);
 
 [[nodiscard]] inline zmq::message_t header_frame(const wire::Header& h) { return zmq::message_t(&h, sizeof h); }
 

@@ -5,6 +5,9 @@ futex_waitv over the rings' own futex words, ``method="futex_waitv"``). ``collec
 once for the whole set — one GIL release — and drains replies in whatever order they arrive. Every
 reply carries the request's tag: a reply with another tag raises ``StaleReplyError`` (naming the rank
 and both tags) instead of being mistaken for the answer to the new request.
+
+Ranks on other machines (``remote_ranks``, ZeroMQ) reply to a bridge thread in the executor's process that
+writes each reply into that rank's reply ring, so the same one collect covers them (docs/remote.md).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 import pickle
 import uuid
 from dataclasses import dataclass
-from typing import Any, Generator, Iterable, List, Optional, Union
+from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
 
 from ringcast import _core
 from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version
@@ -36,6 +39,10 @@ class GatherHandle:
         spin_us: hybrid: microseconds a worker spins before sleeping.
         abi_version: the ringcast ABI of the exporting process (-1 in a handle built by hand).
         spin_max_us: hybrid: above spin_us the workers' spin is adaptive, up to this long.
+        remote_ranks: the ranks that reply from other machines over ZeroMQ (empty without).
+        remote_reply_addr: the executor's reply bridge endpoint ("tcp://IP:PORT", the real port) the
+            remote ranks connect to; None without remote ranks.
+        remote_curve_public_key: the bridge's CURVE public key ("" without CURVE).
     """
 
     name: str
@@ -45,6 +52,9 @@ class GatherHandle:
     spin_us: float = 10.0
     abi_version: int = -1  # set by export_handle; another version's handle is refused
     spin_max_us: float = DEFAULT_SPIN_MAX_US
+    remote_ranks: Tuple[int, ...] = ()
+    remote_reply_addr: Optional[str] = None
+    remote_curve_public_key: str = ""
 
 
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
@@ -95,30 +105,66 @@ class ReplyGather:
             such as 0o660 lets the group attach; world-writable is refused.
         sweep_abandoned: as MessageQueue's: first remove abandoned ``ringcast-py-*`` objects
             (one warning line if any). Default True.
+        remote_ranks: ranks whose workers run on other machines (keyword-only; default none). They
+            reply over ZeroMQ to a bridge thread of this process, which writes each reply into the
+            rank's reply ring: collect() is the same one wait over local and remote ranks, with the
+            same tags, timeouts and StaleReplyError. Needs ``connect_ip``. A remote worker attaches
+            with ``create_from_handle(handle, rank)`` from any machine that reaches
+            ``handle.remote_reply_addr``. See docs/remote.md.
+        connect_ip: with remote ranks: the literal IPv4/IPv6 address of this machine's interface the
+            remote workers reach; the bridge binds there only (hostnames and '*' are refused;
+            '0.0.0.0' / '::' must be asked for). remote_port: 0 (default) picks an ephemeral port,
+            reported in the handle. curve_secret_key: CURVE encryption (docs/remote.md); the handle
+            carries the public key.
 
     Raises:
         ValueError: n_ranks not an int >= 1, an unknown method or wait, a negative spin,
             liveness_interval <= 0, futex_waitv with more than 128 ranks, a bad or used name, a
-            world-writable mode.
+            world-writable mode; remote ranks out of range, repeated or without connect_ip, a
+            connect_ip that is not a literal address, a remote_port in use.
+        ImportError: remote ranks in a ringcast built without ZeroMQ (``_core.HAVE_REMOTE``).
         PermissionError, MemoryError, OSError: /dev/shm refused the objects (as MessageQueue).
 
     Clean exit: a worker that closes (or is garbage-collected) closes its reply ring, and a collect
     waiting for that rank raises ClosedError naming it; an executor that exits cleanly releases the
     reply rings, so workers replying after it never block. One thread at a time per ReplyGather (a
     second thread's concurrent call raises RuntimeError).
+
+    Remote ranks: a remote worker killed (its connection drops) makes a collect waiting for it raise
+    PeerDeadError naming the rank, within about liveness_interval / 5 (the bridge's heartbeat) once
+    the other ranks it waits for have answered (at the timeout: TimeoutError naming it); a
+    remote host that vanishes without a TCP reset is dropped after about 10 s (TCP keepalive and user
+    timeout), with the same PeerDeadError. A remote worker that closes cleanly raises ClosedError
+    there, as a local one. A remote worker's reply() raises PeerDeadError when the executor was
+    silent for liveness_interval.
     """
 
-    # The executor side has _collector, a worker _worker (and rank), the other one is None.
+    # The executor side has _collector (and _bridge with remote ranks); a local worker _worker, a
+    # remote worker _remote (and rank); the others are None.
     _collector: Any
     _worker: Any
+    _bridge: Any
+    _remote: Any
     rank: Optional[int]
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
                  wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_SPIN_MAX_US,
                  liveness_interval: float = 1.0, name: Optional[str] = None,
-                 mode: int = 0o600, sweep_abandoned: bool = True):
+                 mode: int = 0o600, sweep_abandoned: bool = True,
+                 remote_ranks: Optional[Iterable[int]] = None, connect_ip: Optional[str] = None,
+                 remote_port: int = 0, curve_secret_key: Optional[str] = None):
         if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
             raise ValueError(f"n_ranks must be an int >= 1, got {n_ranks!r}")
+        remote = _ranks_list([] if remote_ranks is None else remote_ranks, n_ranks)
+        if len(set(remote)) != len(remote):
+            raise ValueError(f"remote_ranks has duplicates: {remote}")
+        if remote:
+            if not getattr(_core, "HAVE_REMOTE", False):
+                raise ImportError(f"remote ranks {remote} requested, but this ringcast was built without ZeroMQ "
+                                  "(install libzmq3-dev and cppzmq-dev and rebuild)")
+            if not connect_ip:
+                raise ValueError(f"remote ranks {remote} need connect_ip: the address of this machine's interface "
+                                 "the remote workers reach (the reply bridge binds there only)")
         if sweep_abandoned:
             sweep_generated_names()
         capacity = max(4 * (max_reply_bytes + 64), _core.MIN_CAPACITY)
@@ -132,7 +178,20 @@ class ReplyGather:
         self._collector = _core.GatherCollector(self.name, n_ranks, capacity, mode, method, wait,
                                                 spin_us=spin_us, spin_max_us=spin_max_us,
                                                 liveness_s=liveness_interval)
+        self._bridge = None
+        if remote:
+            try:
+                # The bridge becomes the writer of the remote ranks' reply rings (a thread of this
+                # process): replies arriving over ZeroMQ land where a local worker's would.
+                self._bridge = _core.RemoteReplyBridge(self.name, connect_ip or "", remote_port, remote,
+                                                       heartbeat_s=liveness_interval / 5,
+                                                       curve_secret_key=curve_secret_key or "")
+            except BaseException:
+                self._collector.shutdown()
+                raise
+        self.remote_ranks = remote
         self._worker = None
+        self._remote = None
         self.rank = None
 
     def export_handle(self) -> GatherHandle:
@@ -146,19 +205,25 @@ class ReplyGather:
         """
         if self._collector is None:
             raise RuntimeError("export_handle: only the executor side (the constructor's) has a handle")
+        bridge = self._bridge
         return GatherHandle(self.name, self.n_ranks, self._wait, self._liveness, self._spin_us, _core.ABI_VERSION,
-                            self._spin_max_us)
+                            self._spin_max_us, tuple(self.remote_ranks), bridge.endpoint if bridge else None,
+                            bridge.curve_public_key if bridge else "")
 
     @staticmethod
-    def create_from_handle(handle: GatherHandle, rank: int) -> "ReplyGather":
+    def create_from_handle(handle: GatherHandle, rank: int, *, remote_addr: Optional[str] = None) -> "ReplyGather":
         """Attaches this process as worker ``rank``.
 
         A rank whose previous worker is gone (its ReplyGather garbage-collected, or its process
-        dead) may be attached again, e.g. by a restarted worker.
+        dead) may be attached again, e.g. by a restarted worker. A rank in ``handle.remote_ranks``
+        attaches over ZeroMQ (no shared memory: any machine that reaches the executor); call
+        wait_until_ready() next.
 
         Args:
             handle: the executor's ``export_handle()``.
             rank: 0..handle.n_ranks-1.
+            remote_addr: remote ranks: the bridge endpoint to connect to, when this machine reaches
+                the executor by another address than ``handle.remote_reply_addr`` (default).
 
         Returns:
             ReplyGather: the worker side (reply, close).
@@ -168,6 +233,7 @@ class ReplyGather:
                 range, a rank already attached by a live process, or a gather that does not exist
                 (any more).
             PermissionError: the gather belongs to another user (mode 0o600).
+            ImportError: a remote rank in a ringcast built without ZeroMQ.
         """
         if not isinstance(handle, GatherHandle):
             raise ValueError(f"not a ReplyGather handle: {type(handle).__name__}")
@@ -179,11 +245,42 @@ class ReplyGather:
         self._spin_us = handle.spin_us
         self._spin_max_us = vars(handle).get("spin_max_us", DEFAULT_SPIN_MAX_US)
         self._collector = None
-        self._worker = _core.GatherWorker(handle.name, rank, handle.wait, spin_us=handle.spin_us,
-                                          spin_max_us=self._spin_max_us,
-                                          liveness_s=handle.liveness_interval)
+        self._bridge = None
+        self.remote_ranks = list(getattr(handle, "remote_ranks", ()))
+        self._worker = None
+        self._remote = None
+        if rank in self.remote_ranks:
+            if not getattr(_core, "HAVE_REMOTE", False):
+                raise ImportError(f"rank {rank} is a remote worker, but this ringcast was built without ZeroMQ")
+            self._remote = _core.RemoteGatherWorker(remote_addr or handle.remote_reply_addr or "", rank,
+                                                    liveness_s=handle.liveness_interval,
+                                                    curve_server_key=getattr(handle, "remote_curve_public_key", ""))
+        else:
+            self._worker = _core.GatherWorker(handle.name, rank, handle.wait, spin_us=handle.spin_us,
+                                              spin_max_us=self._spin_max_us,
+                                              liveness_s=handle.liveness_interval)
         self.rank = rank
         return self
+
+    def wait_until_ready(self, timeout: Optional[float] = None) -> None:
+        """The handshake of remote ranks.
+
+        Executor: waits until every remote rank has connected (local ranks need no handshake: their
+        reply rings exist from the constructor on). Remote worker: waits for the bridge's welcome.
+        Local worker: returns at once.
+
+        Args:
+            timeout: seconds; None (default) waits forever. The GIL is released while waiting.
+
+        Raises:
+            TimeoutError: names the remote ranks that never connected (executor) or says the bridge
+                never answered (remote worker).
+            PeerDeadError: remote worker: the executor was silent for liveness_interval.
+        """
+        if self._bridge is not None:
+            self._bridge.wait_ready(timeout)
+        elif self._remote is not None:
+            self._remote.wait_ready(timeout)
 
     # ---- worker side ----------------------------------------------------------------------------
     def reply(self, tag: int, obj: Any, timeout: Optional[float] = None) -> None:
@@ -198,14 +295,20 @@ class ReplyGather:
             obj: any picklable object.
             timeout: seconds; None (default) waits forever, 0 only takes free space.
 
+        A remote worker's reply() returns once ZeroMQ queued it (it waits, GIL released, only while
+        16 replies are queued towards the executor).
+
         Raises:
-            TimeoutError: the ring stayed full.
+            TimeoutError: the ring stayed full (remote: the ZeroMQ queue).
             ClosedError: this worker was closed.
             PeerDeadError: the executor died while this worker waited for ring space (within two
-                liveness intervals).
+                liveness intervals); remote: the executor was silent for liveness_interval.
             RuntimeError: called on the executor, or while another thread uses this worker.
             ValueError: a negative timeout. TypeError: a tag that is not an int.
         """
+        if self._remote is not None:
+            self._remote.reply(tag, pickle.dumps(obj, protocol=5), timeout)
+            return
         if self._worker is None:
             raise RuntimeError("reply: only a worker (create_from_handle) replies")
         self._worker.reply(tag, pickle.dumps(obj, protocol=5), timeout)
@@ -235,7 +338,7 @@ class ReplyGather:
                 stale reply is consumed; the good replies this collect took before it are kept for
                 the next collect of the same tag (a collect of another tag drops them).
             PeerDeadError: a pending worker died (names its rank and pid; within two liveness
-                intervals).
+                intervals); a pending remote worker's connection dropped (names the rank).
             ClosedError: a pending worker closed its reply ring (names the ranks), or the gather
                 was shut down (also wakes a collect blocked in another thread).
             RuntimeError: called on a worker, while a collect_async is pending, or while another
@@ -246,7 +349,24 @@ class ReplyGather:
         if self._collector is None:
             raise RuntimeError("collect: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
-        return [pickle.loads(b) for b in self._collector.collect(tag, wanted, timeout)]
+        try:
+            parts = self._collector.collect(tag, wanted, timeout)
+        except _core.ClosedError as e:
+            self._raise_if_remote_lost(e, wanted)
+            raise
+        return [pickle.loads(b) for b in parts]
+
+    def _raise_if_remote_lost(self, err: BaseException, wanted: List[int]) -> None:
+        # The bridge lists a rank in lost_ranks() BEFORE it closes the rank's reply ring, so a collect
+        # that returned `closed` because of a dropped connection finds the rank here.
+        if self._bridge is None:
+            return
+        lost = sorted(set(self._bridge.lost_ranks()) & set(wanted))
+        if lost:
+            raise _core.PeerDeadError(
+                f"remote worker rank(s) {', '.join(map(str, lost))} of '{self.name}': the connection to the reply "
+                f"bridge at {self._bridge.endpoint} dropped (the worker process died or its host is unreachable); "
+                f"{err}") from err
 
     def collect_async(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
                       timeout: Optional[float] = None) -> "PendingReplies":
@@ -279,7 +399,7 @@ class ReplyGather:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
         self._collector.collect_start(tag, wanted, timeout)
-        return PendingReplies(self._collector, tag)
+        return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted))
 
     @property
     def kernel_waits(self) -> int:
@@ -293,17 +413,25 @@ class ReplyGather:
         naming it; later reply() calls raise ClosedError. Once this object is garbage-collected a
         new worker may attach the rank.
         Executor: shuts down: a collect blocked in another thread, and every later call, raises
-        ClosedError; the /dev/shm objects are removed when the object is garbage-collected.
+        ClosedError; the /dev/shm objects are removed when the object is garbage-collected. The
+        reply bridge (remote ranks) stops: remote workers' later replies get PeerDeadError after
+        their liveness interval.
+        Remote worker: says bye: a collect waiting for the rank raises ClosedError naming it.
         """
         if self._worker is not None:
             self._worker.close()
+        if self._remote is not None:
+            self._remote.close()
         if self._collector is not None:
             self._collector.shutdown()
+        if self._bridge is not None:
+            self._bridge.stop()
 
     shutdown = close
 
     def __repr__(self) -> str:
-        side = "executor" if self._collector is not None else f"worker rank {self.rank}"
+        side = ("executor" if self._collector is not None else
+                f"remote worker rank {self.rank}" if self._remote is not None else f"worker rank {self.rank}")
         return f"ReplyGather(name={self.name!r}, n_ranks={self.n_ranks}, {side})"
 
 
@@ -314,12 +442,14 @@ class PendingReplies:
         tag: the request's tag.
     """
 
-    __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None}
+    __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None,
+                 "_on_closed": None}
 
-    def __init__(self, collector, tag: int):
+    def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None):
         self._collector = collector
         self.tag = tag
         self._taken = False
+        self._on_closed = on_closed  # raises PeerDeadError instead when a remote rank's connection dropped
 
     def done(self) -> bool:
         """True once result() will not wait: every reply is in, or the collect failed or timed out.
@@ -346,6 +476,11 @@ class PendingReplies:
             parts = self._collector.collect_result()  # raises TimeoutError / StaleReplyError / ... as collect()
         except KeyboardInterrupt:
             raise  # still pending: result() may be called again
+        except _core.ClosedError as e:
+            self._taken = True
+            if self._on_closed is not None:
+                self._on_closed(e)
+            raise
         except BaseException:
             self._taken = True  # the collect ended with this error
             raise

@@ -399,7 +399,16 @@ public:
             py::gil_scoped_release release;
             s = worker_->reply(tag, {buf.data(), buf.size()}, t);
         }
+        if (s == Status::closed) throw Closed{"reply(tag=" + std::to_string(tag) + "): this remote worker was closed"};
         if (s != Status::ok) throw TimedOut{"reply timed out after " + timeout_text(timeout)};
+    }
+    void check_liveness() {
+        py::gil_scoped_release release;  // only a non-blocking poll of the socket, but it takes the lock of libzmq
+        worker_->check_liveness();
+    }
+    void close() {
+        if (::getpid() != owner_pid_) return;
+        worker_->close();
     }
     ~PyRemoteGatherWorker() {
         if (::getpid() != owner_pid_) (void)worker_.release();
@@ -495,10 +504,18 @@ void register_remote(py::module_& m) {
              "replies from RemoteGatherWorker processes land in those rings (one collect over all ranks).")
         .def_property_readonly("endpoint", [](const PyRemoteReplyBridge& b) { return b.bridge_->endpoint(); },
                                "The endpoint remote workers connect to.")
+        .def_property_readonly("curve_public_key", [](const PyRemoteReplyBridge& b) { return b.bridge_->curve_public_key(); },
+                               "The CURVE public key workers need ('' without CURVE).")
         .def("wait_ready", &PyRemoteReplyBridge::wait_ready, py::arg("timeout") = py::none(),
              "Waits until every remote worker rank connected; TimeoutError names the missing ones.")
         .def("lost_ranks", [](const PyRemoteReplyBridge& b) { return b.bridge_->lost_ranks(); },
              "Ranks whose connection was lost (their reply rings were closed).")
+        .def("left_ranks", [](const PyRemoteReplyBridge& b) { return b.bridge_->left_ranks(); },
+             "Ranks whose worker closed cleanly (said bye; their reply rings were closed).")
+        .def("missing_ranks", [](const PyRemoteReplyBridge& b) { return b.bridge_->missing_ranks(); },
+             "The remote worker ranks that never connected.")
+        .def("replies", [](const PyRemoteReplyBridge& b) { return b.bridge_->replies(); },
+             "How many remote replies were written into the reply rings.")
         .def("stop", &PyRemoteReplyBridge::stop, "Stops the bridge and closes the remote ranks' reply rings.");
 
     py::class_<PyRemoteGatherWorker>(m, "RemoteGatherWorker", "A gather worker rank on another machine.")
@@ -508,7 +525,12 @@ void register_remote(py::module_& m) {
         .def("wait_ready", &PyRemoteGatherWorker::wait_ready, py::arg("timeout") = py::none(),
              "Waits for the bridge's welcome; TimeoutError otherwise.")
         .def("reply", &PyRemoteGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none(),
-             "Sends one reply (raw bytes) for request `tag`. TimeoutError, PeerDeadError (bridge silent).")
+             "Sends one reply (raw bytes) for request `tag`. TimeoutError, PeerDeadError (bridge silent),\n"
+             "ClosedError (after close()).")
+        .def("check_liveness", &PyRemoteGatherWorker::check_liveness,
+             "Raises PeerDeadError when the bridge has been silent for the liveness interval.")
+        .def("close", &PyRemoteGatherWorker::close,
+             "Clean detach (bye): a collect waiting for this rank raises ClosedError. Idempotent.")
         .def_property_readonly("rank", [](const PyRemoteGatherWorker& w) { return w.rank_; }, "This worker's rank.");
 }
 

@@ -22,9 +22,12 @@
 //   drop_after a reader that stayed full for slow_reader_timeout is cut off: it gets no further data,
 //              and once it has read what it was sent it gets Error(fell_behind) (the heartbeats carry
 //              the next sequence number). The others go on.
-// A remote reader whose connection is gone (its process died or its host vanished: ZeroMQ's own
-// TCP keepalive drops the connection) is dropped at once and listed in lost_ranks(): it never holds the
-// writer. A remote reader that detaches cleanly says bye and is dropped as well.
+// A remote reader whose connection is gone (its process died; its host vanished while the line was
+// idle: TCP keepalive drops the connection) is dropped at once and listed in lost_ranks(): it never
+// holds the writer. A host that vanishes while bytes are in flight to it is only given up by the
+// kernel's retransmissions (~15 min): under `block` that holds the writer, `drop_after` bounds it.
+// (TCP_USER_TIMEOUT would end it sooner, but also drops a reader stopped behind a zero window, which
+// `block` must keep; tests/remote checks both.) A reader that detaches cleanly says bye and is dropped.
 //
 // Liveness: the publisher sends a heartbeat to every reader whose line was quiet for
 // heartbeat_interval, so a remote reader whose publisher (or whose writer's host) died gets
@@ -58,9 +61,8 @@ struct RemotePublisherOptions {
     std::chrono::nanoseconds slow_reader_timeout = std::chrono::seconds(5);  // drop_after only
     // A quiet line gets a heartbeat this often; readers' liveness_interval must be several of these.
     std::chrono::nanoseconds heartbeat_interval = std::chrono::milliseconds(200);
-    // A connection whose peer host stops answering TCP keepalive probes is dropped after about this
-    // long (whole seconds, at least 3): how long a vanished host (no TCP reset ever comes) can hold the
-    // writer under `block`. A stopped (SIGSTOP) reader process still answers: it holds the writer, as a
+    // An idle connection whose peer host stops answering TCP keepalive probes is dropped after about
+    // this long (whole seconds, at least 3). (Bytes in flight to a vanished host: see above.) A stopped (SIGSTOP) reader process still answers: it holds the writer, as a
     // stopped local reader does (drop_after bounds that too).
     std::chrono::nanoseconds connection_timeout = std::chrono::seconds(10);
     // On stop(): how long unsent frames (the final close) may still flush to the readers.

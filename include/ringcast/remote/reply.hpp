@@ -9,11 +9,21 @@
 // ringing the gather doorbell like a local worker. So collect() is unchanged — one wait over local and
 // remote ranks, the same tag check (stale_reply), timeouts, cancel and kept replies.
 //
-// Liveness: the bridge heartbeats each connected worker; a worker whose connection is gone (process
-// died; a vanished host after connection_timeout of TCP keepalive) has its reply ring closed, so a collect() waiting
-// for it returns status closed with that rank in `missing` (never a hang). A worker that reconnects
-// (a replacement process) reopens its ring. A worker whose bridge went silent for its
-// liveness_interval gets Error(peer_dead) from reply() / check_liveness().
+// No lost wake: the bridge's thread writes a remote reply with GatherWorker::reply, the very call a local
+// worker makes: the reply ring's Writer publishes it and rings the gather doorbell on its publish path
+// (gather.hpp; the announce/ring handshake checked in tests/model/gather.pml). So a collect() that saw
+// no reply before it slept is woken exactly as by a local worker — no new wait or wake path. Being a
+// thread of the collector's process changes nothing: the futex words live in the shared mapping.
+//
+// Liveness: the bridge heartbeats each connected worker every heartbeat_interval; a worker whose
+// connection is gone (process died; a vanished host after connection_timeout: TCP keepalive and
+// TCP_USER_TIMEOUT, as heartbeats are in flight to it) is listed in lost_ranks() and THEN has its
+// reply ring closed, so a collect() waiting for it returns status closed with that rank in `missing`
+// (never a hang) and already finds it in lost_ranks(). A
+// worker that detaches cleanly (close(), or its destructor) says bye: listed in left_ranks(), ring
+// closed — as a local worker's close. A worker that reconnects (a replacement process) reopens its
+// ring. A worker whose bridge went silent for its liveness_interval gets Error(peer_dead) from
+// reply() / check_liveness().
 #pragma once
 
 #include <chrono>
@@ -57,6 +67,7 @@ public:
     [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
     [[nodiscard]] std::vector<std::uint32_t> missing_ranks() const;
     [[nodiscard]] std::vector<std::uint32_t> lost_ranks() const;  // connection gone; ring closed
+    [[nodiscard]] std::vector<std::uint32_t> left_ranks() const;  // said bye (clean close); ring closed
     [[nodiscard]] std::uint64_t replies() const;                 // replies written into the rings
     void stop() noexcept;  // closes the remote ranks' reply rings; idempotent
 
@@ -80,7 +91,7 @@ public:
                                                     const RemoteWorkerOptions& options = {});
     RemoteGatherWorker(RemoteGatherWorker&&) noexcept;
     RemoteGatherWorker& operator=(RemoteGatherWorker&&) = delete;
-    ~RemoteGatherWorker();
+    ~RemoteGatherWorker();  // close()
 
     // Waits for the bridge's welcome: ok or timed_out.
     [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
@@ -90,6 +101,10 @@ public:
     [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
                                std::chrono::nanoseconds timeout = kForever);
     void check_liveness();
+    // Clean detach: tells the bridge (bye), which closes this rank's reply ring (a collect waiting for
+    // it returns closed; the rank is in left_ranks(), not lost_ranks()). Later reply() returns
+    // Status::closed. Idempotent; never waits.
+    void close() noexcept;
     [[nodiscard]] std::uint32_t rank() const noexcept;
 
     struct State;

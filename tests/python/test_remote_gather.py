@@ -1,0 +1,324 @@
+"""ReplyGather with remote ranks: workers on "other machines" reply over ZeroMQ; one collect covers all.
+
+The remote workers run in spawned processes that get handles whose shared-memory names are replaced
+by names that do not exist: any access to the executor's /dev/shm would fail there, so they can only
+reach the executor over ZeroMQ, as from another machine. Loopback (127.0.0.1) stands in for the network.
+"""
+import copy
+import dataclasses
+import hashlib
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import ringcast
+from ringcast import _core
+
+pytestmark = pytest.mark.skipif(not getattr(_core, "HAVE_REMOTE", False), reason="ringcast built without ZeroMQ")
+
+STALE_STEP = 7      # rank 3 first answers this step with a wrong tag
+SLOW_STEP = 11      # rank 2 answers this step late (the executor's short collect times out)
+SLOW_REPLY_S = 1.0
+
+
+def _digest(obj):
+    return hashlib.sha256(pickle.dumps(obj, protocol=5)).hexdigest()
+
+
+def _step_payload(step):
+    return {"step": step, "blob": bytes((step * 31 + k) % 251 for k in range(step * 997 % 70000))}
+
+
+def _unmappable(handle):
+    """The handle as another machine would use it: its /dev/shm name does not exist here."""
+    if dataclasses.is_dataclass(handle) and getattr(type(handle), "__dataclass_params__").frozen:
+        return dataclasses.replace(handle, name="ringcast-not-on-this-node")
+    h = copy.copy(handle)
+    h.name = "ringcast-not-on-this-node"
+    return h
+
+
+def _worker(mq_handle, g_handle, rank, remote, results):
+    try:
+        if remote:
+            mq_handle, g_handle = _unmappable(mq_handle), _unmappable(g_handle)
+        mq = ringcast.MessageQueue.create_from_handle(mq_handle, rank)
+        g = ringcast.ReplyGather.create_from_handle(g_handle, rank)
+        assert (g._remote is not None) == remote and (g._worker is None) == remote, repr(g)
+        mq.wait_until_ready(timeout=20)
+        g.wait_until_ready(timeout=20)
+        steps = 0
+        while True:
+            obj = mq.dequeue(timeout=30)
+            if obj is None:
+                break
+            step = obj["step"]
+            assert obj == _step_payload(step), f"rank {rank}: step {step} differs"
+            if rank == 3 and step == STALE_STEP:
+                g.reply(step + 1000, "stale")
+            if rank == 2 and step == SLOW_STEP:
+                time.sleep(SLOW_REPLY_S)
+            g.reply(step, (rank, step, _digest(obj), os.getpid()))
+            steps += 1
+        g.close()
+        results.put((rank, steps))
+    except BaseException as e:  # reported, not lost in a child's stderr
+        results.put((rank, f"{type(e).__name__}: {e}"))
+
+
+def test_one_collect_over_local_and_remote_workers_with_tags_and_timeouts():
+    """vLLM's shape: the executor broadcasts each step to 2 local + 2 remote ranks and collects the 4
+    replies with ONE collect; a stale tag from a remote rank raises StaleReplyError naming it; a late
+    remote reply makes a short collect time out naming it, and the retry returns what was kept."""
+    n_steps = 60
+    mq = ringcast.MessageQueue(4, 2, local_reader_ranks=[0, 1], connect_ip="127.0.0.1",
+                               max_chunk_bytes=256 * 1024, max_chunks=4)
+    g = ringcast.ReplyGather(4, remote_ranks=[2, 3], connect_ip="127.0.0.1")
+    gh = g.export_handle()
+    assert gh.remote_ranks == (2, 3) and gh.remote_reply_addr.startswith("tcp://127.0.0.1:")
+    assert not gh.remote_reply_addr.endswith(":0")
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(mq.export_handle(), gh, r, r >= 2, results)) for r in range(4)]
+    for p in procs:
+        p.start()
+    try:
+        mq.wait_until_ready(timeout=60)
+        g.wait_until_ready(timeout=60)
+        pids = {}
+        for step in range(n_steps):
+            obj = _step_payload(step)
+            mq.enqueue(obj, timeout=30)
+            if step == STALE_STEP:
+                with pytest.raises(ringcast.StaleReplyError, match=r"rank 3"):
+                    g.collect(step, timeout=30)
+            if step == SLOW_STEP:
+                t0 = time.monotonic()
+                with pytest.raises(TimeoutError, match=r"waiting for ranks? (\d+, )*2\b"):
+                    g.collect(step, timeout=0.3)
+                assert time.monotonic() - t0 < SLOW_REPLY_S
+            replies = g.collect(step, timeout=30)  # ONE wait over local and remote ranks
+            for rank, (r, s, digest, pid) in enumerate(replies):
+                assert (r, s, digest) == (rank, step, _digest(obj))
+                assert pids.setdefault(rank, pid) == pid
+        mq.enqueue(None)
+        got = dict(results.get(timeout=60) for _ in procs)
+        assert got == {rank: n_steps for rank in range(4)}
+        assert len(set(pids.values())) == 4 and os.getpid() not in pids.values()
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+        mq.shutdown()
+        g.close()
+
+
+def test_a_remote_reply_wakes_the_one_wait_without_the_gil():
+    """The bridge's thread writes a remote reply into the rank's reply ring, which rings the doorbell:
+    the collector, asleep over [local 0, remote 1], wakes for it exactly as for a local reply — two
+    sleeps for two late replies, none holding the GIL. A lost wake would leave it asleep until its
+    liveness slice: more sleeps (4 with the bridge's ring writing without the doorbell, tried)."""
+    g = ringcast.ReplyGather(2, wait="futex", remote_ranks=[1], connect_ip="127.0.0.1")
+    local = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    remote = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
+    remote.wait_until_ready(timeout=10)
+    g.wait_until_ready(timeout=10)
+    out = []
+    collector = threading.Thread(target=lambda: out.append(g.collect(3, timeout=5)))
+    ringcast._core.gil_probe_reset()
+    collector.start()
+    for w, text, sleeps in ((remote, "b", 1), (local, "a", 2)):  # each once the collector sleeps
+        end = time.monotonic() + 10
+        while ringcast._core.gil_probe()[0] < sleeps:
+            assert time.monotonic() < end, "the collector never went to sleep"
+            time.sleep(0.001)
+        time.sleep(0.05)
+        w.reply(3, text)
+    collector.join(10)
+    assert out == [["a", "b"]]
+    sleeps, holding = ringcast._core.gil_probe()
+    assert sleeps == 2 and holding == 0, f"{sleeps} sleeps ({holding} holding the GIL) for two late replies"
+    remote.close()
+    g.close()
+
+
+def test_asyncio_collect_is_woken_by_a_remote_reply():
+    """ringcast.aio.collect over a local and a remote rank: the remote reply (written by the bridge
+    thread) signals the collector's eventfd like a local one, so the await ends when it arrives, not
+    at its timeout."""
+    import asyncio
+
+    import ringcast.aio as aio
+
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    local = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    remote = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
+    remote.wait_until_ready(timeout=10)
+    g.wait_until_ready(timeout=10)
+
+    def late_replies():
+        time.sleep(0.1)
+        local.reply(1, "a")
+        time.sleep(0.1)
+        remote.reply(1, "b")  # the last one: only the bridge's write can end the await
+
+    async def main():
+        t = threading.Thread(target=late_replies)
+        t0 = time.monotonic()
+        t.start()
+        out = await aio.collect(g, 1, timeout=10)
+        t.join()
+        return out, time.monotonic() - t0
+
+    out, took = asyncio.run(main())
+    assert out == ["a", "b"]
+    assert took < 3, f"the await took {took:.2f} s: the remote reply did not wake the loop"
+    remote.close()
+    g.close()
+
+
+def _remote_worker_then_pause(g_handle, rank, ready):
+    g = ringcast.ReplyGather.create_from_handle(_unmappable(g_handle), rank)
+    g.wait_until_ready(timeout=20)
+    g.reply(1, "first")
+    ready.put(os.getpid())
+    time.sleep(120)
+
+
+def test_killed_remote_worker_ends_a_collect_async_with_peer_dead():
+    """A remote worker killed while the executor waits for it (a collect_async over a local and the
+    remote rank): result() raises PeerDeadError naming the rank and the bridge, never a hang."""
+    liveness = 0.5
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1", liveness_interval=liveness)
+    local = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    ctx = mp.get_context("spawn")
+    ready = ctx.Queue()
+    p = ctx.Process(target=_remote_worker_then_pause, args=(g.export_handle(), 1, ready))
+    p.start()
+    try:
+        pid = ready.get(timeout=60)
+        local.reply(1, "a")
+        assert g.collect(1, timeout=30) == ["a", "first"]
+        local.reply(2, "a")
+        killer = threading.Timer(0.2, os.kill, args=(pid, signal.SIGKILL))
+        killer.start()
+        pending = g.collect_async(2, timeout=30)  # (collect() itself: the next test)
+        with pytest.raises(ringcast.PeerDeadError, match=r"remote worker rank\(s\) 1\b.*dropped") as err:
+            pending.result()
+        assert "tcp://127.0.0.1:" in str(err.value)
+        p.join(10)
+    finally:
+        if p.is_alive():
+            p.kill()
+        p.join()
+    g.close()
+
+
+def test_dead_remote_worker_is_reported_within_the_liveness_interval_of_the_kill():
+    liveness = 0.5
+    g = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1", liveness_interval=liveness)
+    ctx = mp.get_context("spawn")
+    ready = ctx.Queue()
+    p = ctx.Process(target=_remote_worker_then_pause, args=(g.export_handle(), 0, ready))
+    p.start()
+    try:
+        pid = ready.get(timeout=60)
+        assert g.collect(1, timeout=30) == ["first"]
+        os.kill(pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        with pytest.raises(ringcast.PeerDeadError, match=r"rank\(s\) 0\b"):
+            g.collect(2, timeout=30)
+        took = time.monotonic() - t0
+        assert took < liveness + 0.5, f"PeerDeadError {took:.2f} s after the kill (liveness {liveness} s)"
+    finally:
+        p.kill()
+        p.join()
+    g.close()
+
+
+def test_clean_close_of_a_remote_worker_is_closed_error():
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    local = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    remote = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
+    remote.wait_until_ready(timeout=10)
+    remote.reply(5, "last words")
+    remote.close()
+    with pytest.raises(ringcast.ClosedError):
+        remote.reply(6, "after close")
+    local.reply(5, "a")
+    assert g.collect(5, timeout=10) == ["a", "last words"]  # sent before the bye: delivered
+    local.reply(6, "a")
+    with pytest.raises(ringcast.ClosedError, match=r"rank 1") as err:
+        g.collect(6, timeout=10)
+    assert not isinstance(err.value, ringcast.PeerDeadError)
+    g.close()
+
+
+def _executor_then_pause(ready):
+    g = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1", liveness_interval=0.5)
+    ready.put(g.export_handle())
+    g.wait_until_ready(timeout=30)
+    time.sleep(120)
+
+
+def test_remote_worker_of_a_killed_executor_gets_peer_dead():
+    ctx = mp.get_context("spawn")
+    ready = ctx.Queue()
+    p = ctx.Process(target=_executor_then_pause, args=(ready,))
+    p.start()
+    try:
+        handle = ready.get(timeout=60)
+        w = ringcast.ReplyGather.create_from_handle(_unmappable(handle), 0)
+        w.wait_until_ready(timeout=10)
+        p.kill()
+        t0 = time.monotonic()
+        with pytest.raises(ringcast.PeerDeadError, match="reply bridge"):
+            while time.monotonic() - t0 < 10:
+                w.reply(1, "x", timeout=1)
+                time.sleep(0.05)
+        assert time.monotonic() - t0 < 3 * handle.liveness_interval + 1
+    finally:
+        p.kill()
+        p.join()
+
+
+def test_wait_until_ready_names_the_missing_remote_rank_and_bad_construction_is_refused():
+    g = ringcast.ReplyGather(3, remote_ranks=[1, 2], connect_ip="127.0.0.1")
+    w1 = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
+    w1.wait_until_ready(timeout=10)
+    with pytest.raises(TimeoutError, match=r"remote worker rank\(s\) 2 did not connect to tcp://127\.0\.0\.1:"):
+        g.wait_until_ready(timeout=0.3)
+    with pytest.raises(ValueError, match="already attached|live"):  # the bridge writes rank 2's ring
+        ringcast.ReplyGather.create_from_handle(dataclasses.replace(g.export_handle(), remote_ranks=()), 2)
+    w1.close()  # before the executor: the bye leaves at once (a worker outliving its bridge lingers 2 s)
+    g.close()
+    with pytest.raises(ValueError, match="connect_ip"):
+        ringcast.ReplyGather(2, remote_ranks=[1])
+    with pytest.raises(ValueError, match="out of range"):
+        ringcast.ReplyGather(2, remote_ranks=[2], connect_ip="127.0.0.1")
+    with pytest.raises(ValueError, match="duplicates"):
+        ringcast.ReplyGather(2, remote_ranks=[1, 1], connect_ip="127.0.0.1")
+    for bad in ("localhost", "*"):
+        with pytest.raises(ValueError, match="literal"):
+            ringcast.ReplyGather(2, remote_ranks=[1], connect_ip=bad)
+    dead = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1").export_handle()  # collected at once
+    w = ringcast.ReplyGather.create_from_handle(dead, 0, remote_addr="tcp://127.0.0.1:9")  # nothing listens
+    with pytest.raises(TimeoutError, match="no welcome"):
+        w.wait_until_ready(timeout=0.2)
+
+
+def test_remote_gather_example_runs():
+    """examples/remote_gather.py (shown in docs/remote.md) runs: one collect over a local and a remote rank."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, os.path.join(root, "examples", "remote_gather.py")], capture_output=True,
+                         text=True, timeout=120, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"[{{'rank': 0, 'sum': {s}}}, {{'rank': 1, 'sum': {s}}}]" for s in (3, 6, 10)]
