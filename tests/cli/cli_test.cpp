@@ -372,6 +372,11 @@ TEST(CliGc, DeadPeerErrorsNameRingcastGc) {
     ro.liveness_interval = 50ms;
     ro.create_timeout = 10s;
     auto reader = Reader::attach(name, 0, ro);
+    // The name appears before the writer's claim: a writer killed before it claimed was never there
+    // for the reader (a launcher may create a segment for a writer that opens it later).
+    ASSERT_TRUE(wait_until([&] {
+        return layout::unpack_owner(reader.segment().header().writer_owner.load()).pid == static_cast<std::uint32_t>(pid);
+    }, 10s));
     ::kill(pid, SIGKILL);
     ASSERT_NE(wait_child(pid, 30s), 0);
     try {
