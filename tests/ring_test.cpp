@@ -500,6 +500,73 @@ TEST(WakeAccounting, AWakeThatNeverCameCostsAtMostOneRecheckInterval) {
     EXPECT_LT(took, kUnwatchedRecheck + 1s) << "the reader slept past its re-check";
 }
 
+// ---- hot window (kHotWindow, ring.hpp) ----------------------------------------------------------
+
+// Where a message lies in the ring, as an offset from the lowest address seen so far.
+struct Span {
+    const std::byte* lowest = nullptr;
+    const std::byte* highest = nullptr;
+    void see(const Message& m) {
+        if (lowest == nullptr || m.bytes.data() < lowest) lowest = m.bytes.data();
+        if (highest == nullptr || m.bytes.data() > highest) highest = m.bytes.data();
+    }
+    [[nodiscard]] std::uint64_t spread() const { return static_cast<std::uint64_t>(highest - lowest); }
+};
+
+// Readers that keep up: 4,000 messages of 2 KiB (8 MiB in all) through a 4 MiB ring stay in its first
+// kHotWindow bytes, intact and in order (each starts at an offset below the window).
+TEST(HotWindow, MessagesCycleThroughTheWindowWhileReadersKeepUp) {
+    ScopedName name("hot");
+    constexpr std::uint64_t kCapacity = 4 << 20;
+    auto w = Writer::create(name, SegmentOptions{.readers = 2, .capacity = kCapacity});
+    auto r0 = Reader::attach(name, 0);
+    auto r1 = Reader::attach(name, 1);
+    Span seen[2];  // per reader: each maps the segment at its own address
+    for (std::uint64_t i = 0; i < 4000; ++i) {
+        const auto msg = make(2048, i);
+        ASSERT_EQ(w.write(msg, 1s, i), Status::ok);
+        for (int k = 0; k < 2; ++k) {
+            Reader& r = k == 0 ? r0 : r1;
+            const Message m = r.peek(1s);
+            ASSERT_EQ(m.status, Status::ok);
+            ASSERT_EQ(m.tag, i);
+            ASSERT_TRUE(std::equal(m.bytes.begin(), m.bytes.end(), msg.begin(), msg.end())) << "message " << i;
+            seen[k].see(m);
+            r.release();
+        }
+    }
+    for (const Span& s : seen) EXPECT_LT(s.spread(), kHotWindow + 2048 + 64) << "the writer went on into fresh ring bytes";
+    EXPECT_GT(w.segment().writer_line().tail.load(), 2 * kCapacity) << "the positions went on (rewinds)";
+}
+
+// A reader that lags keeps the whole ring: nothing is padded away while it has unread messages, and
+// it reads everything, in order, once it catches up.
+TEST(HotWindow, ALaggingReaderKeepsTheWholeRing) {
+    ScopedName name("hot-lag");
+    constexpr std::uint64_t kCapacity = 4 << 20;
+    auto w = Writer::create(name, SegmentOptions{.readers = 2, .capacity = kCapacity});
+    auto fast = Reader::attach(name, 0);
+    auto slow = Reader::attach(name, 1);
+    constexpr std::uint64_t kMessages = 1500;  // 3 MiB: fits the ring only if nothing was padded away
+    for (std::uint64_t i = 0; i < kMessages; ++i) {
+        ASSERT_EQ(w.write(make(2048, i), 0s, i), Status::ok) << "message " << i << ": the ring had no room";
+        const Message m = fast.peek(1s);
+        ASSERT_EQ(m.status, Status::ok);
+        fast.release();
+    }
+    Span seen;
+    for (std::uint64_t i = 0; i < kMessages; ++i) {
+        const Message m = slow.peek(1s);
+        ASSERT_EQ(m.status, Status::ok);
+        ASSERT_EQ(m.tag, i);
+        const auto msg = make(2048, i);
+        ASSERT_TRUE(std::equal(m.bytes.begin(), m.bytes.end(), msg.begin(), msg.end())) << "message " << i;
+        seen.see(m);
+        slow.release();
+    }
+    EXPECT_GT(seen.spread(), kHotWindow) << "the lagging reader's messages were not laid out one after another";
+}
+
 // ---- scatter writes ----------------------------------------------------------------------------
 
 // A message in parts is received as their concatenation, small (one record) or fragmented.
