@@ -118,7 +118,8 @@ class RemotePublisher:
     def __init__(self, ring_name: str, ring_rank: int, ip: str, port: int, ranks: Sequence[int],
                  high_water_mark: int = 16, slow_reader: str = "block", slow_reader_timeout_s: float = 5.0,
                  heartbeat_s: float = 0.2, liveness_s: float = 1.0, curve_secret_key: str = "",
-                 curve_allowed_clients: Sequence[str] = ...) -> None: ...
+                 curve_allowed_clients: Sequence[str] = ..., wait: str = "hybrid", spin_us: float = 10.0,
+                 spin_max_us: float = 0.0) -> None: ...
     @property
     def endpoint(self) -> str: ...
     @property

@@ -323,7 +323,8 @@ class MessageQueue:
                     name, n_local_reader, connect_ip or "", remote_port, remote_ranks,
                     high_water_mark=remote_high_water_mark, slow_reader=remote_slow_reader,
                     heartbeat_s=liveness_interval / 5, liveness_s=liveness_interval,
-                    curve_secret_key=curve_secret_key or "", curve_allowed_clients=list(curve_allowed_clients or []))
+                    curve_secret_key=curve_secret_key or "", curve_allowed_clients=list(curve_allowed_clients or []),
+                    wait=wait, spin_us=spin_us, spin_max_us=spin_max_us)
             except BaseException:
                 self._writer.shutdown()
                 raise

@@ -74,7 +74,8 @@ public:
     PyRemotePublisher(const std::string& ring_name, std::uint32_t ring_rank, const std::string& ip, std::uint16_t port,
                       std::vector<std::uint32_t> ranks, int high_water_mark, const std::string& slow_reader,
                       double slow_reader_timeout_s, double heartbeat_s, double liveness_s,
-                      const std::string& curve_secret_key, std::vector<std::string> curve_allowed_clients) {
+                      const std::string& curve_secret_key, std::vector<std::string> curve_allowed_clients,
+                      const std::string& wait, double spin_us, double spin_max_us) {
         remote::RemotePublisherOptions o;
         o.listen.ip = ip;
         o.listen.port = port;
@@ -92,6 +93,10 @@ public:
         o.slow_reader_timeout = seconds(slow_reader_timeout_s);
         o.heartbeat_interval = seconds(heartbeat_s);
         o.ring.liveness_interval = liveness_from(liveness_s);
+        // The publisher's thread waits on the ring like the queue's local readers (the queue passes its
+        // own wait options): with the adaptive spin it is awake when the next message comes, instead of
+        // paying a futex wake per message on the remote path.
+        o.ring.wait = wait_options(wait, spin_us, spin_max_us);
         pub_ = std::make_unique<remote::RemotePublisher>(remote::RemotePublisher::start(ring_name, ring_rank, o));
     }
     // Waits (GIL released) for every remote rank's hello; TimeoutError names the missing ones.
@@ -445,16 +450,18 @@ void register_remote(py::module_& m) {
     py::class_<PyRemotePublisher>(m, "RemotePublisher",
                                   "Forwards a queue's messages to remote readers (a ring reader rank of its own).")
         .def(py::init<const std::string&, std::uint32_t, const std::string&, std::uint16_t, std::vector<std::uint32_t>,
-                      int, const std::string&, double, double, double, const std::string&, std::vector<std::string>>(),
+                      int, const std::string&, double, double, double, const std::string&, std::vector<std::string>,
+                      const std::string&, double, double>(),
              py::arg("ring_name"), py::arg("ring_rank"), py::arg("ip"), py::arg("port"), py::arg("ranks"),
              py::arg("high_water_mark") = 16, py::arg("slow_reader") = "block", py::arg("slow_reader_timeout_s") = 5.0,
              py::arg("heartbeat_s") = 0.2, py::arg("liveness_s") = 1.0, py::arg("curve_secret_key") = "",
-             py::arg("curve_allowed_clients") = std::vector<std::string>{},
+             py::arg("curve_allowed_clients") = std::vector<std::string>{}, py::arg("wait") = "hybrid",
+             py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0,
              "Attaches to queue `ring_name` as reader rank `ring_rank`, binds tcp://ip:port (a literal address;\n"
              "port 0: ephemeral) and starts forwarding once every rank in `ranks` said hello. slow_reader:\n"
              "'block' (bounded back-pressure) or 'drop_after' (cut off after slow_reader_timeout_s at the\n"
              "high-water mark: FellBehindError on that reader). Raises ValueError for a bad address, key or\n"
-             "rank, or a port in use.")
+             "rank, or a port in use. wait / spin_us / spin_max_us: how its thread waits on the ring (as a Reader's).")
         .def_property_readonly("endpoint", [](const PyRemotePublisher& p) { return p.pub_->endpoint(); },
                                "The endpoint remote readers connect to, with the real port.")
         .def_property_readonly("curve_public_key", [](const PyRemotePublisher& p) { return p.pub_->curve_public_key(); },
