@@ -236,3 +236,15 @@ def test_the_default_adaptive_spin_burns_no_cpu_while_idle():
         p.join(timeout=30)
         if p.is_alive():
             p.kill()
+
+
+def test_numpy_arrays_travel_while_torch_is_loaded(queue_pair):
+    # With torch imported, enqueue looks for device arrays in the object graph (ringcast/_gpu.py); the
+    # class numpy.ndarray itself is part of every array's pickle and is no array.
+    pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    q, (r,) = queue_pair(1)
+    for a in (np.arange(10), np.zeros((300, 70)), np.arange(1000, dtype=np.int16)[::3]):
+        q.enqueue({"a": a}, timeout=5)
+        got = r.dequeue(timeout=5)["a"]
+        assert got.dtype == a.dtype and (got == a).all()

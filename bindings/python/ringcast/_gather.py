@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
 
 from ringcast import _core
-from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version
+from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version, require_remote
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 
@@ -159,12 +159,7 @@ class ReplyGather:
         if len(set(remote)) != len(remote):
             raise ValueError(f"remote_ranks has duplicates: {remote}")
         if remote:
-            if not getattr(_core, "HAVE_REMOTE", False):
-                raise ImportError(f"remote ranks {remote} requested, but this ringcast was built without ZeroMQ "
-                                  "(install libzmq3-dev and cppzmq-dev and rebuild)")
-            if not connect_ip:
-                raise ValueError(f"remote ranks {remote} need connect_ip: the address of this machine's interface "
-                                 "the remote workers reach (the reply bridge binds there only)")
+            require_remote(f"remote ranks {remote}", connect_ip, "the remote workers", "the reply bridge")
         if sweep_abandoned:
             sweep_generated_names()
         capacity = max(4 * (max_reply_bytes + 64), _core.MIN_CAPACITY)

@@ -189,7 +189,9 @@ class _DevicePickler(pickle.Pickler):
         self.arrays: List[_Array] = []
 
     def persistent_id(self, obj):
-        if type(obj) in _PLAIN_TYPES:
+        # A class (numpy.ndarray itself is pickled inside every numpy array's reduce) has the protocol
+        # methods unbound: only instances can be device arrays.
+        if type(obj) in _PLAIN_TYPES or isinstance(obj, type):
             return None
         array = _describe(obj)
         if array is None:
@@ -213,36 +215,26 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
 
 def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
     """MessageQueue.enqueue while a GPU array library is loaded (the plain path when obj holds none)."""
-    oob: list = []
-    limit = queue._max_parts - 3
-    threshold = queue._oob_threshold
+    from ringcast._queue import dumps_out_of_band
 
-    def callback(pb: pickle.PickleBuffer) -> bool:  # as MessageQueue._dumps: True keeps it in-band
-        if len(oob) >= limit:
-            return True
-        try:
-            raw = pb.raw()
-        except BufferError:
-            return True
-        if raw.nbytes < threshold:
-            return True
-        o = raw.obj
-        oob.append(o if type(o) is bytes and len(o) == raw.nbytes else raw)
-        return False
+    picklers: List[_DevicePickler] = []
 
-    if type(obj) in (bytes, bytearray, memoryview) and len(obj) >= threshold:
-        obj = pickle.PickleBuffer(obj)
-    out = io.BytesIO()
-    pickler = _DevicePickler(out, callback)
-    pickler.dump(obj)
-    arrays = pickler.arrays
+    def device_pickle(o: Any, callback: Any) -> bytes:
+        out = io.BytesIO()
+        picklers.append(_DevicePickler(out, callback))
+        picklers[0].dump(o)
+        return out.getvalue()
+
+    # Two parts fewer than the plain path: a device message is [_MAGIC, metas, pickle, *buffers].
+    data, *oob = dumps_out_of_band(obj, queue._oob_threshold, queue._max_parts - 3, device_pickle)
+    arrays = picklers[0].arrays
     if not arrays:
-        queue._writer.send([out.getvalue(), *oob], timeout)
+        queue._writer.send([data, *oob], timeout)
         return
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         metas = pickle.dumps([a.meta for a in arrays], protocol=5)
-        queue._writer.send([_MAGIC, metas, out.getvalue(), *oob], timeout)
+        queue._writer.send([_MAGIC, metas, data, *oob], timeout)
         writer = queue._writer
         chunk = writer.max_reserve
         for a in arrays:

@@ -16,7 +16,7 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Coroutine, Iterator, List, Optional
+from typing import Any, Callable, Coroutine, Iterator, List, Optional
 
 from ringcast import _core, _gpu
 from ringcast._core import RingcastError
@@ -139,6 +139,53 @@ def _shutdown_writer(core_writer, publisher=None) -> None:  # weakref.finalize c
     if publisher is not None:  # hand the rest and the close to ZeroMQ (bounded), then let it flush and stop
         publisher.drain(_REMOTE_DRAIN_S)
         publisher.stop()
+
+
+def require_remote(what: str, connect_ip: Optional[str], peers: str, listener: str) -> None:
+    """Ranks on other machines need ZeroMQ in this build and the address to listen on (MessageQueue's
+    publisher, ReplyGather's bridge): ImportError / ValueError naming what asked for them."""
+    if not getattr(_core, "HAVE_REMOTE", False):
+        raise ImportError(f"{what} requested, but this ringcast was built without ZeroMQ (install libzmq3-dev and "
+                          "cppzmq-dev and rebuild)")
+    if not connect_ip:
+        raise ValueError(f"{what} need connect_ip: the address of this machine's interface {peers} reach "
+                         f"({listener} binds there only)")
+
+
+def pickle5(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer], bool]) -> bytes:
+    """A protocol-5 pickle; buffer_callback decides which buffers leave it (False: out of band)."""
+    return pickle.dumps(obj, protocol=5, buffer_callback=buffer_callback)
+
+
+def dumps_out_of_band(obj: Any, threshold: int, max_buffers: int,
+                      pickle_with: Callable[[Any, Callable[[pickle.PickleBuffer], bool]], bytes] = pickle5) -> list:
+    """The wire parts of a message: ``[pickle, *buffers]``. Contiguous buffers of at least ``threshold``
+    bytes (numpy arrays, PickleBuffers, ...), up to ``max_buffers`` of them, travel out of band: copied
+    from the object straight into the ring, never into the pickle. One function for every sender
+    (MessageQueue, the vLLM plug-in's tensor pickler, the GPU path's device pickler: ``pickle_with``).
+    """
+    oob: list = []
+
+    def callback(pb: pickle.PickleBuffer) -> bool:  # True: keep in-band
+        if len(oob) >= max_buffers:
+            return True
+        try:
+            raw = pb.raw()
+        except BufferError:  # not contiguous
+            return True
+        if raw.nbytes < threshold:
+            return True
+        # A whole bytes object is passed as itself: the receiver then rebuilds a bytes, not a bytearray.
+        o = raw.obj
+        oob.append(o if type(o) is bytes and len(o) == raw.nbytes else raw)
+        return False
+
+    # The C pickler serializes bytes/bytearray in-band before any hook runs; a large one passed as the
+    # message itself is wrapped so it travels out of band (no copy into the pickle).
+    if type(obj) in (bytes, bytearray, memoryview) and len(obj) >= threshold:
+        obj = pickle.PickleBuffer(obj)
+    data = pickle_with(obj, callback)
+    return [data, *oob]
 
 
 class MessageQueue:
@@ -303,13 +350,8 @@ class MessageQueue:
                 raise ValueError(f"remote_reader_ranks {remote_ranks} has duplicates or ranks of local_reader_ranks "
                                  f"{local_reader_ranks}")
         if remote_ranks:
-            if not getattr(_core, "HAVE_REMOTE", False):
-                raise ImportError(f"{len(remote_ranks)} remote reader(s) requested, but this ringcast was built "
-                                  "without ZeroMQ (install libzmq3-dev and cppzmq-dev and rebuild)")
-            if not connect_ip:
-                raise ValueError(f"{len(remote_ranks)} remote reader(s) (n_reader={n_reader} > n_local_reader="
-                                 f"{n_local_reader}) need connect_ip: the address of this machine's interface "
-                                 "they reach (the publisher binds there only)")
+            require_remote(f"{len(remote_ranks)} remote reader(s) (n_reader={n_reader} > n_local_reader="
+                           f"{n_local_reader})", connect_ip, "the remote readers", "the publisher")
 
         # With remote readers the ring has one more rank: the publisher's, so the ring's back-pressure
         # covers what it has not sent yet. Without, the ring is exactly the local one.
@@ -485,30 +527,10 @@ class MessageQueue:
 
     # ---- objects -------------------------------------------------------------------------------
     def _dumps(self, obj: Any) -> list:
-        oob: list = []
-        limit = self._max_parts - 1
-        threshold = self._oob_threshold
+        return dumps_out_of_band(obj, self._oob_threshold, self._max_parts - 1, self._pickle)
 
-        def callback(pb: pickle.PickleBuffer) -> bool:  # True: keep in-band
-            if len(oob) >= limit:
-                return True
-            try:
-                raw = pb.raw()
-            except BufferError:  # not contiguous
-                return True
-            if raw.nbytes < threshold:
-                return True
-            # A whole bytes object is passed as itself: the receiver then rebuilds a bytes, not a bytearray.
-            o = raw.obj
-            oob.append(o if type(o) is bytes and len(o) == raw.nbytes else raw)
-            return False
-
-        # The C pickler serializes bytes/bytearray in-band before any hook runs; a large one passed as
-        # the message itself is wrapped so it travels out-of-band (no copy into the pickle).
-        if type(obj) in (bytes, bytearray, memoryview) and len(obj) >= threshold:
-            obj = pickle.PickleBuffer(obj)
-        data = pickle.dumps(obj, protocol=5, buffer_callback=callback)
-        return [data, *oob]
+    # How the pickle itself is made (ringcast.vllm overrides it: CPU tensors as one buffer each).
+    _pickle = staticmethod(pickle5)
 
     @staticmethod
     def _loads(parts: list) -> Any:

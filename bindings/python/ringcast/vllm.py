@@ -124,33 +124,13 @@ class MessageQueue(_RingcastQueue):
                     raise TimeoutError(f"timed out after {timeout} s (waiting with a cancel event)") from None
 
     # ---- CPU torch tensors out of band ------------------------------------------------------------
-    def _dumps(self, obj: Any) -> list:
-        # ringcast.MessageQueue._dumps with a pickler that reduces CPU tensors to one PickleBuffer; the
-        # parts it returns are the same wire format ([pickle, *out-of-band buffers]) that _loads reads.
+    def _pickle(self, obj: Any, buffer_callback: Any) -> bytes:  # type: ignore[override]
+        # ringcast.MessageQueue's pickle, with CPU tensors reduced to one PickleBuffer each, which the
+        # callback then moves out of band: the same wire format ([pickle, *buffers]) that _loads reads.
         torch = sys.modules.get("torch")
         if torch is None:  # no tensor can exist in a process that never imported torch
-            return super()._dumps(obj)
-        oob: list = []
-        limit = self._max_parts - 1
-        threshold = self._oob_threshold
-
-        def keep_in_band(pb: pickle.PickleBuffer) -> bool:
-            if len(oob) >= limit:
-                return True
-            try:
-                raw = pb.raw()
-            except BufferError:  # not contiguous
-                return True
-            if raw.nbytes < threshold:
-                return True
-            obj_ = raw.obj
-            oob.append(obj_ if type(obj_) is bytes and len(obj_) == raw.nbytes else raw)
-            return False
-
-        if type(obj) in (bytes, bytearray, memoryview) and len(obj) >= threshold:
-            obj = pickle.PickleBuffer(obj)
-        out = _TensorPickler.dumps(obj, keep_in_band, torch, threshold)
-        return [out, *oob]
+            return pickle.dumps(obj, protocol=5, buffer_callback=buffer_callback)
+        return _TensorPickler.dumps(obj, buffer_callback, torch, self._oob_threshold)
 
     # ---- process groups -------------------------------------------------------------------------
     @classmethod

@@ -86,6 +86,8 @@ private:
     [[nodiscard]] bool publish_pending(detail::Gil& gil);
     // send() / acquire_write() / send_nowait() while a message is pending: RuntimeError.
     void refuse_if_pending(const char* what) const;
+    // py::len(parts), or ValueError unless 1..max_parts() (send and send_nowait).
+    [[nodiscard]] std::size_t checked_part_count(const py::sequence& parts) const;
     // A dead reader at the minimum head can never release: waiting for it is an error that names it.
     void check_readers() { writer_->check_liveness(); }
 

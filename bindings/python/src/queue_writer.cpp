@@ -42,15 +42,19 @@ PyWriter::~PyWriter() {
     if (forked_child()) (void)writer_.release();
 }
 
-void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
-    check_usable("enqueue");
-    Busy busy(*this);
-    refuse_if_pending("enqueue");
+std::size_t PyWriter::checked_part_count(const py::sequence& parts) const {
     const std::size_t nparts = py::len(parts);
     if (nparts == 0 || nparts > max_parts())
         throw Failure{PyExc_ValueError, "a message has 1.." + std::to_string(max_parts()) + " parts, got " +
                                             std::to_string(nparts)};
-    OutgoingMessage msg(parts, nparts);  // destroyed after `gil`: its buffers are released with the GIL
+    return nparts;
+}
+
+void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
+    check_usable("enqueue");
+    Busy busy(*this);
+    refuse_if_pending("enqueue");
+    OutgoingMessage msg(parts, checked_part_count(parts));  // destroyed after `gil`: its buffers are released with the GIL
 
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
@@ -114,11 +118,7 @@ bool PyWriter::send_nowait(const py::sequence& parts) {
     check_usable("enqueue");
     Busy busy(*this);
     refuse_if_pending("enqueue");
-    const std::size_t nparts = py::len(parts);
-    if (nparts == 0 || nparts > max_parts())
-        throw Failure{PyExc_ValueError, "a message has 1.." + std::to_string(max_parts()) + " parts, got " +
-                                            std::to_string(nparts)};
-    pending_ = std::make_unique<OutgoingMessage>(parts, nparts);
+    pending_ = std::make_unique<OutgoingMessage>(parts, checked_part_count(parts));
     pending_sent_ = 0;
     Gil gil;
     return publish_pending(gil);
