@@ -19,11 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "args.hpp"
+#include "errors.hpp"
 #include "gil.hpp"
 #include "ringcast/ring.hpp"
 
@@ -93,5 +95,59 @@ private:
     std::uint64_t remaining_ = 0;    // stream bytes still expected
     std::string where_;
 };
+
+
+// The reader side of the framing, one loop for the local reader (queue_reader.cpp) and the remote one
+// (remote.cpp): `next_record(drain)` gives the next record (a Message with status ok or timed_out; it
+// throws for closed and cancelled itself), `release()` frees the record just copied. Records are
+// assembled until a message is whole. drain: return {} quietly where a blocking receive throws
+// (nothing there, an acquire_write() message next, which is left in place).
+template <class NextRecord, class Release>
+std::vector<py::object> receive_framed(Gil& gil, Reassembly& assembly, bool drain,
+                                       const std::optional<double>& timeout, NextRecord&& next_record,
+                                       Release&& release) {
+    for (;;) {
+        const Message m = next_record(drain);
+        if (m.status == Status::timed_out) {
+            gil.acquire();
+            if (drain) return {};
+            throw TimedOut{"dequeue timed out after " + timeout_text(timeout)};
+        }
+        const Frame f = tag_frame(m.tag);
+        switch (f) {
+            case Frame::whole:
+            case Frame::first:
+                if (assembly.active()) assembly.corrupt("a new message began before the previous one ended");
+                assembly.start(gil, m, f);
+                assembly.scatter(gil, m.bytes.data(), m.bytes.size());
+                break;
+            case Frame::middle:
+            case Frame::last:
+                if (!assembly.active()) break;  // rank (re-)attached mid-stream: skip the orphan
+                if (tag_seq(m.tag) != assembly.seq()) assembly.corrupt("record of another message inside a message");
+                assembly.scatter(gil, m.bytes.data(), m.bytes.size());
+                break;
+            case Frame::abort:
+                if (assembly.active()) {
+                    gil.acquire();
+                    assembly.drop();
+                }
+                break;
+            case Frame::raw:
+                gil.acquire();
+                if (drain) return {};  // left in place; the collected messages are delivered
+                throw Failure{g_ringcast_error,
+                              "dequeue: the next message was written with acquire_write(); read it with "
+                              "acquire_read()"};
+            default: assembly.corrupt("unknown record kind " + std::to_string(static_cast<int>(f)));
+        }
+        release();
+        if (assembly.active() && assembly.remaining() == 0) {
+            if (f != Frame::whole && f != Frame::last) assembly.corrupt("message ended on a non-final record");
+            return assembly.take();  // moving py::objects needs no GIL
+        }
+        if (assembly.active() && f == Frame::last) assembly.corrupt("last record before the announced length");
+    }
+}
 
 }  // namespace ringcast::python::detail

@@ -146,48 +146,10 @@ Message PyReader::next_record(Gil& gil, Deadline deadline, const std::optional<d
 }
 
 std::vector<py::object> PyReader::receive(Gil& gil, Deadline deadline, bool drain, const std::optional<double>& timeout) {
-    for (;;) {
-        const Message m = next_record(gil, deadline, timeout, drain);
-        if (m.status == Status::timed_out) {
-            gil.acquire();
-            if (drain) return {};
-            throw TimedOut{"dequeue timed out after " + timeout_text(timeout)};
-        }
-        const Frame f = tag_frame(m.tag);
-        switch (f) {
-            case Frame::whole:
-            case Frame::first:
-                if (assembly_.active()) corrupt("a new message began before the previous one ended");
-                assembly_.start(gil, m, f);
-                assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
-                break;
-            case Frame::middle:
-            case Frame::last:
-                if (!assembly_.active()) break;  // rank re-attached mid-stream: skip the orphan
-                if (tag_seq(m.tag) != assembly_.seq()) corrupt("record of another message inside a message");
-                assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
-                break;
-            case Frame::abort:
-                if (assembly_.active()) {
-                    gil.acquire();
-                    assembly_.drop();
-                }
-                break;
-            case Frame::raw:
-                gil.acquire();
-                if (drain) return {};  // left in place; the collected messages are delivered
-                throw Failure{g_ringcast_error,
-                              "dequeue: the next message was written with acquire_write(); read it with "
-                              "acquire_read()"};
-            default: corrupt("unknown record kind " + std::to_string(static_cast<int>(f)));
-        }
-        reader_->release();
-        if (assembly_.active() && assembly_.remaining() == 0) {
-            if (f != Frame::whole && f != Frame::last) corrupt("message ended on a non-final record");
-            return assembly_.take();  // moving py::objects needs no GIL
-        }
-        if (assembly_.active() && f == Frame::last) corrupt("last record before the announced length");
-    }
+    return receive_framed(
+        gil, assembly_, drain, timeout,
+        [&](bool probe_only) { return next_record(gil, deadline, timeout, probe_only); },
+        [&] { reader_->release(); });
 }
 
 }  // namespace ringcast::python

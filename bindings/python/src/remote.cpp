@@ -286,47 +286,9 @@ private:
     }
 
     std::vector<py::object> receive(Gil& gil, Deadline deadline, bool drain, const std::optional<double>& timeout) {
-        for (;;) {
-            const Message m = next_record(gil, deadline, drain);
-            if (m.status == Status::timed_out) {
-                gil.acquire();
-                if (drain) return {};
-                throw TimedOut{"dequeue timed out after " + timeout_text(timeout)};
-            }
-            const Frame f = tag_frame(m.tag);
-            switch (f) {
-                case Frame::whole:
-                case Frame::first:
-                    if (assembly_.active()) assembly_.corrupt("a new message began before the previous one ended");
-                    assembly_.start(gil, m, f);
-                    assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
-                    break;
-                case Frame::middle:
-                case Frame::last:
-                    if (!assembly_.active()) break;
-                    if (tag_seq(m.tag) != assembly_.seq()) assembly_.corrupt("record of another message inside a message");
-                    assembly_.scatter(gil, m.bytes.data(), m.bytes.size());
-                    break;
-                case Frame::abort:
-                    if (assembly_.active()) {
-                        gil.acquire();
-                        assembly_.drop();
-                    }
-                    break;
-                case Frame::raw:
-                    gil.acquire();
-                    if (drain) return {};
-                    throw Failure{g_ringcast_error, "dequeue: the next message was written with acquire_write(); "
-                                                    "read it with acquire_read()"};
-                default: assembly_.corrupt("unknown record kind " + std::to_string(static_cast<int>(f)));
-            }
-            reader_->release();
-            if (assembly_.active() && assembly_.remaining() == 0) {
-                if (f != Frame::whole && f != Frame::last) assembly_.corrupt("message ended on a non-final record");
-                return assembly_.take();
-            }
-            if (assembly_.active() && f == Frame::last) assembly_.corrupt("last record before the announced length");
-        }
+        return receive_framed(
+            gil, assembly_, drain, timeout, [&](bool probe_only) { return next_record(gil, deadline, probe_only); },
+            [&] { reader_->release(); });
     }
 
     std::unique_ptr<remote::RemoteReader> reader_;
