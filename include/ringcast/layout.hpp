@@ -197,8 +197,7 @@ inline constexpr std::size_t kReaderSlotsOffset = kSpaceLineOffset + sizeof(Spac
 //   +---------------+-------------+----------------+  to kRecordAlign           |
 //
 // A record never wraps: when it does not fit before the ring's end the writer publishes a padding
-// record covering the gap (and, to keep an empty ring's traffic in its first kHotWindow bytes, pads
-// an empty ring to its end early: ring.hpp). Readers treat both alike. A message larger than kMaxRecordPayload(capacity) travels as
+// record covering the gap. A message larger than kMaxRecordPayload(capacity) travels as
 // fragment_first (payload starts with the u64 total message length), fragment_middle*,
 // fragment_last; fragment_abort tells readers to drop a stream the writer gave up on (timeout).
 enum class RecordKind : std::uint32_t {

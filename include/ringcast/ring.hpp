@@ -118,18 +118,6 @@ struct Fragment {
     [[nodiscard]] bool last() const noexcept { return status == Status::ok && !withdrawn && offset + bytes.size() == total; }
 };
 
-// Hot window (Writer::reserve_record). While every held reader has read everything, the writer does
-// not go on to fresh ring bytes past the first kHotWindow: it pads to the ring's end (the padding
-// record every wrap already writes) and starts the next record at offset 0, so a stream of small
-// messages that readers keep up with cycles through the same 256 KiB — cache lines and page-table
-// entries the writer and readers already hold — instead of touching new memory on every message
-// through the whole ring (a 16 MiB ring is 8000 steps of 2 KiB: each paid page faults and cache
-// misses, measured 7.1 µs against 0.73 µs per message on the 2-core VM, bench/python/bench_glue.py).
-// Only an empty ring is rewound (min head == tail: the padded bytes are free for every reader), so a
-// lagging reader keeps the whole ring; the heads are scanned for it at most once per kHotWindow / 4
-// bytes published past the window. Rings under 4 x kHotWindow are left as they are.
-inline constexpr std::uint64_t kHotWindow = 256 * 1024;
-
 // ===================================================================================================
 // Writer. Thread-safety: one thread at a time uses a Writer, except cancel()/clear_cancel(), which any
 // thread may call at any time. One Writer per segment (claimed in the header, pid-checked).
@@ -256,7 +244,6 @@ private:
     std::uint32_t readers_ = 0;
     std::uint64_t tail_ = 0;             // local copy: only this Writer stores the shared tail
     std::uint64_t known_free_end_ = 0;   // tail may grow up to here without rescanning heads
-    std::uint64_t rewind_check_at_ = 0;  // tail at which the next hot-window rewind check may scan heads
     std::uint64_t reserved_pos_ = 0;     // where the reserved record's header goes
     std::uint64_t reserved_size_ = 0;    // payload bytes reserved; 0 with !has_reservation_
     bool has_reservation_ = false;

@@ -97,28 +97,15 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
 }
 
 // Makes room for one record of `payload` bytes at tail_ (after a padding record if it would cross the
-// ring's end, or to rewind an empty ring to its hot window: kHotWindow in ring.hpp). Sets
-// reserved_pos_. Nothing is visible to readers until commit_record().
+// ring's end). Sets reserved_pos_. Nothing is visible to readers until commit_record().
 inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
     const std::uint64_t rec = layout::record_size(payload);
-    const std::uint64_t offset = tail_ & mask_;
-    const std::uint64_t to_end = capacity_ - offset;  // >= kRecordAlign: tail_ stays aligned
-    std::uint64_t pad = rec > to_end ? to_end : 0;
-    // Hot window. rec <= offset: padding + record fit in an empty ring (to_end + rec <= capacity).
-    // min head == tail_ (acquire loads, as for any overwrite): every held reader released every byte
-    // up to tail_, so the padded bytes are free; heads only grow, so the wait below finds room at once.
-    // The padding's length must fit its u32 field (rings past 4 GiB rewind only near their end).
-    if (pad == 0 && offset >= kHotWindow && capacity_ >= 4 * kHotWindow && rec <= offset &&
-        to_end - sizeof(layout::RecordHeader) <= layout::kMaxRecordLength && tail_ >= rewind_check_at_) [[unlikely]] {
-        if (min_reader_head_acquire() == tail_)
-            pad = to_end;
-        else
-            rewind_check_at_ = tail_ + kHotWindow / 4;  // a reader lags: keep going, look again later
-    }
+    const std::uint64_t to_end = capacity_ - (tail_ & mask_);  // >= kRecordAlign: tail_ stays aligned
+    const std::uint64_t pad = rec > to_end ? to_end : 0;
     if (const Status s = wait_for_space(pad + rec, timeout); s != Status::ok) return s;
     if (pad != 0) {
         auto& h = layout::record_at(data_, tail_ & mask_);
-        // A wrap: pad = to_end < rec <= header + kMaxRecordLength; a rewind checked it: fits its u32.
+        // pad = to_end < rec <= header + kMaxRecordLength, so the length fits its u32.
         h.length = static_cast<std::uint32_t>(pad - sizeof(layout::RecordHeader));
         h.kind = static_cast<std::uint32_t>(layout::RecordKind::padding);
         h.tag = 0;
