@@ -25,6 +25,9 @@ preparation in async mode), both measured as the thread CPU time they took, so t
 a CPU (taken by a spinning neighbour) or without the GIL (taken by a polling thread) counts as overhead;
 executor and worker CPU%; the workers' idle CPU% over the second that starts 10 ms after the last step.
 Every configuration runs --repeats times, interleaved; the table shows medians and each run's overhead.
+With enough CPUs (--pin auto) every process is pinned: the executor to one core's two SMT siblings,
+each worker to a core of its own; a run's figure then no longer depends on where the scheduler put whom.
+The breakdown of a sync step adds how often each side slept in the kernel per step (0: it spun).
 The "python floor" line is the pickling every variant does on the step's critical path, measured
 without any transport: no transport's overhead can be below it. Writes a table, JSON and a plot (PNG,
 matplotlib) under --out.
@@ -183,7 +186,10 @@ class Baseline(RankByRank):
     def worker_endpoints(self, rank):
         inq = SpinYieldQueue.attach(self.bcast.handle(), rank)
         outq = SpinYieldQueue.attach(self.reply_owners[rank].handle(), None)  # the worker writes
-        return inq.dequeue, lambda step, obj: outq.enqueue(obj), outq.close
+        return inq.dequeue, lambda step, obj: outq.enqueue(obj), outq.close, None
+
+    def executor_sleeps(self):
+        return None  # it never sleeps: it spins
 
     def close(self):
         for q in self.replies:
@@ -210,7 +216,10 @@ class RingcastRankByRank(RankByRank):
         with os.fdopen(self.pipes[rank][1], "wb") as f:
             pickle.dump(outq.export_handle(), f)
         outq.wait_until_ready()
-        return inq.dequeue, lambda step, obj: outq.enqueue(obj), outq.shutdown
+        return inq.dequeue, lambda step, obj: outq.enqueue(obj), outq.shutdown, lambda: inq._reader.waits
+
+    def executor_sleeps(self):
+        return sum(q._reader.waits for q in self.replies)
 
     def connect(self):
         self.replies = []
@@ -236,7 +245,10 @@ class RingcastGather:
     def worker_endpoints(self, rank):
         inq = ringcast.MessageQueue.create_from_handle(self.handles[0], rank)
         outg = ringcast.ReplyGather.create_from_handle(self.handles[1], rank)
-        return inq.dequeue, outg.reply, outg.close
+        return inq.dequeue, outg.reply, outg.close, lambda: inq._reader.waits
+
+    def executor_sleeps(self):
+        return self.gather._collector.kernel_waits
 
     def broadcast(self, obj):
         self.bcast.enqueue(obj)
@@ -267,14 +279,16 @@ def worker_main(transport, rank, work, reply_all):
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() == 1:
         os._exit(1)
-    recv, reply, cleanup = transport.worker_endpoints(rank)
+    if PINNING["workers"]:
+        os.sched_setaffinity(0, {PINNING["workers"][rank]})
+    recv, reply, cleanup, sleeps = transport.worker_endpoints(rank)
     while True:
         msg = recv()
         if msg is None:
             break
         step = msg["step"]
         if msg.get("barrier"):  # every rank answers: the executor knows the backlog is done
-            reply(step, (step, 0.0, rank))
+            reply(step, (step, 0.0, rank, sleeps() if sleeps else None))
             continue
         t_recv = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for every process of the machine
         cpu = work()
@@ -282,6 +296,53 @@ def worker_main(transport, rank, work, reply_all):
             reply(step, (step, cpu, rank, t_recv, time.monotonic_ns()))
     cleanup()
     os._exit(0)
+
+
+# CPU pinning (--pin): the executor's two threads (main, and the collector thread of (a)/(b) in async
+# mode) on two CPUs of their own, worker i alone on another. Every variant runs on the same CPUs, so a
+# process that migrates or shares a core with a neighbour's spin no longer decides a run's figure.
+PINNING = {"executor": None, "workers": None}
+
+
+def cpu_cores(cpus):
+    """The allowed CPUs grouped by physical core (SMT siblings together), in CPU order."""
+    cores = {}
+    for c in cpus:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/core_id") as f:
+                core = f.read().strip()
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/physical_package_id") as f:
+                core = (f.read().strip(), core)
+        except OSError:
+            core = ("?", str(c))
+        cores.setdefault(core, []).append(c)
+    return list(cores.values())
+
+
+def plan_pinning(mode, workers):
+    """The CPUs of the executor and of each worker, or None (not pinned) with the reason. SMT siblings
+    share a core's execution units: the executor's two threads (which take turns holding the GIL) get
+    one core's siblings, and each worker a core of its own while there are cores (then siblings)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if mode == "off":
+        return None, "off (--pin off)"
+    if len(cpus) < workers + 2:
+        if mode == "on":
+            raise SystemExit(f"--pin on needs {workers + 2} CPUs (executor 2, one per worker), this process "
+                             f"may use {len(cpus)}")
+        return None, f"off: {len(cpus)} CPUs < {workers + 2} (executor 2 + one per worker)"
+    cores = cpu_cores(cpus)
+    executor = cores[0][:2] if len(cores[0]) >= 2 else [c for core in cores[:2] for c in core[:1]]
+    rest = [core for core in ([c for c in core if c not in executor] for core in cores) if core]
+    firsts = [core[0] for core in rest]
+    seconds = [c for core in rest for c in core[1:]]
+    worker_cpus = (firsts + seconds)[:workers]
+    if len(worker_cpus) < workers:
+        return None, "off: not enough CPUs left for the workers"
+    shared = max(0, workers - len(firsts))
+    text = (f"executor on CPUs {executor[0]},{executor[1]}, workers on CPUs {','.join(map(str, worker_cpus))} "
+            f"({len(cores)} cores of {len(cpus)} CPUs; {shared} worker(s) on an SMT sibling of another)")
+    return {"executor": set(executor), "workers": worker_cpus}, text
 
 
 def run_variant(kind, workers, steps, work, reply_all, prep, idle_s=1.0):
@@ -321,6 +382,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
 
     cpu0, wall0 = self_cpu_seconds(), time.perf_counter()
     wcpu0 = [proc_cpu_seconds(p) for p in pids]
+    exec_sleeps0 = transport.executor_sleeps()
     for step in range(1, steps + warmup + 1):
         request = scheduler_output(step)  # the scheduler's work: before the step's clock starts
         t0 = time.perf_counter()
@@ -345,6 +407,8 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
             over.append(dt - max(max(r[1] for r in replies), prep_cpu))
     wall = time.perf_counter() - wall0
     exec_cpu = (self_cpu_seconds() - cpu0) / wall * 100
+    exec_sleeps = transport.executor_sleeps()
+    exec_sleeps = None if exec_sleeps is None else (exec_sleeps - exec_sleeps0) / (steps + warmup)
     worker_cpu = [(proc_cpu_seconds(p) - c) / wall * 100 for p, c in zip(pids, wcpu0)]
     # Idle: the workers now wait for a step that does not come. With single-rank replies the other
     # ranks may still be working through steps the executor did not wait for: a barrier every rank
@@ -353,7 +417,9 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         collector.close()
     barrier = steps + warmup + 1
     transport.broadcast({"step": barrier, "barrier": True})
-    transport.collect(barrier, list(range(workers)))
+    barrier_replies = transport.collect(barrier, list(range(workers)))
+    # Kernel sleeps of each worker's receive per step (warm-up included): 0 = it always spun.
+    worker_sleeps = [None if r[3] is None else r[3] / (steps + warmup) for r in barrier_replies]
     time.sleep(0.010)
     idle0, t_idle = [proc_cpu_seconds(p) for p in pids], time.perf_counter()
     time.sleep(idle_s)
@@ -384,6 +450,8 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         "worker_cpu_pct": worker_cpu,
         "worker_idle_cpu_pct": idle,
         "breakdown_p50_us": {k: statistics.median(t[k] for t in trace) for k in BREAKDOWN},
+        "executor_sleeps_per_step": exec_sleeps,
+        "worker_sleeps_per_step": worker_sleeps,
     }
 
 
@@ -496,6 +564,10 @@ def summarize(runs):
     row["worker_idle_cpu_pct"] = [max(v) for v in zip(*(r["worker_idle_cpu_pct"] for r in runs))]  # worst
     row["breakdown_p50_us"] = {k: statistics.median(r["breakdown_p50_us"][k] for r in runs) for k in BREAKDOWN}
     row["overhead_p50_us_runs"] = [r["overhead_p50_us"] for r in runs]
+    ex = [r["executor_sleeps_per_step"] for r in runs if r["executor_sleeps_per_step"] is not None]
+    row["executor_sleeps_per_step"] = statistics.median(ex) if ex else None
+    wk = [w for r in runs for w in r["worker_sleeps_per_step"] if w is not None]
+    row["worker_sleeps_per_step"] = statistics.median(wk) if wk else None
     row["runs"] = runs
     return row
 
@@ -510,10 +582,17 @@ def main():
     ap.add_argument("--variants", default="abcd")
     ap.add_argument("--out", default="build/report")
     ap.add_argument("--idle-seconds", type=float, default=1.0, help="length of the idle-CPU window (tests shorten it)")
+    ap.add_argument("--pin", choices=("auto", "on", "off"), default="auto",
+                    help="pin the executor to 2 CPUs and each worker to its own (auto: when there are enough)")
     ap.add_argument("--cpp-floor-us", type=float, default=None,
                     help="the C++ floor's overhead p50 (ringcast-showdown-floor), drawn as a line in the plot")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    plan, pin_text = plan_pinning(args.pin, args.workers)
+    if plan:
+        PINNING.update(plan)
+        os.sched_setaffinity(0, plan["executor"])
+    print(f"CPU pinning: {pin_text}", flush=True)
 
     work, prep, no_prep = Compute(args.work_ms / 1e3), Compute(args.prep_ms / 1e3), Compute(0)
     configs = [(prep_c, reply_all, kind) for prep_c in (no_prep, prep) for reply_all in (False, True)
@@ -533,7 +612,7 @@ def main():
     print()
     print(f"executor showdown — {args.workers} workers, {args.steps} steps (+warm-up) x {args.repeats} runs "
           f"(medians), worker work {args.work_ms} ms, async prep {args.prep_ms} ms; {platform.node()}, "
-          f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}")
+          f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}; pinning {pin_text}")
     hdr = f"{'variant':<30} {'replies':<7} {'mode':<5} {'p50 us':>9} {'p99 us':>9} {'ovh p50':>9} {'ovh p99':>9} " \
           f"{'exec CPU%':>9} {'worker CPU%':>12} {'idle CPU%':>10}  ovh p50 per run"
     print(hdr)
@@ -547,17 +626,21 @@ def main():
           ", ".join(f"{m} {r} {floors[m, r]:.1f} us" for m, r in floors))
 
     print("\nwhere a sync step's time goes (p50 of each part, us; medians over runs; the last collected"
-          " worker is the critical one):")
+          " worker is the critical one;\nsleeps/step: kernel sleeps per step of a worker's receive and of the"
+          " executor's collect, median over workers and runs — 0 means the wait always spun, - not counted):")
     bh = f"{'variant':<30} {'replies':<7} {'enqueue':>8} {'1st worker':>10} {'last worker':>11} {'work':>8} " \
-         f"{'reply->collected':>16}"
+         f"{'reply->collected':>16} {'sleeps/step: worker':>19} {'executor':>8}"
     print(bh)
     print("-" * len(bh))
     for r in rows:
         if r["mode"] != "sync":
             continue  # in async mode the preparation overlaps the workers: the parts do not add up
         b = r["breakdown_p50_us"]
+        def sl(v):
+            return "-" if v is None else f"{v:.2f}"
         print(f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['first_worker_has_it']:10.1f} "
-              f"{b['last_worker_has_it']:11.1f} {b['work']:8.1f} {b['reply_to_collected']:16.1f}")
+              f"{b['last_worker_has_it']:11.1f} {b['work']:8.1f} {b['reply_to_collected']:16.1f} "
+              f"{sl(r['worker_sleeps_per_step']):>19} {sl(r['executor_sleeps_per_step']):>8}")
 
     # Targets, as ratios measured in this run.
     def find(kind, replies, mode):
@@ -585,7 +668,7 @@ def main():
 
     with open(os.path.join(args.out, "showdown.json"), "w") as f:
         json.dump({"workers": args.workers, "steps": args.steps, "repeats": args.repeats, "work_ms": args.work_ms,
-                   "prep_ms": args.prep_ms, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
+                   "prep_ms": args.prep_ms, "cpus": os.cpu_count(), "pinning": pin_text, "date": time.strftime("%Y-%m-%d"),
                    "python_floor_us": {f"{m} {r}": v for (m, r), v in floors.items()},
                    "cpp_floor_us": args.cpp_floor_us, "rows": rows}, f, indent=1)
     print(f"json: {os.path.join(args.out, 'showdown.json')}")

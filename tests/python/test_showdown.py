@@ -31,6 +31,13 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         assert set(b) == {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected"}
         # (a worker may have the request before the enqueue call returns: those parts may be negative)
         assert b["work"] > 0 and b["enqueue"] > 0
+        # kernel sleeps per step: counted for ringcast's waits (>= 0), not for the spinning baseline
+        if r["kind"] == "a":
+            assert r["worker_sleeps_per_step"] is None and r["executor_sleeps_per_step"] is None
+        else:
+            assert r["worker_sleeps_per_step"] >= 0 and r["executor_sleeps_per_step"] >= 0
+    assert "CPU pinning: " in out.stdout and "sleeps/step" in out.stdout
+    assert report["pinning"]
     assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
     assert all(v > 0 for v in report["python_floor_us"].values())
     try:
