@@ -123,7 +123,7 @@ namespace {
 // object (16 MiB, the Python default ring: ~10 ms on the 16-core machine; on the 2-core VM ~20 ms to
 // create, ~35 ms to open — time the first lap would otherwise spend inside the first ~8000 steps).
 // Failures are ignored: it is only a speed-up, and the pages fault in on first touch as before.
-constexpr std::size_t kPrefaultMaxBytes = std::size_t{16} << 20;
+constexpr std::size_t kPrefaultMaxBytes = std::size_t{17} << 20;  // a 16 MiB ring and its header lines
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif

@@ -33,7 +33,7 @@ from typing import Any, List, Optional
 from ringcast._core import RingcastError
 
 _MAGIC = b"RCGPU\x01"  # parts[0] of a device message; an ordinary one starts with a pickle (b"\x80")
-_DEVICE_LIBRARIES = ("torch", "cupy", "numba", "jax")
+_DEVICE_LIBRARIES = ("torch", "cupy", "numba", "jax")  # spelled out again in may_hold_device_arrays
 _PLAIN_TYPES = frozenset((int, float, str, bytes, bool, type(None), list, tuple, dict, set, bytearray))
 _gpucore = None
 
@@ -59,8 +59,10 @@ def probe(device: int = 0) -> dict:
 
 def may_hold_device_arrays() -> bool:
     """True once a GPU array library is loaded: only then does enqueue look for device arrays."""
+    # Spelled out, not any(... for name in _DEVICE_LIBRARIES): this runs on every enqueue, and a
+    # generator costs more than the four lookups.
     modules = sys.modules
-    return any(name in modules for name in _DEVICE_LIBRARIES)
+    return "torch" in modules or "cupy" in modules or "numba" in modules or "jax" in modules
 
 
 def is_device_message(parts: list) -> bool:
@@ -317,7 +319,7 @@ def receive(queue, parts: list, timeout: Optional[float], device) -> Any:
 
 
 def pending(queue) -> bool:
-    return queue.__dict__.get("_gpu_pending") is not None
+    return queue._gpu_pending is not None
 
 
 def resume(queue, timeout: Optional[float]) -> Any:
