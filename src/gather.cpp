@@ -278,7 +278,10 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         keep_taken(/*copy=*/false);
         throw;
     }
-    if (first_wait != Deadline{} && options_.wait.adaptive()) reply_waits_.record(Clock::now() - first_wait, options_.wait.spin_max);
+    if (first_wait != Deadline{} && options_.wait.adaptive()) {
+        reply_waits_.record(Clock::now() - first_wait, options_.wait.spin_max);
+        reply_waits_.take_alarm_late(this_collect);  // a predicted first wait measured its alarm
+    }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;
     std::sort(result.missing.begin(), result.missing.end());

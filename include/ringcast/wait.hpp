@@ -99,19 +99,40 @@ struct WaitOptions {
 };
 
 // How long an endpoint's recent waits lasted (the ones that had to wait: a condition already true is
-// not a wait), as an exponential moving average — the adaptive hybrid's predictor. A wait that is
+// not a wait), as exponential moving averages — the adaptive hybrid's predictor. A wait that is
 // expected to end soon is worth spinning through: it saves the sleeper's wake-up (a futex wake plus a
 // scheduler hop, 10-50 us; more in a VM whose idle vCPU halted), and a spin that ends when the wait
-// does costs only the wait. Waits that have been long (an idle queue, a long step) get the floor.
+// does costs only the wait. A wait expected to be long is slept through — but not to its end: the
+// sleeper sets its own alarm shortly before the expected end and spins from there, so a regular long
+// wait (an executor collecting a 20 ms model step) ends in a spin, without the wake-up, for a spin of
+// 2 x lead per wait instead of the whole wait.
 //
 //   typical <= spin_max   spin 2 x typical, within [spin_for, spin_max]: covers most waits of that length
-//   otherwise             spin spin_for, then sleep
+//   otherwise             predicted(): sleep until `expected - lead`, spin up to 2 x lead, then sleep
+//                         (block_until with adaptive options; lead = 2 x (the waits' mean deviation
+//                         + how late the alarm goes off), within [kMinLead, spin_max / 4])
 //
 // Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
 class SpinHistory {
 public:
+    // The prediction of a long wait: sleep until `wake_after` from the wait's start, then spin for at
+    // most `spin`. Zero: no prediction (waits are short, unknown or longer than kLongestPredicted).
+    struct Prediction {
+        std::chrono::nanoseconds wake_after{0};
+        std::chrono::nanoseconds spin{0};
+    };
+    // The shortest lead: a timer's slack (50 us by default) plus a wake-up of a halted vCPU.
+    static constexpr std::chrono::nanoseconds kMinLead{100'000};
+    // Longer waits are not predicted (an idle queue is not a step, and a wake-up is noise next to
+    // half a second); waits are recorded up to twice this, so a run of idle waits reads as "too long".
+    static constexpr std::chrono::nanoseconds kLongestPredicted{500'000'000};
+
     SpinHistory() = default;
-    SpinHistory(const SpinHistory& other) noexcept : typical_ns_(other.typical_ns_.load(std::memory_order_relaxed)) {}
+    SpinHistory(const SpinHistory& other) noexcept
+        : typical_ns_(other.typical_ns_.load(std::memory_order_relaxed)),
+          long_ns_(other.long_ns_.load(std::memory_order_relaxed)),
+          long_dev_ns_(other.long_dev_ns_.load(std::memory_order_relaxed)),
+          alarm_late_ns_(other.alarm_late_ns_.load(std::memory_order_relaxed)) {}
     SpinHistory& operator=(const SpinHistory&) = delete;
     [[nodiscard]] std::chrono::nanoseconds budget(std::chrono::nanoseconds spin_for,
                                                   std::chrono::nanoseconds spin_max) const noexcept {
@@ -119,18 +140,49 @@ public:
         if (typical > spin_max.count()) return spin_for;
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
+    [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
+        if (typical_ns_.load(std::memory_order_relaxed) <= spin_max.count()) return {};  // the spin covers it
+        const std::int64_t expected = long_ns_.load(std::memory_order_relaxed);
+        const std::int64_t lead = std::clamp<std::int64_t>(
+            2 * (long_dev_ns_.load(std::memory_order_relaxed) + alarm_late_ns_.load(std::memory_order_relaxed)),
+            kMinLead.count(), std::max(kMinLead.count(), spin_max.count() / 4));
+        if (expected >= kLongestPredicted.count() || expected <= 2 * lead) return {};
+        return {std::chrono::nanoseconds{expected - lead}, std::chrono::nanoseconds{2 * lead}};
+    }
     void record(std::chrono::nanoseconds waited, std::chrono::nanoseconds spin_max) noexcept {
         // Capped, so that one idle minute is forgotten after a few short waits.
         const std::int64_t w = std::min<std::int64_t>(waited.count(), 4 * spin_max.count());
         const std::int64_t t = typical_ns_.load(std::memory_order_relaxed);
         typical_ns_.store(t + (w - t) / 4, std::memory_order_relaxed);  // weight 1/4: ~4 waits of memory
+        // The long-wait predictor and how far waits stray from it (capped at 2 x kLongestPredicted: after an
+        // idle minute the prediction is off for a few waits, which then sleep as they would without it).
+        const std::int64_t l = std::min<std::int64_t>(waited.count(), 2 * kLongestPredicted.count());
+        const std::int64_t m0 = long_ns_.load(std::memory_order_relaxed);
+        const std::int64_t m = m0 == 0 ? l : m0;  // the first wait seeds it: no ramp up from zero
+        const std::int64_t d = long_dev_ns_.load(std::memory_order_relaxed);
+        long_dev_ns_.store(d + ((l > m ? l - m : m - l) - d) / 4, std::memory_order_relaxed);
+        long_ns_.store(m + (l - m) / 4, std::memory_order_relaxed);
+    }
+    // How late the alarm of a predicted wait went off (timer slack, a halted vCPU's wake-up): added to
+    // the lead, so that the spin window opens before the expected end on this machine too.
+    void record_alarm_late(std::chrono::nanoseconds late) noexcept {
+        const std::int64_t v = std::clamp<std::int64_t>(late.count(), 0, kLongestPredicted.count());
+        const std::int64_t a = alarm_late_ns_.load(std::memory_order_relaxed);
+        alarm_late_ns_.store(a + (v - a) / 4, std::memory_order_relaxed);
+    }
+    // What a copy (the one a gather collect waits with) learned about this machine's alarms.
+    void take_alarm_late(const SpinHistory& copy) noexcept {
+        alarm_late_ns_.store(copy.alarm_late_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
     [[nodiscard]] std::chrono::nanoseconds typical() const noexcept {
         return std::chrono::nanoseconds{typical_ns_.load(std::memory_order_relaxed)};
     }
 
 private:
-    std::atomic<std::int64_t> typical_ns_{0};
+    std::atomic<std::int64_t> typical_ns_{0};   // capped at 4 x spin_max: decides spin or sleep
+    std::atomic<std::int64_t> long_ns_{0};      // capped at kLongestPredicted: when a long wait ends
+    std::atomic<std::int64_t> long_dev_ns_{0};  // mean absolute deviation of waits from long_ns_
+    std::atomic<std::int64_t> alarm_late_ns_{0};  // how late predicted alarms went off
 };
 
 // A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's
@@ -480,8 +532,32 @@ template <class Ready>
     // Adaptive: only waits that happen are timed and recorded (the fast path stays clock-free).
     if (ready()) return WaitOutcome::ready;
     const Deadline start = Clock::now();
-    const WaitOutcome outcome = block_until(
-        AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)}, ctx, ready);
+    WaitOutcome outcome = WaitOutcome::timed_out;
+    bool done = false;
+    // A long wait that is predictable (SpinHistory::predicted): first an ordinary sleep — announced,
+    // so an early event wakes it as any sleep — whose deadline is the waiter's own alarm, then the spin
+    // window, then (the prediction missed) the usual spin_for + sleep. No new wake path: the alarm is
+    // a sleep that returns by its timeout before the event, then the usual re-check. The model checks
+    // it: ring.pml's -DSPURIOUS checks let any futex wait return early; gather.pml's -DALARM ends the
+    // collect's first sleep at any moment, with must-fail partners (tests/model/check.sh).
+    if (const SpinHistory::Prediction p = ctx.history->predicted(options.spin_max); p.wake_after.count() > 0) {
+        const Deadline alarm = start + p.wake_after;
+        if (alarm < ctx.deadline) {
+            WaitContext until_alarm = ctx;
+            until_alarm.deadline = alarm;
+            outcome = block_until(FutexStrategy{}, until_alarm, ready);
+            done = outcome != WaitOutcome::timed_out;
+            if (!done) {
+                ctx.history->record_alarm_late(Clock::now() - alarm);
+                outcome = block_until(AdaptiveHybridStrategy{options.spin_for, p.spin}, ctx, ready);
+                done = true;
+            }
+        }
+    }
+    if (!done) {
+        outcome = block_until(
+            AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)}, ctx, ready);
+    }
     if (outcome != WaitOutcome::cancelled) ctx.history->record(Clock::now() - start, options.spin_max);
     return outcome;
 }

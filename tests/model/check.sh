@@ -109,6 +109,10 @@ CHECKS=(
 "neg-bell-last-dl  |invalid end state|$G -DK=1 -DCAP=1 -DF=2 -DBUG_BELL_AFTER_LAST_FRAGMENT -DNO_MONITOR|$SAFE|-m200000 -w20|same, deadlock check alone: worker waits for space, collector asleep on the bell"
 "neg-coll-recheck  |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|wait_any without 3d: P3"
 "neg-waitv-recheck |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DWAITV -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|wait_any_waitv without 3d: P3"
+"gather-alarm      |pass|$G -DK=2 -DCAP=1 -DF=3 -DALARM|$SAFE|-m200000 -w22|the predicted wait: the collect's first sleep may end by its alarm at any moment"
+"gather-alarm-waitv|pass|$G -DK=2 -DCAP=1 -DF=2 -DWAITV -DALARM|$SAFE|-m200000 -w22|same over futex_waitv"
+"neg-alarm-recheck |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DALARM -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|the alarm does not hide a missing 3d: P3"
+"neg-alarm-dl      |invalid end state|$G -DK=2 -DCAP=1 -DF=2 -DALARM -DBUG_COLLECTOR_NO_RECHECK -DNO_MONITOR|$SAFE|-m200000 -w20|same, deadlock check alone: one alarm cannot rescue a lost wake-up"
 )
 
 trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; echo "${s%"${s##*[![:space:]]}"}"; }

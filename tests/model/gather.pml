@@ -43,7 +43,7 @@
  *   pending ring, one acquire load of tail per ring (one step each).  The
  *   closed flag is not modelled (workers do not close).
  *   futex_wait / futex_waitv / futex_wake are atomic in the kernel, as in
- *   ring.pml; none of them returns early here (no timeouts: the liveness
+ *   ring.pml; none of them returns early here (but for -DALARM's one alarm, below; no timeouts: the liveness
  *   interval's timeout would turn a lost wake-up into a stall of up to one
  *   liveness_interval, which the model must not hide).
  *
@@ -75,6 +75,8 @@
  *                        fills the ring and waits for space while the
  *                        collector sleeps on the bell                 -> P3 / P4
  *   BUG_COLLECTOR_NO_RECHECK  wait_any without 3d                     -> P3 / P4
+ *                        (also with -DALARM: the predicted wait's alarm ends one sleep early and
+ *                        does not hide the lost wake-up)
  *   NO_MONITOR           drop the P3 assertions (to show P4 alone)
  */
 
@@ -107,6 +109,9 @@ bit  collector_sleeping; /* DoorbellLine.collector_sleeping, bit 0 */
 
 /* ---------------- kernel state ---------------- */
 bit  c_blocked;        /* the collector is queued (futex_wait on the bell / futex_waitv) */
+#ifdef ALARM
+bit  alarm_left = 1;   /* the collect's first wait is a predicted one: its sleep may end by its alarm */
+#endif
 bit  w_blocked[K];     /* worker w is queued in futex_wait(&space_seq[w]) */
 
 /* ---------------- ghost state (not in the C++) ---------------- */
@@ -235,6 +240,21 @@ inline any_ready() {
     od
 }
 
+/* 3e ends: a futex_wake dequeued the collector (or it never queued). With -DALARM the first sleep of
+ * the collect may also end by its own timeout (the predicted wait of wait.hpp: sleep until shortly
+ * before the expected reply, then spin): once, at any moment, then the collector drains and waits
+ * again without an alarm. The alarm must not be what delivers a reply: P3 is asserted when the
+ * collector queues, and after the one alarm nothing else ends a sleep. */
+#ifdef ALARM
+#define DEQUEUED()                                                              \
+    if                                                                          \
+    :: !c_blocked -> skip                                                       \
+    :: atomic { c_blocked && alarm_left -> c_blocked = 0; alarm_left = 0 }      \
+    fi
+#else
+#define DEQUEUED() !c_blocked
+#endif
+
 active proctype Collector()
 {
     byte pending = BIT(K) - 1;  /* ranks still owing their reply */
@@ -304,7 +324,7 @@ active proctype Collector()
             fi;
             check_collector_inv()
         };
-        !c_blocked;                                       /* 3e: dequeued by a futex_wake (or never queued) */
+        DEQUEUED();                                       /* 3e: dequeued by a futex_wake (or never queued) */
         atomic { collector_sleeping = 0; s = 0 }          /* 3f: retract; ready() at the top */
 #else
         /* ===== wait_any_waitv (the same block_until steps over every pending ring) ===== */
@@ -346,7 +366,7 @@ active proctype Collector()
             inv_a = 0;
             check_collector_inv()
         };
-        !c_blocked;                                       /* 3e: dequeued by a futex_wake on any of them */
+        DEQUEUED();                                       /* 3e: dequeued by a futex_wake on any of them */
         atomic {                                          /* 3f: retract my bits */
             for (w : 0 .. K-1) { reader_bit[w] = 0; snap[w] = 0 }; w = 0
         }
