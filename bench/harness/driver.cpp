@@ -23,9 +23,15 @@
 namespace rcbench {
 
 void pin_to(unsigned index) {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    // The CPUs this process was started with, read once: after the first measurement the writer (this
+    // process) is pinned to one CPU, and reading its affinity again would put every later reader on
+    // that CPU too (it did: the strategy table's rows after the first ran three processes on one CPU).
+    static const cpu_set_t allowed = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (::sched_getaffinity(0, sizeof set, &set) != 0) CPU_ZERO(&set);
+        return set;
+    }();
     const int n = CPU_COUNT(&allowed);
     if (n <= 0) return;
     unsigned want = index % unsigned(n);
