@@ -280,7 +280,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     }
     if (first_wait != Deadline{} && options_.wait.adaptive()) {
         reply_waits_.record(Clock::now() - first_wait, options_.wait.spin_max);
-        reply_waits_.take_alarm_late(this_collect);  // a predicted first wait measured its alarm
+        reply_waits_.take_prediction_state(this_collect);  // a predicted first wait measured its alarm
     }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;

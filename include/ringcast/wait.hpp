@@ -132,7 +132,8 @@ public:
         : typical_ns_(other.typical_ns_.load(std::memory_order_relaxed)),
           long_ns_(other.long_ns_.load(std::memory_order_relaxed)),
           long_dev_ns_(other.long_dev_ns_.load(std::memory_order_relaxed)),
-          alarm_late_ns_(other.alarm_late_ns_.load(std::memory_order_relaxed)) {}
+          alarm_late_ns_(other.alarm_late_ns_.load(std::memory_order_relaxed)),
+          missed_(other.missed_.load(std::memory_order_relaxed)) {}
     SpinHistory& operator=(const SpinHistory&) = delete;
     [[nodiscard]] std::chrono::nanoseconds budget(std::chrono::nanoseconds spin_for,
                                                   std::chrono::nanoseconds spin_max) const noexcept {
@@ -142,6 +143,7 @@ public:
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
         if (typical_ns_.load(std::memory_order_relaxed) <= spin_max.count()) return {};  // the spin covers it
+        if (missed_.load(std::memory_order_relaxed)) return {};  // paused: see prediction_missed()
         const std::int64_t expected = long_ns_.load(std::memory_order_relaxed);
         const std::int64_t lead = std::clamp<std::int64_t>(
             2 * (long_dev_ns_.load(std::memory_order_relaxed) + alarm_late_ns_.load(std::memory_order_relaxed)),
@@ -170,9 +172,16 @@ public:
         const std::int64_t a = alarm_late_ns_.load(std::memory_order_relaxed);
         alarm_late_ns_.store(a + (v - a) / 4, std::memory_order_relaxed);
     }
-    // What a copy (the one a gather collect waits with) learned about this machine's alarms.
-    void take_alarm_late(const SpinHistory& copy) noexcept {
+    // A spin window passed without the event (the peer went idle, or a step ran long). Predictions
+    // pause until a wait ends by its event again: an idle endpoint — or one whose caller waits in
+    // slices, as Python's main thread does (50 ms) — spins one window, not one per wait.
+    void prediction_missed() noexcept { missed_.store(true, std::memory_order_relaxed); }
+    void event_came() noexcept { missed_.store(false, std::memory_order_relaxed); }
+    // What a copy (the one a gather collect waits with) learned about this machine's alarms and
+    // whether its prediction missed.
+    void take_prediction_state(const SpinHistory& copy) noexcept {
         alarm_late_ns_.store(copy.alarm_late_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        missed_.store(copy.missed_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
     [[nodiscard]] std::chrono::nanoseconds typical() const noexcept {
         return std::chrono::nanoseconds{typical_ns_.load(std::memory_order_relaxed)};
@@ -183,6 +192,7 @@ private:
     std::atomic<std::int64_t> long_ns_{0};      // capped at kLongestPredicted: when a long wait ends
     std::atomic<std::int64_t> long_dev_ns_{0};  // mean absolute deviation of waits from long_ns_
     std::atomic<std::int64_t> alarm_late_ns_{0};  // how late predicted alarms went off
+    std::atomic<bool> missed_{false};              // the last window passed without the event
 };
 
 // A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's
@@ -533,7 +543,7 @@ template <class Ready>
     if (ready()) return WaitOutcome::ready;
     const Deadline start = Clock::now();
     WaitOutcome outcome = WaitOutcome::timed_out;
-    bool done = false;
+    bool done = false;  // by the predicted path
     // A long wait that is predictable (SpinHistory::predicted): first an ordinary sleep — announced,
     // so an early event wakes it as any sleep — whose deadline is the waiter's own alarm, then the spin
     // window, then (the prediction missed) the usual spin_for + sleep. No new wake path: the alarm is
@@ -548,17 +558,21 @@ template <class Ready>
             outcome = block_until(FutexStrategy{}, until_alarm, ready);
             done = outcome != WaitOutcome::timed_out;
             if (!done) {
-                ctx.history->record_alarm_late(Clock::now() - alarm);
+                const Deadline window = Clock::now();
+                ctx.history->record_alarm_late(window - alarm);
                 outcome = block_until(AdaptiveHybridStrategy{options.spin_for, p.spin}, ctx, ready);
+                if (outcome != WaitOutcome::ready || Clock::now() - window > p.spin) ctx.history->prediction_missed();
                 done = true;
             }
         }
     }
+    const bool done_by_prediction = done;
     if (!done) {
         outcome = block_until(
             AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)}, ctx, ready);
     }
     if (outcome != WaitOutcome::cancelled) ctx.history->record(Clock::now() - start, options.spin_max);
+    if (!done_by_prediction && outcome == WaitOutcome::ready) ctx.history->event_came();  // predictions resume
     return outcome;
 }
 

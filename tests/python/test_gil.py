@@ -87,7 +87,7 @@ def test_main_thread_keeps_its_speed_while_two_threads_are_blocked(queue_pair):
             except TimeoutError:
                 pass
 
-    # Interleaved solo / loaded windows, best of each, up to 6 rounds: a 2-core CI machine is shared
+    # Interleaved solo / loaded windows, the best pair of up to 6 rounds: a 2-core CI machine is shared
     # with other processes, and one preempted window must not decide. Threads that held the GIL while
     # blocked would push every loaded window far below 0.9 (the GIL probe tests above show that
     # deterministically), so stopping at the first round that reaches 0.9 still fails them.
@@ -106,7 +106,10 @@ def test_main_thread_keeps_its_speed_while_two_threads_are_blocked(queue_pair):
         loaded.append(spin_rate(1.0))
         stop.set()
         [t.join() for t in ts]
-        ratio = max(loaded) / max(solo)
+        # Each loaded window against the solo window just before it: a VM's speed drifts by tens of
+        # percent over seconds (a first solo window 40 % faster than every later one made max/max fail
+        # with every pair at ~1.0); a thread holding the GIL would pull every pair down.
+        ratio = max(lo / so for so, lo in zip(solo, loaded))
         if ratio >= 0.9 and len(loaded) >= 2:
             break
     os.sched_setaffinity(0, saved_affinity)
