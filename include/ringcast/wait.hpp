@@ -9,7 +9,9 @@
 //   Futex      no spinning: announce, re-check, sleep in the kernel
 //   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for it is
 //              adaptive: the spin budget follows how long this endpoint's recent waits lasted
-//              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is wanted
+//              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is wanted;
+//              waits longer than spin_max at a steady rhythm are predicted (sleep, then spin a window
+//              around the expected end: SpinHistory::predicted)
 //   Eventfd    no spinning: announce, re-check, sleep on the endpoint's own eventfd, which an event
 //              loop can watch too (events/eventfd.hpp: the drain step, fd passing, semantics)
 //

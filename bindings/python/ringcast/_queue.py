@@ -239,8 +239,10 @@ class MessageQueue:
         spin_max_us: hybrid: above spin_us the spin adapts: each endpoint spins about twice as long
             as its recent waits lasted, up to spin_max_us, and only spin_us once its waits have been
             longer than that; past spin_us the spin yields the CPU and stops when another thread
-            needed it (low latency while steps come quickly, no CPU once idle). Default 2000 (2 ms);
-            0 turns it off (spin spin_us, then sleep).
+            needed it (low latency while steps come quickly, no CPU once idle). Longer waits at a
+            steady rhythm are predicted: sleep until shortly before the expected end, then spin a
+            short window (docs/python.md). Default 2000 (2 ms); 0 turns both off (spin spin_us,
+            then sleep).
         liveness_interval: seconds between dead-peer checks while blocked (``liveness_s`` in
             ringcast._core; default 1.0, must be > 0): a dead peer raises PeerDeadError within two
             intervals. Travels in the handle.
