@@ -142,6 +142,24 @@ def test_blocked_remote_dequeue_releases_the_gil():
         reader.dequeue(timeout=10)
 
 
+def test_remote_dequeue_many_takes_a_burst_then_reports_the_close():
+    writer = ringcast.MessageQueue(1, 0, connect_ip="127.0.0.1", max_chunk_bytes=64 * 1024, max_chunks=4)
+    reader = ringcast.MessageQueue.create_from_handle(writer.export_handle(), 0)
+    writer.wait_until_ready(timeout=10)
+    for i in range(5):
+        writer.enqueue({"i": i, "blob": b"x" * (100_000 if i == 2 else 10)})  # one fragmented message
+    got = []
+    deadline = time.monotonic() + 10
+    while len(got) < 5 and time.monotonic() < deadline:
+        batch = reader.dequeue_many(3, timeout=10)
+        assert 1 <= len(batch) <= 3
+        got += batch
+    assert [m["i"] for m in got] == [0, 1, 2, 3, 4] and len(got[2]["blob"]) == 100_000
+    writer.shutdown()
+    with pytest.raises(ringcast.ClosedError):
+        reader.dequeue_many(3, timeout=10)
+
+
 def test_remote_reader_of_a_killed_writer_gets_peer_dead():
     ctx = mp.get_context("spawn")
     ready = ctx.Queue()

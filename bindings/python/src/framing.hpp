@@ -150,4 +150,36 @@ std::vector<py::object> receive_framed(Gil& gil, Reassembly& assembly, bool drai
     }
 }
 
+// A received message's parts as the list recv() returns.
+inline py::list to_list(std::vector<py::object>&& parts) {
+    py::list l(parts.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) l[i] = std::move(parts[i]);
+    return l;
+}
+
+// dequeue_many's loop, one for the local and the remote reader: waits for the first message as a
+// blocking receive does, then takes what is ready without waiting, up to max_n messages. A close
+// after the first message ends the burst quietly (what was collected is delivered; the next call
+// reports the close). `receive(gil, deadline, drain)` gives one message's parts ({} when draining
+// finds nothing); it returns with the GIL released or held, the loop takes it back either way.
+template <class Receive>
+py::list receive_burst(Gil& gil, std::size_t max_n, Deadline deadline, Receive&& receive) {
+    py::list out;
+    std::vector<py::object> first = receive(gil, deadline, false);
+    gil.acquire();
+    out.append(to_list(std::move(first)));
+    while (out.size() < max_n) {
+        std::vector<py::object> more;
+        try {
+            more = receive(gil, Clock::now(), true);
+        } catch (const Closed&) {
+            break;
+        }
+        gil.acquire();
+        if (more.empty()) break;
+        out.append(to_list(std::move(more)));
+    }
+    return out;
+}
+
 }  // namespace ringcast::python::detail

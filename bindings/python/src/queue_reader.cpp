@@ -9,16 +9,6 @@ namespace ringcast::python {
 
 using namespace detail;
 
-namespace {
-
-py::list to_list(std::vector<py::object>&& parts) {
-    py::list l(parts.size());
-    for (std::size_t i = 0; i < parts.size(); ++i) l[i] = std::move(parts[i]);
-    return l;
-}
-
-}  // namespace
-
 PyReader::PyReader(const std::string& name, std::uint32_t rank, const std::string& wait, double spin_us,
                    double spin_max_us, double liveness_s)
     : Endpoint(liveness_from(liveness_s)) {
@@ -51,22 +41,8 @@ py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
     if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
-    py::list out;
-    std::vector<py::object> parts = receive(gil, deadline, false, timeout);
-    gil.acquire();
-    out.append(to_list(std::move(parts)));
-    while (out.size() < max_n) {
-        std::vector<py::object> more;
-        try {
-            more = receive(gil, Clock::now(), true, timeout);
-        } catch (const Closed&) {
-            break;  // what was collected is delivered; the next call reports the close
-        }
-        gil.acquire();
-        if (more.empty()) break;
-        out.append(to_list(std::move(more)));
-    }
-    return out;
+    return receive_burst(gil, max_n, deadline,
+                         [&](Gil& g, Deadline d, bool drain) { return receive(g, d, drain, timeout); });
 }
 
 py::object PyReader::try_recv() {

@@ -62,12 +62,6 @@ std::chrono::nanoseconds seconds(double s) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
 }
 
-py::list to_list(std::vector<py::object>&& parts) {
-    py::list l(parts.size());
-    for (std::size_t i = 0; i < parts.size(); ++i) l[i] = std::move(parts[i]);
-    return l;
-}
-
 // ---- publisher -------------------------------------------------------------------------------------
 class PyRemotePublisher {
 public:
@@ -199,22 +193,8 @@ public:
         if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Gil gil;
-        py::list out;
-        auto first = receive(gil, deadline, false, timeout);
-        gil.acquire();
-        out.append(to_list(std::move(first)));
-        while (out.size() < max_n) {
-            std::vector<py::object> more;
-            try {
-                more = receive(gil, Clock::now(), true, timeout);
-            } catch (const Closed&) {
-                break;
-            }
-            gil.acquire();
-            if (more.empty()) break;
-            out.append(to_list(std::move(more)));
-        }
-        return out;
+        return receive_burst(gil, max_n, deadline,
+                             [&](Gil& g, Deadline d, bool drain) { return receive(g, d, drain, timeout); });
     }
 
     py::memoryview peek_raw(std::optional<double> timeout) {
