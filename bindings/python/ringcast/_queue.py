@@ -459,23 +459,7 @@ class MessageQueue:
                                   liveness_s=handle.liveness_interval)
         except ValueError as e:
             raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
-        self = MessageQueue.__new__(MessageQueue)
-        self._writer = None
-        self._reader = reader
-        self._finalizer = None
-        self._is_writer = False
-        self._is_local_reader = True
-        self._is_remote_reader = False
-        self.local_reader_rank = index
-        self.n_reader = handle.n_reader
-        self.n_local_reader = len(handle.local_reader_ranks)
-        self.n_remote_reader = 0
-        self.max_chunk_bytes = handle.max_chunk_bytes
-        self.max_chunks = handle.max_chunks
-        self._oob_threshold = OOB_THRESHOLD
-        self._max_parts = _core.MAX_PARTS
-        self.handle = handle
-        return self
+        return MessageQueue._reader_side(handle, reader, local_reader_rank=index, n_remote_reader=0)
 
     @staticmethod
     def _attach_remote(handle: Handle, rank: int) -> "MessageQueue":
@@ -484,18 +468,25 @@ class MessageQueue:
             raise ImportError(f"rank {rank} is a remote reader, but this ringcast was built without ZeroMQ")
         reader = _core.RemoteReader(handle.remote_subscribe_addr or "", rank, liveness_s=handle.liveness_interval,
                                     curve_server_key=handle.remote_curve_public_key)
+        return MessageQueue._reader_side(handle, reader, local_reader_rank=-1,
+                                         n_remote_reader=len(handle.remote_reader_ranks))
+
+    @staticmethod
+    def _reader_side(handle: Handle, reader: Any, local_reader_rank: int, n_remote_reader: int) -> "MessageQueue":
+        """A reader's MessageQueue around its compiled reader: a local one (_core.Reader, its rank
+        index) or a remote one (_core.RemoteReader, local_reader_rank -1). One place for the fields."""
         self = MessageQueue.__new__(MessageQueue)
         self._writer = None
         self._publisher = None
         self._reader = reader
         self._finalizer = None
         self._is_writer = False
-        self._is_local_reader = False
-        self._is_remote_reader = True
-        self.local_reader_rank = -1
+        self._is_local_reader = local_reader_rank >= 0
+        self._is_remote_reader = local_reader_rank < 0
+        self.local_reader_rank = local_reader_rank
         self.n_reader = handle.n_reader
         self.n_local_reader = len(handle.local_reader_ranks)
-        self.n_remote_reader = len(handle.remote_reader_ranks)
+        self.n_remote_reader = n_remote_reader
         self.max_chunk_bytes = handle.max_chunk_bytes
         self.max_chunks = handle.max_chunks
         self._oob_threshold = OOB_THRESHOLD
