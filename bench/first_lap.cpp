@@ -4,8 +4,9 @@
 // messages (the executor showdown's step request), written and read in turn; the time per message
 // is printed for each sixth of the messages, which span the 16 MiB ring about 1.5 times: the first
 // four columns are the first lap, the last ones the wrapped ring. Before segments prefaulted their
-// mapping (segment.cpp) the first lap cost 4.2-5.5 us per message on the 2-core CI VM against
-// 0.18-0.21 wrapped; now the columns should agree. --trials N repeats it with a fresh segment.
+// mapping fully (segment.cpp) the first lap cost 4.2-5.5 us per message on the 2-core CI VM against
+// 0.18-0.21 wrapped; now the columns agree on the 16-core machine and mostly on the 2-core VM.
+// --trials N repeats it with a fresh segment.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

@@ -263,9 +263,17 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         for (;;) {
             drain_ready(tag, pending, closed_ranks, result);  // whatever is there, in any order, no wait
             if (pending.empty()) break;
-            if (first_wait == Deadline{}) first_wait = Clock::now();
+            const bool first = first_wait == Deadline{};
+            if (first) first_wait = Clock::now();
             // ONE wait for the whole pending set.
             const WaitOutcome o = wait_any(pending, lazy_deadline.deadline(), this_collect);
+            if (first && options_.wait.adaptive()) {
+                // Only the first wait is predicted (the history is of whole collects); what it
+                // learned (alarm lateness, a missed window) goes back now, whatever ends this collect:
+                // a caller collecting in slices must see a missed window in its next slice.
+                reply_waits_.take_prediction_state(this_collect);
+                this_collect.stop_predicting();
+            }
             if (o == WaitOutcome::ready) continue;
             result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
             result.missing = pending;
@@ -278,10 +286,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         keep_taken(/*copy=*/false);
         throw;
     }
-    if (first_wait != Deadline{} && options_.wait.adaptive()) {
-        reply_waits_.record(Clock::now() - first_wait, options_.wait.spin_max);
-        reply_waits_.take_prediction_state(this_collect);  // a predicted first wait measured its alarm
-    }
+    if (first_wait != Deadline{} && options_.wait.adaptive()) reply_waits_.record(Clock::now() - first_wait, options_.wait.spin_max);
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;
     std::sort(result.missing.begin(), result.missing.end());

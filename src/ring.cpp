@@ -80,6 +80,7 @@ Writer Writer::create(std::string_view name, const SegmentOptions& segment_optio
 
 Writer Writer::open(std::string_view name, const WriterOptions& options) {
     Writer w(Segment::open(name), options, false);  // claims the role first: only the writer reopens
+    w.segment_.prefault();                          // it will write the ring: its pages, now
     auto& flags = w.segment_.header().flags;
     if ((flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0) {
         if (!options.reopen_closed)
@@ -218,7 +219,9 @@ Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOpt
     const Deadline give_up = deadline_after(options.create_timeout);
     for (auto pause = std::chrono::milliseconds(1);; pause = std::min(2 * pause, std::chrono::milliseconds(50))) {
         try {
-            return Reader(Segment::open(name), rank, options);
+            Reader r(Segment::open(name), rank, options);
+            r.segment_.prefault();  // once the rank is ours: its first lap needs the pages
+            return r;
         } catch (const Error& e) {
             // Waiting for the name covers its creation too: between the creator's shm_open and its
             // header's magic the object exists but is not a ringcast segment yet (not_ringcast). A

@@ -110,19 +110,21 @@ std::string Segment::user_of(const std::byte* image) {
 }
 
 namespace {
-// Prefaulting (create and open): a fresh ring is walked front to back, and without this every 4 KiB
-// of its first lap costs each process that touches it a first-touch fault — in the writer and in every
-// reader, for each page of its own mapping. On the 2-core CI VM that is the whole difference between
-// 4.2–5.5 µs per send + receive of a 1.8 KB message in the first lap and 0.18–0.21 µs once wrapped
-// (exp: one writer, one reader, 16 MiB ring); on the 16-core machine 0.45 vs 0.22 µs. Two steps, each
-// needed there: MADV_POPULATE_WRITE (Linux 5.14) fills this process's page table without touching the
+// Prefaulting (create, and Segment::prefault in the processes that will use the ring). A fresh ring is
+// walked front to back, and without this every 4 KiB of its first lap costs each process that touches
+// it a first-touch fault — the writer and every reader, each page of its own mapping. Measured with
+// bench/first_lap.cpp (one writer, one reader, 1.8 KB messages, 16 MiB ring), µs per write + read in
+// the first lap against the wrapped ring: populate only, 4.2–5.5 vs 0.18–0.21 on the 2-core CI VM and
+// 0.42–0.48 flat on the 16-core machine; with both steps below 0.15–0.26 on the 16-core machine, and
+// mostly that on the 2-core VM (some columns 0.6–2 µs: its hypervisor takes first touches back). Two
+// steps: MADV_POPULATE_WRITE (Linux 5.14) fills this process's page table without touching the
 // contents; then one access per page through this mapping, which the hypervisor of those VMs needs
-// before the page is cheap (populate alone halved the cost). The creator writes zeros (the object is
-// zero-filled and nobody else has it yet: its magic is not published), every opener reads one byte per
-// page (never a write: peers are using the ring). Bounded: only the first kPrefaultMaxBytes of a larger
-// object (16 MiB, the Python default ring: ~10 ms on the 16-core machine; on the 2-core VM ~20 ms to
-// create, ~35 ms to open — time the first lap would otherwise spend inside the first ~8000 steps).
-// Failures are ignored: it is only a speed-up, and the pages fault in on first touch as before.
+// before the page is cheap. The creator writes zeros (the object is zero-filled and nobody else has it
+// yet: its magic is not published); a user of an opened ring reads one byte per page (never a write:
+// peers are using the ring); inspection and gc open without it. Bounded to kPrefaultMaxBytes (the
+// 16 MiB Python default ring: create / open 4–8 / 2 ms on the 16-core machine, 23–25 / 20–21 ms on the
+// 2-core VM — time the first lap would otherwise spend inside the first ~8000 steps). Failures are
+// ignored: it is only a speed-up, and the pages fault in on first touch as before.
 constexpr std::size_t kPrefaultMaxBytes = std::size_t{17} << 20;  // a 16 MiB ring and its header lines
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -387,8 +389,11 @@ Segment Segment::open(std::string_view name) {
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
     }
-    prefault_opened(seg.base_, size);
     return seg;
+}
+
+void Segment::prefault() const noexcept {
+    if (base_ != nullptr) prefault_opened(base_, size_);
 }
 
 ShmObject ShmObject::create(std::string_view name, std::size_t size, mode_t mode) {

@@ -807,6 +807,13 @@ TEST(SpinHistory, AMissedWindowPausesPredictionsUntilAnEventComes) {
     EXPECT_EQ(endpoint.predicted(kMax).wake_after, 0ns);
     h.event_came();
     EXPECT_GT(h.predicted(kMax).wake_after, 0ns);
+    // A gather collect's copy stops after its first wait; the endpoint it came from does not.
+    SpinHistory copy(h);
+    copy.stop_predicting();
+    EXPECT_EQ(copy.predicted(kMax).wake_after, 0ns);
+    h.take_prediction_state(copy);
+    EXPECT_GT(h.predicted(kMax).wake_after, 0ns);
+    EXPECT_GT(SpinHistory(copy).predicted(kMax).wake_after, 0ns) << "a fresh copy predicts again";
 }
 
 TEST(SpinHistory, NoPredictionForShortOrIdleWaits) {

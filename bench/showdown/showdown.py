@@ -627,7 +627,8 @@ def main():
 
     print("\nwhere a sync step's time goes (p50 of each part, us; medians over runs; the last collected"
           " worker is the critical one;\nsleeps/step: kernel sleeps per step of a worker's receive and of the"
-          " executor's collect, median over workers and runs — 0 means the wait always spun, - not counted):")
+          " executor's collect, median over workers and runs — 0 means the wait always spun, - not counted;\na"
+          " predicted wait's alarm counts as one: a step longer than the 2 ms spin shows ~1 however it ends):")
     bh = f"{'variant':<30} {'replies':<7} {'enqueue':>8} {'1st worker':>10} {'last worker':>11} {'work':>8} " \
          f"{'reply->collected':>16} {'sleeps/step: worker':>19} {'executor':>8}"
     print(bh)

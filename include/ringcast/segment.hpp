@@ -4,8 +4,9 @@
 // requested mode), owner-only 0600 by default. The space is reserved with posix_fallocate so a full
 // /dev/shm is reported at create time rather than as a SIGBUS on first touch. Opening validates the
 // header (magic, ABI version, layout hash) and every size field against the real size of the object
-// before any pointer into it is formed. Both prefault the mapping (its first 16 MiB): a fresh ring's first
-// lap would otherwise pay a page fault per 4 KiB in every process (segment.cpp says what it measured).
+// before any pointer into it is formed. The creator and every process that uses the ring (prefault())
+// populate the mapping's first 16 MiB: a fresh ring's first lap would otherwise pay a page fault per
+// 4 KiB in every process (segment.cpp says what it measured).
 #pragma once
 
 #include <cstddef>
@@ -79,6 +80,10 @@ public:
     // Throws Error: invalid_argument, not_found, permission_denied, not_ringcast, version_mismatch,
     // corrupt, system.
     [[nodiscard]] static Segment open(std::string_view name);
+    // Fills this process's page tables for the mapping's first 16 MiB, reading one byte per page
+    // (segment.cpp says why and what it measured). create() does it itself; a process that will use
+    // an opened ring (a reader, a writer reopening) calls it — inspection and gc do not.
+    void prefault() const noexcept;
     // Removes the name; mappings stay valid until unmapped. Returns false if it did not exist.
     static bool remove(std::string_view name);
     // Validates a name: 1..200 chars of [A-Za-z0-9._-], not starting with '.'. Throws invalid_argument.

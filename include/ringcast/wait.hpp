@@ -145,7 +145,7 @@ public:
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
         if (typical_ns_.load(std::memory_order_relaxed) <= spin_max.count()) return {};  // the spin covers it
-        if (missed_.load(std::memory_order_relaxed)) return {};  // paused: see prediction_missed()
+        if (missed_.load(std::memory_order_relaxed) || stopped_) return {};  // paused / stopped: see below
         const std::int64_t expected = long_ns_.load(std::memory_order_relaxed);
         const std::int64_t lead = std::clamp<std::int64_t>(
             2 * (long_dev_ns_.load(std::memory_order_relaxed) + alarm_late_ns_.load(std::memory_order_relaxed)),
@@ -179,6 +179,10 @@ public:
     // slices, as Python's main thread does (50 ms) — spins one window, not one per wait.
     void prediction_missed() noexcept { missed_.store(true, std::memory_order_relaxed); }
     void event_came() noexcept { missed_.store(false, std::memory_order_relaxed); }
+    // A gather collect predicts its first wait only (the whole collect's length is what the history
+    // holds; the later replies of a step follow within microseconds): its copy stops predicting after
+    // that wait. Not copied, not handed back.
+    void stop_predicting() noexcept { stopped_ = true; }
     // What a copy (the one a gather collect waits with) learned about this machine's alarms and
     // whether its prediction missed.
     void take_prediction_state(const SpinHistory& copy) noexcept {
@@ -191,10 +195,11 @@ public:
 
 private:
     std::atomic<std::int64_t> typical_ns_{0};   // capped at 4 x spin_max: decides spin or sleep
-    std::atomic<std::int64_t> long_ns_{0};      // capped at kLongestPredicted: when a long wait ends
+    std::atomic<std::int64_t> long_ns_{0};      // capped at 2 x kLongestPredicted: when a long wait ends
     std::atomic<std::int64_t> long_dev_ns_{0};  // mean absolute deviation of waits from long_ns_
     std::atomic<std::int64_t> alarm_late_ns_{0};  // how late predicted alarms went off
     std::atomic<bool> missed_{false};              // the last window passed without the event
+    bool stopped_ = false;                         // stop_predicting(): a collect's copy, after its first wait
 };
 
 // A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's

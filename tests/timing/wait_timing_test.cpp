@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,18 +21,15 @@ namespace {
 using namespace std::chrono_literals;
 constexpr std::chrono::nanoseconds kMax = 2ms;
 
-// A reader process whose writer publishes every 20 ms: with the prediction it is spinning, not
-// asleep, when most messages come, so the writer's publishes need no wake call. Without it every
-// publish finds the reader asleep (one wake call each). Behaviour, not speed: the bound is loose
-// (half the messages) because a loaded machine delays timers.
-TEST(AdaptiveWait, RegularLongWaitsEndInASpinNotAWakeUp) {
+// One run: a reader process fed every 20 ms by this (writer) process; how many of the counted
+// publishes found the reader asleep (the writer's wake calls).
+std::uint64_t publishes_that_found_the_reader_asleep(int learn, int counted) {
     ScopedName name("predict");
     WriterOptions wo;
     wo.wait.spin_max = kMax;
     auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16}, wo);
-    constexpr int kLearn = 10, kCounted = 30;
     int attached[2];
-    ASSERT_EQ(::pipe(attached), 0);
+    if (::pipe(attached) != 0) ADD_FAILURE() << "pipe";
     const pid_t child = fork_child([&] {
         ReaderOptions ro;
         ro.wait.spin_max = kMax;
@@ -39,25 +37,43 @@ TEST(AdaptiveWait, RegularLongWaitsEndInASpinNotAWakeUp) {
         const char one = 1;
         ASSERT_EQ(::write(attached[1], &one, 1), 1);
         std::vector<std::byte> into;
-        for (int i = 0; i < kLearn + kCounted; ++i) ASSERT_EQ(r.read(into, 10s), Status::ok) << i;
+        for (int i = 0; i < learn + counted; ++i) ASSERT_EQ(r.read(into, 10s), Status::ok) << i;
     });
     char got = 0;
-    ASSERT_EQ(::read(attached[0], &got, 1), 1) << "the reader never attached";
+    EXPECT_EQ(::read(attached[0], &got, 1), 1) << "the reader never attached";
     ::close(attached[0]);
     ::close(attached[1]);
     const std::byte msg[64]{};
     auto next = Clock::now() + 20ms;
     std::uint64_t wakes_before = 0;
-    for (int i = 0; i < kLearn + kCounted; ++i) {
+    for (int i = 0; i < learn + counted; ++i) {
         std::this_thread::sleep_until(next);
         next += 20ms;
-        if (i == kLearn) wakes_before = w.wake_calls();
-        ASSERT_EQ(w.write(msg, 10s), Status::ok);
+        if (i == learn) wakes_before = w.wake_calls();
+        EXPECT_EQ(w.write(msg, 10s), Status::ok);
     }
     const std::uint64_t wakes = w.wake_calls() - wakes_before;
     EXPECT_EQ(wait_child(child), 0);
-    EXPECT_LE(wakes, static_cast<std::uint64_t>(kCounted / 2))
-        << wakes << " of " << kCounted << " publishes found the reader asleep: the predicted wake-up did not happen";
+    return wakes;
+}
+
+// With the prediction the reader is spinning, not asleep, when most messages come, so the writer's
+// publishes need no wake call; without it every publish finds the reader asleep (30 of 30). Behaviour,
+// not speed: the bound is loose (half the messages), and a run may be repeated twice — a machine busy
+// with something else delays timers and takes the polite spin's CPU (16 of 30 once, in a full ctest
+// run; 0-2 of 30 alone); a prediction that does not work fails all three.
+TEST(AdaptiveWait, RegularLongWaitsEndInASpinNotAWakeUp) {
+    constexpr int kLearn = 10, kCounted = 30;
+    std::vector<std::uint64_t> runs;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        runs.push_back(publishes_that_found_the_reader_asleep(kLearn, kCounted));
+        if (runs.back() <= kCounted / 2) break;
+    }
+    std::string seen;
+    for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v);
+    EXPECT_LE(runs.back(), static_cast<std::uint64_t>(kCounted / 2))
+        << "publishes (of " << kCounted << ") that found the reader asleep, per run: " << seen
+        << " — the predicted wake-up did not happen";
 }
 
 }  // namespace

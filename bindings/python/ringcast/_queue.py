@@ -525,7 +525,9 @@ class MessageQueue:
     def _dumps(self, obj: Any) -> list:
         return dumps_out_of_band(obj, self._oob_threshold, self._max_parts - 1, self._pickle)
 
-    # How the pickle itself is made (ringcast.vllm overrides it: CPU tensors as one buffer each).
+    # How the pickle itself is made (ringcast.vllm overrides it: CPU tensors as one buffer each). The
+    # one override point for serialization: enqueue/dequeue's hot path does not go through _dumps or
+    # _loads (one frame less a call), so overriding those would change only some paths.
     _pickle = staticmethod(pickle5)
     # A device message a timed-out dequeue left half received (ringcast._gpu sets and clears it).
     _gpu_pending: Any = None
