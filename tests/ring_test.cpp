@@ -793,7 +793,7 @@ TEST(SpinHistory, IrregularWaitsGetTheWidestWindowAndNoMore) {
 }
 
 // An idle peer (or a caller waiting in slices) must not cost one spin window per wait: after a window
-// that passed without the event, predictions pause until a wait ends by its event again.
+// that ended without its event (a timeout), predictions pause until a wait ends by its event again.
 TEST(SpinHistory, AMissedWindowPausesPredictionsUntilAnEventComes) {
     SpinHistory h;
     for (int i = 0; i < 40; ++i) h.record(20ms, kMax);
