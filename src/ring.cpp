@@ -6,6 +6,7 @@
 #include "ringcast/events/arm.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 #include <thread>
 #include <utility>
@@ -32,6 +33,7 @@ Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
     auto& h = segment_.header();
     capacity_ = h.capacity;
     mask_ = capacity_ - 1;
+    lap_shift_ = static_cast<unsigned>(std::countr_zero(capacity_));
     max_payload_ = layout::max_record_payload(capacity_);
     readers_ = h.reader_count;
     // Claim the writer role: free (pid 0) or held by a dead process → ours, in one CAS of the one
@@ -63,6 +65,13 @@ Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
     reader_eventfds_ = std::make_unique<EventfdSignaller>(&segment_.reader_slot(0).eventfd, sizeof(layout::ReaderSlot),
                                                           readers_);
     if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();
+    // A previous writer that died between its stamps and its tail exchange (publish order 2b..3)
+    // left records that caught-up readers may have taken: they are published. Adopt them, so the
+    // tail is past every record a reader can have read, and wake whoever sleeps on the old tail.
+    if (const std::uint64_t stamped = layout::stamped_end(data_, capacity_, tail_); stamped != tail_) {
+        tail_ = stamped;
+        (void)publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls);
+    }
     // A previous writer may have died in the middle of a fragmented message, its first fragments
     // held by readers: owe them an abort record (a reader that is not mid-stream ignores it).
     stream_broken_ = tail_ != 0;
@@ -195,6 +204,7 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
     data_ = segment_.data();
     capacity_ = h.capacity;
     mask_ = capacity_ - 1;
+    lap_shift_ = static_cast<unsigned>(std::countr_zero(capacity_));
     max_payload_ = layout::max_record_payload(capacity_);
     clear_announcement(data_site());  // C2: a predecessor killed asleep left our bit set
     RINGCAST_CRASH_POINT(claim_c2);
@@ -202,7 +212,10 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
     // C1 on the writer's E1 cannot succeed against our live claim): tail - head <= capacity holds.
     head_ = slot.head.load(std::memory_order_acquire);  // never attached: 0 — nothing is missed
     const std::uint64_t tail = line_->tail.load(std::memory_order_acquire);
-    if (!layout::cursor_aligned(head_) || head_ > tail || tail - head_ > capacity_) {
+    // (A head may lie past the tail by the records a writer stamped and did not yet, or never, pass
+    // the tail over: layout::stamped_end.)
+    if (!layout::cursor_aligned(head_) || head_ > layout::stamped_end(data_, capacity_, tail) ||
+        (tail > head_ && tail - head_ > capacity_)) {
         release_claim(SlotState::detached);
         throw Error(ErrorCode::corrupt, rank_name(rank, segment_) + ": head " + std::to_string(head_) +
                                             " is impossible against tail " + std::to_string(tail));

@@ -353,6 +353,8 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     if (!cursor_aligned(tail_before) || !cursor_aligned(tail_after))
         throw Error(ErrorCode::corrupt, "corrupt tail " + std::to_string(tail_after) + ": not a multiple of " +
                                             std::to_string(kRecordAlign));
+    // A head may pass the tail by the records a writer stamped before its tail exchange (ring.hpp).
+    const std::uint64_t published_end = stamped_end(image + data_offset(h.reader_count), h.capacity, tail_after);
     for (std::uint32_t r = 0; r < h.reader_count; ++r) {
         const auto state = static_cast<std::uint32_t>(owners[r].state);
         if (state >= kSlotStateCount)
@@ -362,7 +364,7 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
             throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": head " +
                                                 std::to_string(heads[r]) + " is not a multiple of " +
                                                 std::to_string(kRecordAlign));
-        if (heads[r] > tail_after || (tail_before > heads[r] && tail_before - heads[r] > h.capacity))
+        if (heads[r] > published_end || (tail_before > heads[r] && tail_before - heads[r] > h.capacity))
             throw Error(ErrorCode::corrupt, "corrupt reader slot " + std::to_string(r) + ": head " +
                                                 std::to_string(heads[r]) + " vs tail " + std::to_string(tail_after));
     }

@@ -1,6 +1,7 @@
 // The broadcast ring, in one process (threads stand in for processes so TSan sees every access).
 // One typed suite runs every wait strategy.
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -410,6 +411,105 @@ TYPED_TEST(RingTest, ThreeReadersStressWithFragments) {
     EXPECT_GE(fragmented_sent, 4u) << n << " messages, one 2..5 MiB every " << big_every;
     EXPECT_EQ(fragmented.load(), 3 * fragmented_sent) << "fragmented messages delivered (3 readers)";
     EXPECT_GT(w.segment().writer_line().tail.load(), 2 * w.capacity()) << "the ring never wrapped";
+}
+
+// ---- record stamps (layout.hpp "Stamps"): what a caught-up reader finds at its head -----------------
+
+std::vector<std::byte> bytes_of(std::size_t n, std::uint8_t fill) { return std::vector<std::byte>(n, std::byte{fill}); }
+
+// Old payload bytes are the sender's: here every 16-byte slot of a first lap's payload is a perfect
+// next-lap header (a valid length, the stamp a record written there in lap 1 would carry). A reader
+// that catches up in lap 1 polls where the next record will start; without the writer's zero-ahead
+// (Z) it would take those bytes for a record nobody wrote.
+TEST(Stamps, ForgedStampsInOldPayloadAreNeverTaken) {
+    ScopedName n("forge");
+    auto w = Writer::create(n, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto r = Reader::attach(n, 0);
+    const auto shift = static_cast<unsigned>(std::countr_zero(w.capacity()));
+    std::vector<std::byte> forged(4000);
+    for (std::size_t off = 0; off + sizeof(layout::RecordHeader) <= forged.size(); off += sizeof(layout::RecordHeader)) {
+        const std::uint32_t length = 8;
+        const std::uint32_t stamp = layout::make_stamp(layout::RecordKind::message, w.capacity(), shift);  // lap 1
+        std::memcpy(forged.data() + off, &length, sizeof length);
+        std::memcpy(forged.data() + off + 4, &stamp, sizeof stamp);
+    }
+    std::vector<std::byte> got;
+    std::uint64_t sent = 0;
+    while (w.segment().writer_line().tail.load() < w.capacity() - 8192) {  // lap 0: forged payload all over
+        ASSERT_EQ(w.write(forged, 0ns), Status::ok);
+        ASSERT_EQ(r.read(got, 0ns), Status::ok);
+        ++sent;
+    }
+    // Lap 1 in small steps, so the reader's head (where it polls) lands all over the old payload.
+    for (std::size_t i = 0; w.segment().writer_line().tail.load() < 2 * w.capacity() - 8192; ++i) {
+        const auto msg = bytes_of(24 + 16 * (i % 7), std::uint8_t(i));
+        ASSERT_EQ(w.write(msg, 0ns), Status::ok);
+        ASSERT_EQ(r.read(got, 0ns), Status::ok);
+        ASSERT_EQ(got, msg) << "message " << i << " of lap 1";
+        ASSERT_EQ(r.read(got, 0ns), Status::timed_out)
+            << "after message " << i << " of lap 1 the reader took a record nobody wrote (old payload at head "
+            << r.segment().reader_slot(0).head.load() << ")";
+        ++sent;
+    }
+    EXPECT_GT(sent, 100u);
+}
+
+// A full ring: the writer's record ends exactly where the slowest reader's next (previous-lap) record
+// starts, so that stamp is not cleared (Z). A caught-up reader polling there must see its lap is old.
+TEST(Stamps, AFullRingsOldStampIsNotTakenForANewRecord) {
+    ScopedName n("full");
+    auto w = Writer::create(n, SegmentOptions{.readers = 2, .capacity = 64 << 10});
+    auto fast = Reader::attach(n, 0);
+    auto slow = Reader::attach(n, 1);  // reads nothing until the ring is full
+    const std::size_t payload = 1024 - sizeof(layout::RecordHeader);  // records of 1 KiB: 64 fill the ring
+    std::vector<std::byte> got;
+    std::uint64_t sent = 0;
+    for (;; ++sent) {
+        if (w.write(bytes_of(payload, std::uint8_t(sent)), 0ns) != Status::ok) break;
+        ASSERT_EQ(fast.read(got, 0ns), Status::ok);
+    }
+    ASSERT_EQ(sent, w.capacity() / 1024) << "the ring holds exactly capacity / record size records";
+    ASSERT_EQ(fast.read(got, 0ns), Status::timed_out) << "the fast reader took the slow reader's old record";
+    ASSERT_EQ(slow.read(got, 0ns), Status::ok);  // frees the first kilobyte
+    ASSERT_EQ(got, bytes_of(payload, 0));
+    ASSERT_EQ(w.write(bytes_of(payload, 0xee), 0ns), Status::ok);
+    ASSERT_EQ(fast.read(got, 0ns), Status::ok);
+    EXPECT_EQ(got, bytes_of(payload, 0xee));
+    EXPECT_EQ(fast.read(got, 0ns), Status::timed_out);
+}
+
+// A writer that died between its stamp and its tail exchange: a caught-up reader took the record, so
+// its head is past the tail. Opening the segment accepts that head, and the next writer adopts the
+// record (the other reader gets it too) instead of writing over it.
+TEST(Stamps, AStampedRecordWhoseTailNeverMovedIsAdopted) {
+    ScopedName n("adopt");
+    auto seg = Segment::create(n, SegmentOptions{.readers = 2, .capacity = 64 << 10});
+    auto a = Reader::attach(n, 0);
+    auto b = Reader::attach(n, 1);
+    {
+        WriterOptions wo;
+        wo.unlink_on_destroy = false;
+        auto w = Writer::open(n, wo);
+        ASSERT_EQ(w.write(bytes_of(100, 1), 0ns), Status::ok);
+    }  // (closes the queue)
+    seg.writer_line().tail.store(0);  // as if the tail exchange never ran
+    seg.header().flags.store(0);
+    std::vector<std::byte> got;
+    ASSERT_EQ(a.read(got, 0ns), Status::ok) << "a caught-up reader finds the record by its stamp";
+    EXPECT_EQ(got, bytes_of(100, 1));
+    EXPECT_GT(seg.reader_slot(0).head.load(), seg.writer_line().tail.load());
+    EXPECT_NO_THROW((void)Segment::open(n)) << "a head past the tail by a stamped record is not corrupt";
+    WriterOptions wo;
+    wo.unlink_on_destroy = false;
+    auto w = Writer::open(n, wo);
+    EXPECT_EQ(seg.writer_line().tail.load(), layout::record_size(100)) << "the successor adopts the stamped record";
+    ASSERT_EQ(w.write(bytes_of(50, 2), 0ns), Status::ok);
+    ASSERT_EQ(a.read(got, 0ns), Status::ok);
+    EXPECT_EQ(got, bytes_of(50, 2));
+    ASSERT_EQ(b.read(got, 0ns), Status::ok);
+    EXPECT_EQ(got, bytes_of(100, 1));
+    ASSERT_EQ(b.read(got, 0ns), Status::ok);
+    EXPECT_EQ(got, bytes_of(50, 2));
 }
 
 // ---- the futex protocol's promise: no wake system call while nobody sleeps -------------------------

@@ -1,6 +1,7 @@
 // Segment creation and validation: layout constants, permissions, space, and every way an attach
 // must refuse a segment with a clear error instead of crashing or hanging.
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -241,9 +242,11 @@ TEST(Segment, CorruptRecordHeaderIsAnErrorNotACrash) {
     h->length = 0x7fffffff;
     expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "exceeds the maximum");
     h->length = 100;
-    h->kind = 99;
+    h->stamp = 99;  // kind 99, lap 0
     expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "unknown record kind");
-    h->kind = static_cast<std::uint32_t>(RecordKind::message);
+    h->stamp = make_stamp(RecordKind::message, w.capacity(), static_cast<unsigned>(std::countr_zero(w.capacity())));
+    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "is not one of lap 0");
+    h->stamp = static_cast<std::uint32_t>(RecordKind::message);
     h->length = 500;  // beyond the published tail
     expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "past the published tail");
 }

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -38,8 +39,9 @@ namespace ringcast::layout {
 inline constexpr std::size_t kLine = 128;
 
 inline constexpr std::uint64_t kMagic = 0x5453'4143'474e'4952ULL;  // "RINGCAST" little-endian
-inline constexpr std::uint32_t kAbiVersion = 3;  // 2: one owner word per slot, sleeper bits;
-                                                 // 3: eventfd registrations (EventfdSlot)
+inline constexpr std::uint32_t kAbiVersion = 4;  // 2: one owner word per slot, sleeper bits;
+                                                 // 3: eventfd registrations (EventfdSlot);
+                                                 // 4: record stamps (kind + lap), published first
 inline constexpr std::uint32_t kMaxReaders = 1024;
 inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
 inline constexpr std::uint64_t kMaxCapacity = 1ULL << 40;
@@ -193,13 +195,26 @@ inline constexpr std::size_t kReaderSlotsOffset = kSpaceLineOffset + sizeof(Spac
 // ---- records in the data ring --------------------------------------------------------------------
 //
 //   +---------------+-------------+----------------+---------------------------+
-//   | u32 length    | u32 kind    | u64 tag        | payload [length], padded   |
+//   | u32 length    | u32 stamp   | u64 tag        | payload [length], padded   |
 //   +---------------+-------------+----------------+  to kRecordAlign           |
+//                    kind (8 bits) | lap (24 bits): the lap of the ring the record was written in
 //
 // A record never wraps: when it does not fit before the ring's end the writer publishes a padding
 // record covering the gap. A message larger than kMaxRecordPayload(capacity) travels as
 // fragment_first (payload starts with the u64 total message length), fragment_middle*,
 // fragment_last; fragment_abort tells readers to drop a stream the writer gave up on (timeout).
+//
+// Stamps: a record is published twice over — by its stamp (a release store, the last write of the
+// record itself) and then by the tail (ring.hpp, publish order). A reader that has caught up with
+// the writer polls the stamp at its head instead of the tail: the record's own cache line carries
+// the news, where the tail would cost a second line per message (the core hop). What a caught-up
+// reader finds at its head is only ever 0, a stamp of the previous lap, or the new record's stamp:
+//   Z  zero-ahead: before stamping a record ending at `end`, the writer stores 0 into the stamp word
+//      at `end` — the only place a reader can poll next — unless a held reader has not read the
+//      previous lap's record that starts there (then the word is that record's stamp, and its lap
+//      is one short of the lap a reader polling there expects).
+// Without Z, the word at `end` may hold payload bytes of the previous lap, which a sender controls:
+// a forged stamp would hand the reader a record that was never written (tests/model/stamp.pml).
 enum class RecordKind : std::uint32_t {
     message = 1,
     padding = 2,
@@ -210,11 +225,32 @@ enum class RecordKind : std::uint32_t {
 };
 
 struct RecordHeader {
-    std::uint32_t length;  // payload bytes (not counting header or padding)
-    std::uint32_t kind;    // RecordKind
-    std::uint64_t tag;     // caller's request tag (copied to every fragment)
+    std::uint32_t length;              // payload bytes (not counting header or padding)
+    std::atomic<std::uint32_t> stamp;  // kind | lap << 8; 0: not (yet) published. Stored last (release)
+    std::uint64_t tag;                 // caller's request tag (copied to every fragment)
 };
-static_assert(sizeof(RecordHeader) == kRecordAlign);
+static_assert(sizeof(RecordHeader) == kRecordAlign && std::is_standard_layout_v<RecordHeader>);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+inline constexpr unsigned kStampKindBits = 8;
+inline constexpr std::uint32_t kStampKindMask = (1u << kStampKindBits) - 1;
+inline constexpr std::uint32_t kStampLapMask = 0xffff'ffffu >> kStampKindBits;
+// A position's lap: its cursor divided by the capacity (lap_shift = log2(capacity)), cut to 24 bits —
+// a stamp is compared only with the lap before it (Z), so any width would do; 24 tells more in a dump.
+[[nodiscard]] constexpr std::uint32_t lap_of(std::uint64_t position, unsigned lap_shift) noexcept {
+    return static_cast<std::uint32_t>(position >> lap_shift) & kStampLapMask;
+}
+[[nodiscard]] constexpr std::uint32_t make_stamp(RecordKind kind, std::uint64_t position, unsigned lap_shift) noexcept {
+    return static_cast<std::uint32_t>(kind) | lap_of(position, lap_shift) << kStampKindBits;
+}
+[[nodiscard]] constexpr std::uint32_t stamp_kind(std::uint32_t stamp) noexcept { return stamp & kStampKindMask; }
+// True if `stamp` (loaded at `position`) says a record written in this lap is there. Kind 0 never is.
+[[nodiscard]] constexpr bool stamp_current(std::uint32_t stamp, std::uint64_t position, unsigned lap_shift) noexcept {
+    return stamp_kind(stamp) != 0 && stamp >> kStampKindBits == lap_of(position, lap_shift);
+}
+static_assert(make_stamp(RecordKind::message, 0, 16) == 1 && stamp_kind(make_stamp(RecordKind::padding, 5u << 16, 16)) == 2);
+static_assert(stamp_current(make_stamp(RecordKind::message, 3u << 16, 16), (3u << 16) + 64, 16));
+static_assert(!stamp_current(make_stamp(RecordKind::message, 2u << 16, 16), 3u << 16, 16));
 inline constexpr std::size_t kFragmentPrefix = sizeof(std::uint64_t);  // total length in fragment_first
 
 [[nodiscard]] constexpr std::uint64_t align_record(std::uint64_t n) noexcept {
@@ -247,6 +283,33 @@ static_assert(max_record_payload(kMaxCapacity) <= 0xffff'ffffULL);
 [[nodiscard]] inline const std::byte* record_payload(const std::byte* data, std::uint64_t offset) noexcept {
     return data + offset + sizeof(RecordHeader);
 }
+// Where the run of records stamped at and after `tail` ends (== tail: none). The writer stamps a
+// commit's records, then exchanges the tail (ring.hpp, publish order): one that died in between left
+// them stamped, and a caught-up reader may have read them, so its head may lie past the tail. At most
+// one commit's records lie there: a padding record and the record after it. A stamp whose record
+// cannot be (a length beyond the largest, a padding record not reaching the ring's end) ends the run.
+// acquire: pairs with the stamp's release store, so the lengths read here are the writer's.
+[[nodiscard]] inline std::uint64_t stamped_end(const std::byte* data, std::uint64_t capacity, std::uint64_t tail) noexcept {
+    const auto lap_shift = static_cast<unsigned>(std::countr_zero(capacity));
+    std::uint64_t pos = tail;
+    for (int records = 0; records < 2; ++records) {
+        const std::uint64_t offset = pos & (capacity - 1);
+        const RecordHeader& h = record_at(data, offset);
+        const std::uint32_t stamp = h.stamp.load(std::memory_order_acquire);
+        if (!stamp_current(stamp, pos, lap_shift)) break;
+        const std::uint64_t to_end = capacity - offset;
+        if (stamp_kind(stamp) == static_cast<std::uint32_t>(RecordKind::padding)) {
+            if (h.length + sizeof(RecordHeader) != to_end) break;
+            pos += to_end;  // the record it leads to may be stamped too
+            continue;
+        }
+        if (h.length > max_record_payload(capacity) || record_size(h.length) > to_end) break;
+        pos += record_size(h.length);
+        break;
+    }
+    return pos;
+}
+
 // Cursors (tail, heads) only ever advance by whole records: one that is not a multiple of
 // kRecordAlign is corrupt (a header read there could straddle the ring's end).
 [[nodiscard]] constexpr bool cursor_aligned(std::uint64_t cursor) noexcept { return cursor % kRecordAlign == 0; }
@@ -292,7 +355,8 @@ static_assert(std::is_standard_layout_v<DoorbellLine> && sizeof(DoorbellLine) ==
                             std::uint64_t{kMaxRecordLength}, std::uint64_t{sizeof(EventfdSlot)},
                             std::uint64_t{offsetof(ReaderSlot, eventfd)},
                             std::uint64_t{offsetof(SpaceLine, writer_eventfd)},
-                            std::uint64_t{offsetof(DoorbellLine, collector_eventfd)}})
+                            std::uint64_t{offsetof(DoorbellLine, collector_eventfd)},
+                            std::uint64_t{offsetof(RecordHeader, stamp)}, std::uint64_t{kStampKindBits}})
         h = fnv1a_step(h, v);
     return h;
 }

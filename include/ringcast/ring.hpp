@@ -3,7 +3,10 @@
 //
 // Publish order (Writer::commit_record), the one place bytes become visible:
 //   1. payload bytes written into the ring (plain stores)
-//   2. record header written (plain stores)
+//   2. record header's length and tag written (plain stores)
+//   2b. Z: stamp word at the record's end cleared (relaxed), then the record's stamp stored (release;
+//      a padding record in front is stamped after it) ← publishes 1 and 2 to a caught-up reader,
+//                                              which polls the stamp at its head (layout.hpp "Stamps")
 //   3. tail.exchange(new_tail, seq_cst)     ← publishes 1 and 2 (a release; pairs with the readers'
 //                                              acquire loads of tail); w1 of wait.hpp
 //   4. if a reader's sleeping bit is set (seq_cst load): notify_seq += 1; futex_wake  (wait.hpp, w2..w3)
@@ -32,7 +35,10 @@
 // Clean-exit policy: a reader that leaves cleanly releases its rank unless it asked to keep its
 // place, so no clean exit of a reader can hang the writer; a kept place is honoured until the rank
 // re-attaches.
-// A crashed writer never exposes a torn record: a record is visible only once tail passed it.
+// A crashed writer never exposes a torn record: a record is visible only once its stamp or the tail
+// passed it, and both are stored after the whole record. A writer that died between its stamps and
+// its tail exchange left records a reader may have taken: its successor adopts them
+// (layout::stamped_end), as do the checks that compare a head with the tail.
 #pragma once
 
 #include <algorithm>
@@ -223,6 +229,7 @@ private:
     [[nodiscard]] Status wait_for_space(std::uint64_t need, Timeout& timeout);
     [[nodiscard]] Status reserve_record(std::uint64_t payload, Timeout& timeout);
     void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
+    void clear_stamp_ahead(std::uint64_t end) noexcept;
     [[nodiscard]] Status finish_broken_stream(Timeout& timeout);
     [[nodiscard]] Status write_stream(FillFn fill, void* context, std::uint64_t total, Timeout& timeout,
                                       std::uint64_t tag, WriteProgress& progress, bool resumable);
@@ -240,6 +247,7 @@ private:
     std::byte* data_ = nullptr;
     std::uint64_t capacity_ = 0;
     std::uint64_t mask_ = 0;
+    unsigned lap_shift_ = 0;  // log2(capacity): a cursor's lap for its stamp
     std::size_t max_payload_ = 0;
     std::uint32_t readers_ = 0;
     std::uint64_t tail_ = 0;             // local copy: only this Writer stores the shared tail
@@ -339,6 +347,7 @@ private:
     Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options);
     // One look, no waiting: loads tail and the closed flag. True if peek() would not block.
     [[nodiscard]] bool poll_acquire() noexcept;
+    [[nodiscard]] bool stamped_at_head() noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
     [[nodiscard]] SleepSite space_site() const noexcept;
     friend class Writer;  // clears an evicted rank's announcement bit (E1)
@@ -370,10 +379,12 @@ private:
     std::byte* data_ = nullptr;
     std::uint64_t capacity_ = 0;
     std::uint64_t mask_ = 0;
+    unsigned lap_shift_ = 0;  // log2(capacity): the lap a stamp at head_ must carry
     std::uint64_t max_payload_ = 0;
     std::uint32_t rank_ = 0;
     std::uint64_t head_ = 0;         // next record to look at; the shared head lags it until release()
-    std::uint64_t cached_tail_ = 0;  // last tail seen: no shared load while head_ < cached_tail_
+    std::uint64_t cached_tail_ = 0;  // published up to here (the last tail seen, or the end of the record
+                                     // stamped at head_): no shared load while head_ < cached_tail_
     std::uint64_t pending_end_ = 0;  // head after release() of the peeked message
     bool has_pending_ = false;
     Message pending_{};

@@ -273,15 +273,16 @@ std::string writer_trial(CrashPoint p, std::uint64_t k, const std::string& name)
     for (auto& s : t->readers) {
         const std::int64_t latency = s.error_ns.load() - std::max(t->death_ns.load(), s.last_ok_ns.load());
         if (latency > kBoundNs) return "a reader reported the death after " + std::to_string(latency / 1'000'000) + " ms";
-        // What must be visible: a record is out once its tail exchange (step 3) ran.
+        // What must be visible: a record is out once its stamp (step 2b) was stored — the tail
+        // exchange (step 3) follows it. A reader that catches up finds it by its stamp.
         const std::uint64_t got = s.received.load();
-        const bool tail_out = p == CrashPoint::publish_3_tail || p == CrashPoint::publish_4_readers_woken ||
-                              p == CrashPoint::wake_w3_seq;
-        const bool ok = !tail_out ? got == published
+        const bool stamped_out = p == CrashPoint::publish_2_stamped || p == CrashPoint::publish_3_tail ||
+                              p == CrashPoint::publish_4_readers_woken || p == CrashPoint::wake_w3_seq;
+        const bool ok = !stamped_out ? got == published
                                   : (got == published + 1 || (t->attempt_fragmented.load() != 0 && got == published));
         if (!ok)
             return "a reader got " + std::to_string(got) + " messages; the dead writer had " + std::to_string(published) +
-                   " writes returned" + (tail_out ? " and the next one's tail out" : " and nothing more visible");
+                   " writes returned" + (stamped_out ? " and the next one stamped" : " and nothing more visible");
     }
     if (t->readers[0].received.load() != t->readers[1].received.load()) return "the readers got different counts";
     // Takeover: a new writer claims the role (the dead claim), owes an abort record, writes on.
@@ -479,11 +480,12 @@ std::string gather_trial(CrashPoint p, std::uint64_t k, const std::string& name)
     if (std::string e = reap_victim(kids, victim, *t, p); !e.empty()) return e;
     if (error.find("rank 0") == std::string::npos && error.find("r0") == std::string::npos)
         return "the error does not name worker 0: " + error;
-    // The round the victim died in: its reply is out iff its last record's tail exchange ran.
-    const bool tail_out = p == CrashPoint::publish_3_tail || p == CrashPoint::publish_4_readers_woken ||
-                          p == CrashPoint::publish_5_bell || p == CrashPoint::wake_w3_seq;
+    // The round the victim died in: its reply is out iff its last record was stamped (step 2b).
+    const bool stamped_out = p == CrashPoint::publish_2_stamped || p == CrashPoint::publish_3_tail ||
+                          p == CrashPoint::publish_4_readers_woken || p == CrashPoint::publish_5_bell ||
+                          p == CrashPoint::wake_w3_seq;
     if (delivered0 < t->published.load()) return "a reply the victim published was not delivered";
-    if (!tail_out && delivered0 != t->published.load()) return "a reply whose tail never moved was delivered";
+    if (!stamped_out && delivered0 != t->published.load()) return "a reply that was never stamped was delivered";
     // The death is at most one round after the last successful collect; detection within the bound
     // of the later of that and (at most) the kill — the kill is not observed here, so bound from
     // the last success generously by one round's work.
@@ -529,9 +531,10 @@ TEST_P(CrashAt, SurvivorsCheckEveryMessageAndTheLivenessBound) {
 
 using P = CrashPoint;
 const Case kCases[] = {
-    // the writer: publish steps 1-4, padding, between fragments, its sleep for space, its wake, its claim
+    // the writer: publish steps 1-4 (2b: stamped), padding, between fragments, its sleep for space, its
+    // wake, its claim
     {Role::writer, P::publish_1_payload, 40}, {Role::writer, P::publish_2_header, 40},
-    {Role::writer, P::publish_3_tail, 40}, {Role::writer, P::publish_4_readers_woken, 40},
+    {Role::writer, P::publish_2_stamped, 40}, {Role::writer, P::publish_3_tail, 40}, {Role::writer, P::publish_4_readers_woken, 40},
     {Role::writer, P::publish_padding, 4}, {Role::writer, P::fragment_between, 8},
     {Role::writer, P::sleep_3a, 3}, {Role::writer, P::sleep_3b, 3}, {Role::writer, P::sleep_3c, 3},
     {Role::writer, P::sleep_3d, 3}, {Role::writer, P::sleep_3e, 3}, {Role::writer, P::sleep_3f, 3},
@@ -547,8 +550,9 @@ const Case kCases[] = {
     {Role::reader_evicting, P::claim_c1, 1}, {Role::reader_evicting, P::claim_c2, 1},
     // the evicting writer: E1, E2
     {Role::evictor, P::evict_e1, 1}, {Role::evictor, P::evict_e2, 1},
-    // a gather worker's reply: publish steps 1-5 (5: the doorbell), between fragments, its wake
+    // a gather worker's reply: publish steps 1-5 (2b: stamped, 5: the doorbell), between fragments, its wake
     {Role::gather_worker, P::publish_1_payload, 30}, {Role::gather_worker, P::publish_2_header, 30},
+    {Role::gather_worker, P::publish_2_stamped, 30},
     {Role::gather_worker, P::publish_3_tail, 30}, {Role::gather_worker, P::publish_4_readers_woken, 30},
     {Role::gather_worker, P::publish_5_bell, 30}, {Role::gather_worker, P::fragment_between, 4},
     {Role::gather_worker, P::wake_w3_seq, 10},

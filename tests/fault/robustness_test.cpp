@@ -179,9 +179,9 @@ TEST(CorruptRecord, HugeFragmentTotalAllocatesNothingUpFront) {
     const pid_t child = fork_child([&] {
         auto seg = Segment::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
         auto* h = reinterpret_cast<layout::RecordHeader*>(seg.data());
-        h->kind = static_cast<std::uint32_t>(layout::RecordKind::fragment_first);
         h->length = 1024;
         h->tag = 1;
+        h->stamp = static_cast<std::uint32_t>(layout::RecordKind::fragment_first);  // lap 0
         const std::uint64_t total = 1ULL << 39;
         std::memcpy(seg.data() + sizeof(layout::RecordHeader), &total, sizeof total);
         seg.writer_line().tail.store(layout::record_size(1024));

@@ -3,6 +3,7 @@
 #   tests/model/ring.pml    the broadcast ring: futex handshakes, announcement
 #                           bits, a dead reader's rank (claim, eviction)
 #   tests/model/gather.pml  the gather doorbell with fragmented replies
+#   tests/model/stamp.pml   record stamps: what a caught-up reader polls
 # (see the header of each model for what is modelled and what each property
 #  means).
 #
@@ -29,7 +30,7 @@ for tool in spin "$CC"; do
         exit 1
     fi
 done
-for m in ring.pml gather.pml; do
+for m in ring.pml gather.pml stamp.pml; do
     [[ -r "$model_dir/$m" ]] || { echo "FAIL  $model_dir/$m not readable" >&2; exit 1; }
 done
 
@@ -47,7 +48,7 @@ fi
 # One check per line:
 #   name | expect | spin -D flags | cc flags | pan flags | what
 # The model is ring.pml unless the spin flags start with another model's file
-# name (gather.pml).
+# name (gather.pml, stamp.pml).
 # (cc flags after the default -O0 override it: -O1 pays off only for the
 #  largest searches; pan.c takes ~1.5 s to compile at -O1, ~0.5 s at -O0)
 # expect: "pass"  -> pan must report errors: 0, search complete
@@ -58,6 +59,7 @@ MAIN="-DN=2 -DCAP=2 -DM=4"
 DEAD="-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DNO_MONITOR"   # deadlock check alone
 DIE1="-DN=1 -DCAP=1 -DM=3 -DDEATH"                    # one rank, its reader may die
 G="gather.pml"
+ST="stamp.pml"
 P1='assertion violated .*tail-head'                   # P1, at the room decision
 PAY='assertion violated .*ring\['                     # P1, the payload a reader copies
 P3R='assertion violated .*r_blocked'                  # P3, reader half
@@ -109,6 +111,12 @@ CHECKS=(
 "neg-bell-last-dl  |invalid end state|$G -DK=1 -DCAP=1 -DF=2 -DBUG_BELL_AFTER_LAST_FRAGMENT -DNO_MONITOR|$SAFE|-m200000 -w20|same, deadlock check alone: worker waits for space, collector asleep on the bell"
 "neg-coll-recheck  |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|wait_any without 3d: P3"
 "neg-waitv-recheck |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DWAITV -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|wait_any_waitv without 3d: P3"
+# ---- stamp.pml: record stamps, polled by a caught-up reader instead of the tail ----
+"stamp-cap3        |pass|$ST -DCAP=3 -DM=5|$SAFE -O1|-m200000 -w22|S1 the next message, never payload or an old lap; S2 stamp there; S3 no deadlock"
+"stamp-cap4        |pass|$ST -DCAP=4 -DM=6|$SAFE -O1|-m200000 -w22|same, ring of 4 cells"
+"neg-no-zero-ahead |assertion violated .*msg\\[|$ST -DBUG_NO_ZERO_AHEAD|$SAFE|-m200000 -w20|commit_record without Z: S1, a reader takes old payload for a record"
+"neg-no-lap        |assertion violated .*msg\\[|$ST -DBUG_NO_LAP|$SAFE|-m200000 -w20|stamps without laps: S1, a full ring's old record taken again"
+"neg-z-always      |assertion violated .*st%4|$ST -DBUG_Z_ALWAYS|$SAFE|-m200000 -w20|Z on a full ring: S2, the lagging reader's header is cleared"
 "gather-alarm      |pass|$G -DK=2 -DCAP=1 -DF=3 -DALARM|$SAFE|-m200000 -w22|the predicted wait: the collect's first sleep may end by its alarm at any moment"
 "gather-alarm-waitv|pass|$G -DK=2 -DCAP=1 -DF=2 -DWAITV -DALARM|$SAFE|-m200000 -w22|same over futex_waitv"
 "neg-alarm-recheck |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DALARM -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|the alarm does not hide a missing 3d: P3"
@@ -182,7 +190,7 @@ run_one() {
 }
 
 start=$(date +%s.%N)
-echo "ringcast protocol models: $model_dir/{ring,gather}.pml ($(spin -V | head -n1), $jobs_max jobs)"
+echo "ringcast protocol models: $model_dir/{ring,gather,stamp}.pml ($(spin -V | head -n1), $jobs_max jobs)"
 selected=()
 for idx in "${!CHECKS[@]}"; do
     name="$(trim "${CHECKS[$idx]%%|*}")"

@@ -33,7 +33,8 @@ namespace ringcast::detail {
     X(none)                                                                                           \
     /* publish order, Writer::commit_record (ring.hpp) */                                             \
     X(publish_1_payload)       /* payload written, header not yet */                                  \
-    X(publish_2_header)        /* header written, tail not yet exchanged */                           \
+    X(publish_2_header)        /* header's length and tag written, not yet stamped */                 \
+    X(publish_2_stamped)       /* stamped (caught-up readers may take it), tail not yet exchanged */  \
     X(publish_3_tail)          /* tail exchanged (w1), readers not yet looked at */                   \
     X(publish_4_readers_woken) /* readers' w2..w3 done, the bell (step 5) not yet */                  \
     X(publish_5_bell)          /* the bell's w2..w3 done (runs only with a publish bell) */           \

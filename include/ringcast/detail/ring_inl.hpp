@@ -103,16 +103,27 @@ inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);  // >= kRecordAlign: tail_ stays aligned
     const std::uint64_t pad = rec > to_end ? to_end : 0;
     if (const Status s = wait_for_space(pad + rec, timeout); s != Status::ok) return s;
-    if (pad != 0) {
+    if (pad != 0) {  // its stamp waits for commit_record: a reservation given up leaves it unpublished
         auto& h = layout::record_at(data_, tail_ & mask_);
         // pad = to_end < rec <= header + kMaxRecordLength, so the length fits its u32.
         h.length = static_cast<std::uint32_t>(pad - sizeof(layout::RecordHeader));
-        h.kind = static_cast<std::uint32_t>(layout::RecordKind::padding);
         h.tag = 0;
         RINGCAST_CRASH_POINT(publish_padding);
     }
     reserved_pos_ = tail_ + pad;
     return Status::ok;
+}
+
+// Z of layout.hpp ("Stamps"): clears the stamp word where a reader that takes the record ending at
+// `end` polls next. The word is ours once every held reader is past the previous lap's record that
+// may start there: end + header <= min(head) + capacity. Otherwise the slowest held head is exactly
+// end - capacity (the reservation made end <= min(head) + capacity, and cursors are multiples of the
+// header size): its next record — a record, so a stamp of the previous lap — starts at `end`, and
+// is left alone.
+inline void Writer::clear_stamp_ahead(std::uint64_t end) noexcept {
+    const std::uint64_t word_end = end + sizeof(layout::RecordHeader);
+    if (word_end > known_free_end_) known_free_end_ = min_reader_head_acquire() + capacity_;
+    if (word_end <= known_free_end_) layout::record_at(data_, end & mask_).stamp.store(0, std::memory_order_relaxed);
 }
 
 // Steps 2..5 of the publish order (header comment of ring.hpp).
@@ -121,10 +132,19 @@ inline void Writer::commit_record(layout::RecordKind kind, std::uint64_t payload
     RINGCAST_CRASH_POINT(publish_1_payload);
     auto& h = layout::record_at(data_, reserved_pos_ & mask_);
     h.length = static_cast<std::uint32_t>(payload);  // payload <= max_payload_ <= kMaxRecordLength: no cut
-    h.kind = static_cast<std::uint32_t>(kind);
     h.tag = tag;
-    tail_ = reserved_pos_ + layout::record_size(payload);
+    const std::uint64_t end = reserved_pos_ + layout::record_size(payload);
     RINGCAST_CRASH_POINT(publish_2_header);
+    // 2b: Z, then the stamps (release: pair with a caught-up reader's acquire load of the stamp at its
+    // head, Reader::stamped_at_head; the relaxed 0 of Z is ordered before them too). A padding record
+    // in front is stamped after the record it leads to: a reader that takes it finds that record.
+    clear_stamp_ahead(end);
+    h.stamp.store(layout::make_stamp(kind, reserved_pos_, lap_shift_), std::memory_order_release);
+    if (reserved_pos_ != tail_)
+        layout::record_at(data_, tail_ & mask_)
+            .stamp.store(layout::make_stamp(layout::RecordKind::padding, tail_, lap_shift_), std::memory_order_release);
+    tail_ = end;
+    RINGCAST_CRASH_POINT(publish_2_stamped);
     // 3 + 4: seq_cst exchange (a release: pairs with the readers' acquire loads of tail), then w2..w3.
     publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls, detail::CrashPoint::publish_3_tail);
     RINGCAST_CRASH_POINT(publish_4_readers_woken);
@@ -313,8 +333,35 @@ inline void Reader::store_head(std::uint64_t new_head) noexcept {
     RINGCAST_CRASH_POINT(release_3_woken);
 }
 
+// A caught-up reader's look at the record's own line (layout.hpp, "Stamps"). acquire: pairs with the
+// writer's release store of the stamp (commit_record 2b), so the header and payload written before it
+// are visible. True: a record of this lap is complete at head_, published up to cached_tail_ (its
+// end). A stamped record whose length cannot be is left to the tail: record_at_head judges it against
+// the tail the writer published, and says what is wrong.
+inline bool Reader::stamped_at_head() noexcept {
+    const std::uint64_t pos = head_ & mask_;
+    const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
+    const std::uint32_t stamp = h.stamp.load(std::memory_order_acquire);
+    if (!layout::stamp_current(stamp, head_, lap_shift_)) return false;  // 0 (Z) or the previous lap's
+    const std::uint64_t to_end = capacity_ - pos;
+    const std::uint64_t length = h.length;
+    std::uint64_t end = 0;
+    if (layout::stamp_kind(stamp) == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
+        if (length + sizeof(layout::RecordHeader) != to_end) return false;
+        end = head_ + to_end;
+    } else {
+        if (length > max_payload_ || layout::record_size(length) > to_end) return false;
+        end = head_ + layout::record_size(length);
+    }
+    cached_tail_ = end;
+    return true;
+}
+
+// Stamp first: while the writer is idle the three loads hit this core's cache; when it publishes, the
+// record's line is the one fetched, and the tail's line is not needed for the message.
 inline bool Reader::poll_acquire() noexcept {
     if (has_pending_ || head_ < cached_tail_) return true;
+    if (stamped_at_head()) return true;
     const bool closed = (segment_.header().flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
     cached_tail_ = line_->tail.load(std::memory_order_acquire);  // pairs with Writer::commit_record
     return head_ < cached_tail_ || closed;
@@ -342,13 +389,18 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
 }
 
 // The header fields are loaded once each (a writer changing them under us cannot make two checks
-// disagree); the acquire load of tail that made cached_tail_ > head_ (poll_acquire) made them visible.
+// disagree); the acquire load of tail or stamp that made cached_tail_ > head_ (poll_acquire) made
+// them visible, so the stamp is loaded relaxed here.
 inline Reader::RecordAt Reader::record_at_head() const {
     const std::uint64_t pos = head_ & mask_;
     const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
     const std::uint64_t length = h.length;
-    const std::uint32_t kind = h.kind;
+    const std::uint32_t stamp = h.stamp.load(std::memory_order_relaxed);
+    const std::uint32_t kind = layout::stamp_kind(stamp);
     const std::uint64_t tag = h.tag;
+    if (!layout::stamp_current(stamp, head_, lap_shift_))
+        corrupt("record stamp " + std::to_string(stamp) + " is not one of lap " +
+                std::to_string(layout::lap_of(head_, lap_shift_)));
     const std::uint64_t to_end = capacity_ - pos;  // >= one header: head_ is aligned (checked at attach)
     const std::byte* payload = layout::record_payload(static_cast<const std::byte*>(data_), pos);
     if (kind == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
