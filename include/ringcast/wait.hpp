@@ -577,13 +577,12 @@ template <class Ready>
             }
         }
     }
-    const bool done_by_prediction = done;
     if (!done) {
         outcome = block_until(
             AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)}, ctx, ready);
     }
     if (outcome != WaitOutcome::cancelled) ctx.history->record(Clock::now() - start, options.spin_max);
-    if (!done_by_prediction && outcome == WaitOutcome::ready) ctx.history->event_came();  // predictions resume
+    if (!done && outcome == WaitOutcome::ready) ctx.history->event_came();  // predictions resume
     return outcome;
 }
 

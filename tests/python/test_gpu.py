@@ -124,7 +124,6 @@ def test_a_timed_out_dequeue_resumes_the_device_message(queue_pair):
     dequeue finishes the same message (nothing lost, nothing duplicated)."""
     torch = _require_gpu()
     import threading
-    from ringcast import _gpu
     q, (r,) = queue_pair(1, max_chunk_bytes=256 * 1024, max_chunks=4)  # records of 256 KiB
     t = torch.arange(8 << 20, dtype=torch.int64, device="cuda")  # 64 MiB: 256 chunks
     # ~0.1 s of GPU work queued on the current stream: the first chunk's copy follows it, so the
@@ -144,7 +143,7 @@ def test_a_timed_out_dequeue_resumes_the_device_message(queue_pair):
         try:
             got = r.dequeue(timeout=0)  # polls: the writer is often between two chunks
         except TimeoutError:
-            mid_message += _gpu.pending(r)
+            mid_message += r._gpu_pending is not None
     sender.join()
     assert torch.equal(got["t"], t) and got["after"] == 1
     print(f"finished after {mid_message} polls that timed out in the middle of the message")
@@ -158,12 +157,11 @@ def test_a_device_message_withdrawn_part_way_is_reported_once(queue_pair):
     from ringcast import RingcastError
     q, (r,) = queue_pair(1, max_chunk_bytes=256 * 1024, max_chunks=4)  # a 1 MiB ring, nobody reading yet
     t = torch.ones(1 << 20, dtype=torch.int64, device="cuda")  # 8 MiB: cannot fit
-    from ringcast import _gpu
     with pytest.raises(TimeoutError):
         q.enqueue({"t": t}, timeout=0.2)  # the envelope and the chunks that fit are out
     with pytest.raises(TimeoutError):
         r.dequeue(timeout=0.2)  # takes them, then waits for chunks that never come
-    assert _gpu.pending(r)
+    assert r._gpu_pending is not None
     q.enqueue({"next": 2}, timeout=5)
     with pytest.raises(RingcastError, match="withdrawn"):
         r.dequeue(timeout=5)

@@ -33,7 +33,6 @@ from typing import Any, List, Optional
 from ringcast._core import RingcastError
 
 _MAGIC = b"RCGPU\x01"  # parts[0] of a device message; an ordinary one starts with a pickle (b"\x80")
-_DEVICE_LIBRARIES = ("torch", "cupy", "numba", "jax")  # spelled out again in may_hold_device_arrays
 _PLAIN_TYPES = frozenset((int, float, str, bytes, bool, type(None), list, tuple, dict, set, bytearray))
 _gpucore = None
 
@@ -59,8 +58,8 @@ def probe(device: int = 0) -> dict:
 
 def may_hold_device_arrays() -> bool:
     """True once a GPU array library is loaded: only then does enqueue look for device arrays."""
-    # Spelled out, not any(... for name in _DEVICE_LIBRARIES): this runs on every enqueue, and a
-    # generator costs more than the four lookups.
+    # The libraries with device arrays ringcast moves (DLPack / CUDA array interface), spelled out:
+    # this runs on every enqueue, and a generator over a tuple costs more than the four lookups.
     modules = sys.modules
     return "torch" in modules or "cupy" in modules or "numba" in modules or "jax" in modules
 
@@ -316,10 +315,6 @@ def receive(queue, parts: list, timeout: Optional[float], device) -> Any:
              "device": _device_index(device)}
     queue.__dict__["_gpu_pending"] = state
     return resume(queue, timeout)
-
-
-def pending(queue) -> bool:
-    return queue._gpu_pending is not None
 
 
 def resume(queue, timeout: Optional[float]) -> Any:

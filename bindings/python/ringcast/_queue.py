@@ -630,7 +630,7 @@ class MessageQueue:
         """
         self._require_reader("dequeue_many")
         _check_int("max_n", max_n, 1)
-        if _gpu.pending(self):
+        if self._gpu_pending is not None:
             return [_gpu.resume(self, timeout)]
         return [_gpu.receive(self, parts, timeout, None) if _gpu.is_device_message(parts) else self._loads(parts)
                 for parts in self._reader.recv_many(max_n, timeout)]

@@ -173,7 +173,7 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
                            "dequeue_async: a remote reader (over ZeroMQ) has no eventfd to await; use dequeue()")
     if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
-    if _gpu.pending(mq):  # a device message a timed-out blocking dequeue left half received
+    if mq._gpu_pending is not None:  # a device message a timed-out blocking dequeue left half received
         return _gpu.resume(mq, timeout)
     parts = _core.try_recv(reader)
     if parts is None:  # nothing there yet (or part of a large message): wait on the loop
