@@ -336,8 +336,8 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
                                             std::to_string(expect) + ")");
     // Cursor sanity: records are kRecordAlign-aligned and never wrap, so every cursor is a multiple
     // of it (an unaligned one would make a reader parse a header across the ring's end and a writer
-    // taking over write a padding header past it); a reader can never be ahead of the tail nor lag
-    // it by more than the capacity. The segment may be live: the tail is read before and after the
+    // taking over write a padding header past it); a reader can never be ahead of what is published
+    // (the tail, and records stamped past it) nor lag the tail by more than the capacity. The segment may be live: the tail is read before and after the
     // heads, so a head that moved past the first tail read is still judged against a tail at least
     // as new (tail_before <= tail_after).
     const auto* wl = reinterpret_cast<const WriterLine*>(image + kWriterLineOffset);
@@ -354,7 +354,10 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
         throw Error(ErrorCode::corrupt, "corrupt tail " + std::to_string(tail_after) + ": not a multiple of " +
                                             std::to_string(kRecordAlign));
     // A head may pass the tail by the records a writer stamped before its tail exchange (ring.hpp).
-    const std::uint64_t published_end = stamped_end(image + data_offset(h.reader_count), h.capacity, tail_after);
+    // Stamps are read after tail_after: a writer that lapped the ring meanwhile has stamped those
+    // places anew; its tail, read once more, is then past every head read before it.
+    const std::uint64_t published_end = std::max(stamped_end(image + data_offset(h.reader_count), h.capacity, tail_after),
+                                                 wl->tail.load(std::memory_order_acquire));
     for (std::uint32_t r = 0; r < h.reader_count; ++r) {
         const auto state = static_cast<std::uint32_t>(owners[r].state);
         if (state >= kSlotStateCount)

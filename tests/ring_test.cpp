@@ -4,6 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -478,13 +479,50 @@ TEST(Stamps, AFullRingsOldStampIsNotTakenForANewRecord) {
     EXPECT_EQ(fast.read(got, 0ns), Status::timed_out);
 }
 
+// A head released inside a record (release_fragments takes any aligned mark up to what was handed
+// out) leaves old payload where the ring fills up to: Z cannot clear that word for the slow rank's
+// sake, but one that passes for a stamp of the new lap is cleared anyway, so the other, caught-up
+// rank does not take the slow rank's payload for a record.
+TEST(Stamps, AHeadReleasedInsideARecordCannotExposeItsPayload) {
+    ScopedName n("midrec");
+    auto w = Writer::create(n, SegmentOptions{.readers = 2, .capacity = 64 << 10});
+    auto fast = Reader::attach(n, 0);
+    auto slow = Reader::attach(n, 1);
+    const auto shift = static_cast<unsigned>(std::countr_zero(w.capacity()));
+    const std::size_t payload = 1024 - sizeof(layout::RecordHeader);
+    std::vector<std::byte> forged(payload);
+    for (std::size_t off = 0; off + sizeof(layout::RecordHeader) <= forged.size(); off += sizeof(layout::RecordHeader)) {
+        const std::uint32_t length = 16;
+        const std::uint32_t stamp = layout::make_stamp(layout::RecordKind::message, w.capacity(), shift);  // lap 1
+        std::memcpy(forged.data() + off, &length, sizeof length);
+        std::memcpy(forged.data() + off + 4, &stamp, sizeof stamp);
+    }
+    std::vector<std::byte> got;
+    ASSERT_EQ(w.write(forged, 0ns), Status::ok);
+    ASSERT_EQ(fast.read(got, 0ns), Status::ok);
+    const Fragment f = slow.peek_fragment(0ns);
+    ASSERT_EQ(f.status, Status::ok);
+    slow.release_fragments(512);  // aligned, handed out: accepted, though inside the record
+    for (std::uint64_t i = 1; i < w.capacity() / 1024; ++i) {  // the rest of lap 0
+        ASSERT_EQ(w.write(bytes_of(payload, std::uint8_t(i)), 0ns), Status::ok);
+        ASSERT_EQ(fast.read(got, 0ns), Status::ok);
+    }
+    // Lap 1: a record ending exactly at the slow head + capacity, where record 0's payload lies.
+    ASSERT_EQ(w.write(bytes_of(512 - sizeof(layout::RecordHeader), 0xab), 0ns), Status::ok);
+    ASSERT_EQ(fast.read(got, 0ns), Status::ok);
+    EXPECT_EQ(got, bytes_of(512 - sizeof(layout::RecordHeader), 0xab));
+    EXPECT_EQ(fast.read(got, 0ns), Status::timed_out) << "the fast reader took the slow rank's old payload for a record";
+}
+
 // A writer that died between its stamp and its tail exchange: a caught-up reader took the record, so
 // its head is past the tail. Opening the segment accepts that head, and the next writer adopts the
 // record (the other reader gets it too) instead of writing over it.
 TEST(Stamps, AStampedRecordWhoseTailNeverMovedIsAdopted) {
     ScopedName n("adopt");
     auto seg = Segment::create(n, SegmentOptions{.readers = 2, .capacity = 64 << 10});
-    auto a = Reader::attach(n, 0);
+    ReaderOptions keep;
+    keep.keep_place = true;  // rank 0 detaches and re-attaches with its head past the tail
+    std::optional<Reader> a(Reader::attach(n, 0, keep));
     auto b = Reader::attach(n, 1);
     {
         WriterOptions wo;
@@ -495,16 +533,19 @@ TEST(Stamps, AStampedRecordWhoseTailNeverMovedIsAdopted) {
     seg.writer_line().tail.store(0);  // as if the tail exchange never ran
     seg.header().flags.store(0);
     std::vector<std::byte> got;
-    ASSERT_EQ(a.read(got, 0ns), Status::ok) << "a caught-up reader finds the record by its stamp";
+    ASSERT_EQ(a->read(got, 0ns), Status::ok) << "a caught-up reader finds the record by its stamp";
     EXPECT_EQ(got, bytes_of(100, 1));
     EXPECT_GT(seg.reader_slot(0).head.load(), seg.writer_line().tail.load());
     EXPECT_NO_THROW((void)Segment::open(n)) << "a head past the tail by a stamped record is not corrupt";
+    a.reset();
+    EXPECT_NO_THROW(a.emplace(Reader::attach(n, 0, keep))) << "nor is it for the rank's next attach";
+    ASSERT_TRUE(a.has_value());
     WriterOptions wo;
     wo.unlink_on_destroy = false;
     auto w = Writer::open(n, wo);
     EXPECT_EQ(seg.writer_line().tail.load(), layout::record_size(100)) << "the successor adopts the stamped record";
     ASSERT_EQ(w.write(bytes_of(50, 2), 0ns), Status::ok);
-    ASSERT_EQ(a.read(got, 0ns), Status::ok);
+    ASSERT_EQ(a->read(got, 0ns), Status::ok);
     EXPECT_EQ(got, bytes_of(50, 2));
     ASSERT_EQ(b.read(got, 0ns), Status::ok);
     EXPECT_EQ(got, bytes_of(100, 1));

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <fcntl.h>
@@ -236,19 +237,30 @@ TEST(Segment, AttachValidatesEverything) {
 TEST(Segment, CorruptRecordHeaderIsAnErrorNotACrash) {
     ScopedName n("rec");
     auto w = Writer::create(n, SegmentOptions{.readers = 1});
-    auto r = Reader::attach(n, 0);
+    ReaderOptions keep;
+    keep.keep_place = true;  // rank 0 re-attaches below, at the same head
+    std::optional<Reader> r(Reader::attach(n, 0, keep));
     ASSERT_EQ(w.write(std::vector<std::byte>(100), std::chrono::seconds(1)), Status::ok);
     auto* h = reinterpret_cast<RecordHeader*>(w.segment().data());
+    // A reader that finds the record by its stamp judges it by its length alone (a stamped record may
+    // lie past the tail: ring.hpp); an impossible length sends it to the tail, which says what is wrong.
     h->length = 0x7fffffff;
-    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "exceeds the maximum");
+    expect_error([&] { (void)r->peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "exceeds the maximum");
+    // From here on this reader has loaded the tail: it judges the record at its head against it.
     h->length = 100;
     h->stamp = 99;  // kind 99, lap 0
-    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "unknown record kind");
+    expect_error([&] { (void)r->peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "unknown record kind");
     h->stamp = make_stamp(RecordKind::message, w.capacity(), static_cast<unsigned>(std::countr_zero(w.capacity())));
-    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "is not one of lap 0");
+    expect_error([&] { (void)r->peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "is not one of lap 0");
     h->stamp = static_cast<std::uint32_t>(RecordKind::message);
     h->length = 500;  // beyond the published tail
-    expect_error([&] { (void)r.peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "past the published tail");
+    expect_error([&] { (void)r->peek(std::chrono::seconds(1)); }, ErrorCode::corrupt, "past the published tail");
+    // A fresh reader at the same head finds the record by its stamp: 500 bytes is a possible length.
+    r.reset();
+    r.emplace(Reader::attach(n, 0, keep));
+    const Message m = r->peek(std::chrono::seconds(1));
+    ASSERT_EQ(m.status, Status::ok);
+    EXPECT_EQ(m.bytes.size(), 500u) << "a stamped record is taken by its own length";
 }
 
 }  // namespace

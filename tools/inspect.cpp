@@ -162,7 +162,8 @@ SegmentInfo inspect(const std::string& name) {
     info.space_seq = sl.space_seq.load(std::memory_order_relaxed);
     info.writer_sleeping = static_cast<std::uint32_t>(sl.writer_sleeping.load(std::memory_order_relaxed) & 1);
     info.writer_waits = sl.writer_waits.load(std::memory_order_relaxed);
-    // Heads are read before the tail (acquire; heads and tail only grow): lag = tail - head >= 0.
+    // Heads are read before the tail (acquire; heads and tail only grow): lag = tail - head, 0 for a
+    // head that passed the tail by a record stamped before its tail exchange (ring.hpp).
     const auto* slots = reinterpret_cast<const layout::ReaderSlot*>(base + layout::kReaderSlotsOffset);
     std::vector<std::uint64_t> heads(info.reader_count);
     for (std::uint32_t r = 0; r < info.reader_count; ++r) heads[r] = slots[r].head.load(std::memory_order_acquire);

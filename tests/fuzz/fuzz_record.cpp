@@ -14,6 +14,7 @@
 // bad_alloc either: reassembly memory follows the fragments that arrived, not an announced total);
 // every delivered message that is a view into the ring lies within [head, tail) — the reader's
 // released head at that moment and the published tail (mod the ring) — or is the reassembly buffer.
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -70,26 +71,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ReaderOptions ro;
         ro.liveness_interval = std::chrono::nanoseconds(0);  // no writer exists: nothing to check
         ro.wait.kind = WaitKind::futex;                     // a zero timeout: no spinning
-        const std::byte* ring_begin = seg.data();
-        const std::byte* ring_end = ring_begin + capacity;
         try {
             Reader reader = Reader::attach(name, 0, ro);  // refuses unaligned cursors: Error(corrupt)
             expect(layout::cursor_aligned(head), "a reader attached at an unaligned head");
+            // The reader's views point into its own mapping of the segment, not into `seg`'s.
+            const std::byte* ring_begin = reader.segment().data();
+            const std::byte* ring_end = ring_begin + capacity;
+            const auto lap_shift = static_cast<unsigned>(std::countr_zero(capacity));
             for (int i = 0; i < 4096; ++i) {
                 const std::uint64_t released = seg.reader_slot(0).head.load();  // what the reader gave back
                 const Message m = reader.peek(std::chrono::nanoseconds(0));
                 if (m.status != Status::ok) break;
                 // A message is either a view into the ring or the reassembly buffer (then not in the ring
-                // at all). A view lies within [released, tail): published ≤ capacity, so an offset in the
-                // ring names one stream position, released + ((offset − released) mod capacity).
+                // at all). A view lies within [released, released + capacity), so an offset in the ring
+                // names one stream position, released + ((offset − released) mod capacity). It may reach
+                // past the tail only as a record stamped for its position's lap: a reader takes a record
+                // by its stamp before the tail passes it (layout.hpp "Stamps").
                 const std::byte* b = m.bytes.data();
                 const bool in_ring = b >= ring_begin && b < ring_end;
                 if (in_ring) {
                     const std::uint64_t offset = static_cast<std::uint64_t>(b - ring_begin);
                     const std::uint64_t from = released + ((offset - released) & (capacity - 1));
-                    expect(released >= head && released <= tail, "the released head left [head, tail]");
+                    expect(released >= head && released - head <= capacity, "the released head moved more than a lap");
                     expect(from >= released + sizeof(layout::RecordHeader), "a message before its record's header");
-                    expect(from + m.bytes.size() <= tail, "a message reaching past the published tail");
+                    expect(from + m.bytes.size() <= released + capacity, "a message reaching a lap past the released head");
+                    const std::uint64_t header = from - sizeof(layout::RecordHeader);  // a whole message's record
+                    expect(from + m.bytes.size() <= tail ||
+                               layout::stamp_current(layout::record_at(ring_begin, header & (capacity - 1)).stamp.load(),
+                                                     header, lap_shift),
+                           "a message past the tail without a stamp of its lap");
                     expect(b + m.bytes.size() <= ring_end, "a view crossing the ring's end");
                 }
                 volatile std::uint8_t sink = 0;

@@ -2,7 +2,8 @@
 """Writes the seed corpus of the fuzz targets (committed; rerun only when the formats change).
 
 corpus/segment_image: see fuzz_segment_image.cpp (shape byte, readers byte, 2 bytes, XOR overlay).
-corpus/record: see fuzz_record.cpp (u64 head, u32 published bytes, flags byte, ring bytes).
+corpus/record: see fuzz_record.cpp (u64 head, u32 published bytes, flags byte, ring bytes); record
+headers are {u32 length, u32 stamp = kind | lap << 8, u64 tag} (include/ringcast/layout.hpp).
 corpus/ownership: see fuzz_ownership.cpp (readers/evict byte, then one op per byte).
 """
 import os
@@ -25,11 +26,21 @@ def align(n):
 
 
 def record(kind, payload, tag=0):
+    """A record as it is laid out, its stamp still lap 0: ring_input stamps it with its position's lap."""
     return struct.pack("<IIQ", len(payload), kind, tag) + payload + b"\0" * (align(len(payload)) - len(payload))
 
 
+def stamped(rec, position):
+    kind = struct.unpack_from("<I", rec, 4)[0]
+    return rec[:4] + struct.pack("<I", kind | ((position // CAP) & 0xFFFFFF) << 8) + rec[8:]
+
+
 def ring_input(head, records, closed=False, extra_published=0):
-    body = b"".join(records)
+    placed, position = [], head
+    for rec in records:
+        placed.append(stamped(rec, position))
+        position += len(rec)
+    body = b"".join(placed)
     return struct.pack("<QIB", head, min(len(body) + extra_published, CAP), 1 if closed else 0) + body
 
 
@@ -68,6 +79,9 @@ full = [record(MESSAGE, bytes([i]) * 4080, i) for i in range(16)]
 write("record", "full_ring", ring_input(0, full))
 write("record", "full_ring_wrapped", ring_input(3 * CAP - 4096, full, closed=True))
 write("record", "unpublished_tail", ring_input(0, [record(MESSAGE, pay)], extra_published=-16))
+# past the tail: a record stamped for its lap is taken by its stamp; one of another lap is not there
+write("record", "stamped_past_tail", struct.pack("<QIB", 0, 0, 0) + stamped(record(MESSAGE, pay, 3), 0))
+write("record", "stale_lap_past_tail", struct.pack("<QIB", 0, 0, 0) + stamped(record(MESSAGE, pay, 3), CAP))
 
 # ---- ownership: op sequences (fuzz_ownership.cpp: byte 0 = readers - 1 | 4 if evicting; then op + 9 * arg,
 # arg = rank + readers * flag for the rank ops, the count - 1 for writes)

@@ -115,6 +115,7 @@ CHECKS=(
 "stamp-cap3        |pass|$ST -DCAP=3 -DM=5|$SAFE -O1|-m200000 -w22|S1 the next message, never payload or an old lap; S2 stamp there; S3 no deadlock"
 "stamp-cap4        |pass|$ST -DCAP=4 -DM=6|$SAFE -O1|-m200000 -w22|same, ring of 4 cells"
 "neg-no-zero-ahead |assertion violated .*msg\\[|$ST -DBUG_NO_ZERO_AHEAD|$SAFE|-m200000 -w20|commit_record without Z: S1, a reader takes old payload for a record"
+"neg-z-after-stamp |assertion violated .*msg\\[|$ST -DBUG_Z_AFTER_STAMP|$SAFE|-m200000 -w20|Z after the stamp: S1, the reader polls the old word first"
 "neg-no-lap        |assertion violated .*msg\\[|$ST -DBUG_NO_LAP|$SAFE|-m200000 -w20|stamps without laps: S1, a full ring's old record taken again"
 "neg-z-always      |assertion violated .*st%4|$ST -DBUG_Z_ALWAYS|$SAFE|-m200000 -w20|Z on a full ring: S2, the lagging reader's header is cleared"
 "gather-alarm      |pass|$G -DK=2 -DCAP=1 -DF=3 -DALARM|$SAFE|-m200000 -w22|the predicted wait: the collect's first sleep may end by its alarm at any moment"

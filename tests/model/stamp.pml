@@ -40,8 +40,23 @@
  *      tail), that record's stamp is there and of its lap.
  *   S3 no deadlock: every reader gets all M messages (invalid end states).
  *
+ * WHAT IS ABSTRACTED AWAY
+ *   Spin explores sequentially consistent interleavings: that Z's relaxed
+ *   store and the record's plain stores are seen by whoever acquires the stamp
+ *   is the release/acquire pair argued in ring_inl.hpp, not checked here (the
+ *   order of the steps is: BUG_Z_AFTER_STAMP). Not modelled: a reservation
+ *   given up (its padding header stays unstamped), fragments (records like
+ *   any other here), the writer's cached free space (a lower bound: Z's
+ *   check here reads the heads themselves), a writer's death and its
+ *   successor's adoption (tests: Stamps.*, the publish_2_stamped crash
+ *   points), a head released inside a record (ring_inl.hpp: Z clears a word
+ *   there that passes for a stamp of its lap), and the sleep handshake
+ *   (tests/model/ring.pml).
+ *
  * MUST-FAIL VARIANTS (check.sh runs each)
  *   BUG_NO_ZERO_AHEAD   no Z: a caught-up reader takes old payload (S1)
+ *   BUG_Z_AFTER_STAMP   Z after the record's stamp: a reader that takes the
+ *                       record polls the old word before it is cleared (S1)
  *   BUG_NO_LAP          readers ignore the lap: a full ring's old record (S1)
  *   BUG_Z_ALWAYS        Z also when the ring is full: the lagging reader's
  *                       unread header is cleared (S2)
@@ -109,7 +124,7 @@ active proctype writer() {
         end = start + size;
 #if defined(BUG_Z_ALWAYS)
         stamp[end % CAP] = 0;
-#elif !defined(BUG_NO_ZERO_AHEAD)
+#elif !defined(BUG_NO_ZERO_AHEAD) && !defined(BUG_Z_AFTER_STAMP)
         if  /* 2b Z (clear_stamp_ahead) */
         :: HELD(end + 1) -> stamp[end % CAP] = 0
         :: else -> skip
@@ -121,6 +136,12 @@ active proctype writer() {
          * this model too). */
         stamp[start % CAP] = STAMP(KIND_MSG, start);
         if :: pad > 0 -> stamp[t % CAP] = STAMP(KIND_PAD, t) :: else -> skip fi;
+#ifdef BUG_Z_AFTER_STAMP
+        if
+        :: HELD(end + 1) -> stamp[end % CAP] = 0
+        :: else -> skip
+        fi;
+#endif
         tail = end;  /* 3 */
         t = end;
         m++

@@ -119,11 +119,16 @@ inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
 // may start there: end + header <= min(head) + capacity. Otherwise the slowest held head is exactly
 // end - capacity (the reservation made end <= min(head) + capacity, and cursors are multiples of the
 // header size): its next record — a record, so a stamp of the previous lap — starts at `end`, and
-// is left alone.
+// is left alone. Unless that head is not at a record boundary (a caller can release_fragments any
+// aligned mark, a kept head is whatever the slot says): then the word is old payload, and one that
+// passes for a stamp of end's lap — which no record of the previous lap carries — is cleared anyway,
+// so a misplaced head cannot make a caught-up reader of another rank take payload for a record.
 inline void Writer::clear_stamp_ahead(std::uint64_t end) noexcept {
     const std::uint64_t word_end = end + sizeof(layout::RecordHeader);
     if (word_end > known_free_end_) known_free_end_ = min_reader_head_acquire() + capacity_;
-    if (word_end <= known_free_end_) layout::record_at(data_, end & mask_).stamp.store(0, std::memory_order_relaxed);
+    auto& word = layout::record_at(data_, end & mask_).stamp;
+    if (word_end <= known_free_end_ || layout::stamp_current(word.load(std::memory_order_relaxed), end, lap_shift_))
+        word.store(0, std::memory_order_relaxed);
 }
 
 // Steps 2..5 of the publish order (header comment of ring.hpp).
