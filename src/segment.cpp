@@ -337,9 +337,9 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     // Cursor sanity: records are kRecordAlign-aligned and never wrap, so every cursor is a multiple
     // of it (an unaligned one would make a reader parse a header across the ring's end and a writer
     // taking over write a padding header past it); a reader can never be ahead of what is published
-    // (the tail, and records stamped past it) nor lag the tail by more than the capacity. The segment may be live: the tail is read before and after the
-    // heads, so a head that moved past the first tail read is still judged against a tail at least
-    // as new (tail_before <= tail_after).
+    // (the tail, and records stamped past it) nor lag the tail by more than the capacity. The segment
+    // may be live: the tail is read before and after the heads, so a head that moved past the first
+    // tail read is still judged against a tail at least as new (tail_before <= tail_after).
     const auto* wl = reinterpret_cast<const WriterLine*>(image + kWriterLineOffset);
     const auto* slots = reinterpret_cast<const ReaderSlot*>(image + kReaderSlotsOffset);
     const std::uint64_t tail_before = wl->tail.load(std::memory_order_acquire);

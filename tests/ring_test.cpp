@@ -418,6 +418,19 @@ TYPED_TEST(RingTest, ThreeReadersStressWithFragments) {
 
 std::vector<std::byte> bytes_of(std::size_t n, std::uint8_t fill) { return std::vector<std::byte>(n, std::byte{fill}); }
 
+// A payload of `n` bytes whose every 16-byte slot is a header a record written in lap 1 of a ring of
+// `capacity` would carry: a valid `length`, the stamp of a message of that lap.
+std::vector<std::byte> lap1_headers(std::size_t n, std::uint32_t length, std::uint64_t capacity) {
+    const std::uint32_t stamp = layout::make_stamp(layout::RecordKind::message, capacity,
+                                                   static_cast<unsigned>(std::countr_zero(capacity)));
+    std::vector<std::byte> forged(n);
+    for (std::size_t off = 0; off + sizeof(layout::RecordHeader) <= n; off += sizeof(layout::RecordHeader)) {
+        std::memcpy(forged.data() + off, &length, sizeof length);
+        std::memcpy(forged.data() + off + 4, &stamp, sizeof stamp);
+    }
+    return forged;
+}
+
 // Old payload bytes are the sender's: here every 16-byte slot of a first lap's payload is a perfect
 // next-lap header (a valid length, the stamp a record written there in lap 1 would carry). A reader
 // that catches up in lap 1 polls where the next record will start; without the writer's zero-ahead
@@ -426,14 +439,7 @@ TEST(Stamps, ForgedStampsInOldPayloadAreNeverTaken) {
     ScopedName n("forge");
     auto w = Writer::create(n, SegmentOptions{.readers = 1, .capacity = 64 << 10});
     auto r = Reader::attach(n, 0);
-    const auto shift = static_cast<unsigned>(std::countr_zero(w.capacity()));
-    std::vector<std::byte> forged(4000);
-    for (std::size_t off = 0; off + sizeof(layout::RecordHeader) <= forged.size(); off += sizeof(layout::RecordHeader)) {
-        const std::uint32_t length = 8;
-        const std::uint32_t stamp = layout::make_stamp(layout::RecordKind::message, w.capacity(), shift);  // lap 1
-        std::memcpy(forged.data() + off, &length, sizeof length);
-        std::memcpy(forged.data() + off + 4, &stamp, sizeof stamp);
-    }
+    const std::vector<std::byte> forged = lap1_headers(4000, 8, w.capacity());
     std::vector<std::byte> got;
     std::uint64_t sent = 0;
     while (w.segment().writer_line().tail.load() < w.capacity() - 8192) {  // lap 0: forged payload all over
@@ -488,15 +494,8 @@ TEST(Stamps, AHeadReleasedInsideARecordCannotExposeItsPayload) {
     auto w = Writer::create(n, SegmentOptions{.readers = 2, .capacity = 64 << 10});
     auto fast = Reader::attach(n, 0);
     auto slow = Reader::attach(n, 1);
-    const auto shift = static_cast<unsigned>(std::countr_zero(w.capacity()));
     const std::size_t payload = 1024 - sizeof(layout::RecordHeader);
-    std::vector<std::byte> forged(payload);
-    for (std::size_t off = 0; off + sizeof(layout::RecordHeader) <= forged.size(); off += sizeof(layout::RecordHeader)) {
-        const std::uint32_t length = 16;
-        const std::uint32_t stamp = layout::make_stamp(layout::RecordKind::message, w.capacity(), shift);  // lap 1
-        std::memcpy(forged.data() + off, &length, sizeof length);
-        std::memcpy(forged.data() + off + 4, &stamp, sizeof stamp);
-    }
+    const std::vector<std::byte> forged = lap1_headers(payload, 16, w.capacity());
     std::vector<std::byte> got;
     ASSERT_EQ(w.write(forged, 0ns), Status::ok);
     ASSERT_EQ(fast.read(got, 0ns), Status::ok);

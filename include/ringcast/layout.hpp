@@ -283,6 +283,19 @@ static_assert(max_record_payload(kMaxCapacity) <= 0xffff'ffffULL);
 [[nodiscard]] inline const std::byte* record_payload(const std::byte* data, std::uint64_t offset) noexcept {
     return data + offset + sizeof(RecordHeader);
 }
+// The end of the record at `position`, whose stamp (loaded there) is current; `position` itself when
+// its length cannot be: a padding record that does not reach the ring's end, a record longer than the
+// largest or crossing the ring's end. The one judgement of a stamped header, for the writer's
+// successor, the checks of a head past the tail, and a caught-up reader (Reader::stamped_at_head).
+[[nodiscard]] inline std::uint64_t stamped_record_end(const RecordHeader& h, std::uint32_t stamp, std::uint64_t position,
+                                                      std::uint64_t capacity) noexcept {
+    const std::uint64_t to_end = capacity - (position & (capacity - 1));
+    if (stamp_kind(stamp) == static_cast<std::uint32_t>(RecordKind::padding))
+        return h.length + sizeof(RecordHeader) == to_end ? position + to_end : position;
+    if (h.length > max_record_payload(capacity) || record_size(h.length) > to_end) return position;
+    return position + record_size(h.length);
+}
+
 // Where the run of records stamped at and after `tail` ends (== tail: none). The writer stamps a
 // commit's records, then exchanges the tail (ring.hpp, publish order): one that died in between left
 // them stamped, and a caught-up reader may have read them, so its head may lie past the tail. At most
@@ -293,19 +306,14 @@ static_assert(max_record_payload(kMaxCapacity) <= 0xffff'ffffULL);
     const auto lap_shift = static_cast<unsigned>(std::countr_zero(capacity));
     std::uint64_t pos = tail;
     for (int records = 0; records < 2; ++records) {
-        const std::uint64_t offset = pos & (capacity - 1);
-        const RecordHeader& h = record_at(data, offset);
+        const RecordHeader& h = record_at(data, pos & (capacity - 1));
         const std::uint32_t stamp = h.stamp.load(std::memory_order_acquire);
         if (!stamp_current(stamp, pos, lap_shift)) break;
-        const std::uint64_t to_end = capacity - offset;
-        if (stamp_kind(stamp) == static_cast<std::uint32_t>(RecordKind::padding)) {
-            if (h.length + sizeof(RecordHeader) != to_end) break;
-            pos += to_end;  // the record it leads to may be stamped too
-            continue;
-        }
-        if (h.length > max_record_payload(capacity) || record_size(h.length) > to_end) break;
-        pos += record_size(h.length);
-        break;
+        const std::uint64_t end = stamped_record_end(h, stamp, pos, capacity);
+        if (end == pos) break;
+        pos = end;
+        // A padding record: the record it leads to may be stamped too.
+        if (stamp_kind(stamp) != static_cast<std::uint32_t>(RecordKind::padding)) break;
     }
     return pos;
 }

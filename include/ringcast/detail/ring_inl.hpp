@@ -348,16 +348,8 @@ inline bool Reader::stamped_at_head() noexcept {
     const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
     const std::uint32_t stamp = h.stamp.load(std::memory_order_acquire);
     if (!layout::stamp_current(stamp, head_, lap_shift_)) return false;  // 0 (Z) or the previous lap's
-    const std::uint64_t to_end = capacity_ - pos;
-    const std::uint64_t length = h.length;
-    std::uint64_t end = 0;
-    if (layout::stamp_kind(stamp) == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
-        if (length + sizeof(layout::RecordHeader) != to_end) return false;
-        end = head_ + to_end;
-    } else {
-        if (length > max_payload_ || layout::record_size(length) > to_end) return false;
-        end = head_ + layout::record_size(length);
-    }
+    const std::uint64_t end = layout::stamped_record_end(h, stamp, head_, capacity_);
+    if (end == head_) return false;
     cached_tail_ = end;
     return true;
 }
