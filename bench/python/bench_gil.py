@@ -4,8 +4,10 @@
 The main thread runs a pure-Python loop for --seconds; stretch = its wall time / its own CPU time
 (1.00: it never waited for the GIL; every 1% over 1.00 is time lost to waiting threads or the OS).
 Scenarios: solo; T = 1, 2 threads blocked in dequeue (idle queue); T = 2 threads dequeuing from a writer
-process that sends every 1 ms; and, for contrast, T = 2 threads polling in Python with sched_yield (the
-spin-and-yield wait of today's popular shared-memory queue). Each waiting thread's own CPU% is reported.
+process that sends every 1 ms; T = 2 threads that only sleep 1 ms in a loop (no queue at all: what any
+thread costs that must run Python every millisecond, the floor under the paced readers); and, for
+contrast, T = 2 threads polling in Python with sched_yield (the spin-and-yield wait of today's popular
+shared-memory queue). Each waiting thread's own CPU% is reported.
 Medians over --runs runs. Usage: PYTHONPATH=<build>/python python3 bench/python/bench_gil.py
 """
 import argparse
@@ -73,6 +75,10 @@ def run_scenario(kind, threads, seconds):
             if kind == "pyspin":  # today's baseline: poll a flag in Python, sched_yield between polls
                 os.sched_yield()
                 continue
+            if kind == "sleep":  # no queue: a thread that must run Python once per 1 ms, and nothing else
+                time.sleep(0.001)
+                got += 1
+                continue
             try:
                 got += len(r.dequeue_many(64, timeout=0.5))
             except TimeoutError:
@@ -110,9 +116,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    scenarios = [("solo", 0), ("idle", 1), ("idle", 2), ("paced", 2), ("pyspin", 2)]
+    scenarios = [("solo", 0), ("idle", 1), ("idle", 2), ("paced", 2), ("sleep", 2), ("pyspin", 2)]
     labels = {"solo": "no other thread", "idle": "T={t} blocked in dequeue (idle)",
               "paced": "T={t} in dequeue, writer process every 1 ms",
+              "sleep": "T={t} woken every 1 ms by time.sleep (no queue: the interpreter's floor)",
               "pyspin": "T={t} Python sched_yield pollers (baseline)"}
     print(f"# bench_gil: {platform.node()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}, {args.runs} runs x {args.seconds} s, medians")
