@@ -2,11 +2,14 @@
 // One typed suite runs every wait strategy.
 #include <atomic>
 #include <bit>
+#include <csignal>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
 
 #include <gtest/gtest.h>
 
@@ -998,6 +1001,81 @@ TEST(AdaptiveWait, RecordsOnlyRealWaits) {
     waker.join();
     EXPECT_GE(h.typical(), 1ms);
 }
+
+// WaitOptions::end_on_signal: a signal handler that runs while the waiter sleeps in the kernel ends the
+// call as timed out — in a plain sleep, and in the sleep before a predicted wait's alarm (where it must
+// not count as a missed prediction, which would pause predictions). Without the option the same
+// signals end nothing: the wait goes on until its event. Signals come every 5 ms until the waiter
+// returns, so one that lands outside the kernel wait (before the sleep) cannot decide the outcome.
+class EndOnSignal : public ::testing::TestWithParam<bool> {
+protected:
+    static void on_signal(int) {}
+    void SetUp() override {
+        struct sigaction sa {};
+        sa.sa_handler = &EndOnSignal::on_signal;  // no SA_RESTART: the kernel wait returns EINTR
+        sigemptyset(&sa.sa_mask);
+        ASSERT_EQ(::sigaction(SIGUSR1, &sa, &old_), 0);
+    }
+    void TearDown() override { ::sigaction(SIGUSR1, &old_, nullptr); }
+    struct sigaction old_ {};
+};
+
+TEST_P(EndOnSignal, ASignalEndsAKernelWaitOnlyWhenAsked) {
+    const bool predicted = GetParam();
+    std::atomic<std::uint32_t> seq{0};
+    std::atomic<std::uint64_t> sleeping{0}, waits{0};
+    std::atomic<bool> flag{false}, returned{false};
+    SpinHistory h;
+    WaitOptions o;
+    if (predicted) {  // regular 450 ms waits: the next one sleeps until shortly before 450 ms
+        o.spin_max = kMax;
+        for (int i = 0; i < 40; ++i) h.record(450ms, kMax);
+        ASSERT_GT(h.predicted(kMax).wake_after, 300ms);
+    } else {
+        o.kind = WaitKind::futex;
+    }
+    for (const bool end_on_signal : {true, false}) {
+        SCOPED_TRACE(end_on_signal ? "end_on_signal" : "default");
+        o.end_on_signal = end_on_signal;
+        flag = false;
+        returned = false;
+        const SleepSite site{&seq, &sleeping, 1, 0, &waits};
+        WaitContext ctx{{&site, 1}};
+        ctx.history = &h;
+        ctx.deadline = Clock::now() + 20s;
+        ctx.end_on_signal = end_on_signal;
+        WaitOutcome outcome = WaitOutcome::cancelled;
+        std::thread waiter([&] {
+            outcome = block_until(o, ctx, [&] { return flag.load(std::memory_order_acquire); });
+            returned = true;
+        });
+        const auto give_up = Clock::now() + 10s;
+        while (sleeping.load() == 0 && Clock::now() < give_up) std::this_thread::yield();
+        const auto first_signal = Clock::now();
+        // Until it returns (end_on_signal), or for 200 ms (default: it must still be waiting then).
+        while (!returned && Clock::now() - first_signal < (end_on_signal ? 10s : 200ms)) {
+            ASSERT_EQ(::pthread_kill(waiter.native_handle(), SIGUSR1), 0);
+            std::this_thread::sleep_for(5ms);
+        }
+        if (end_on_signal) {
+            // Well before the predicted sleep's alarm (> 300 ms after the wait began).
+            EXPECT_LT(Clock::now() - first_signal, 250ms);
+            waiter.join();
+            EXPECT_EQ(outcome, WaitOutcome::timed_out);
+            EXPECT_EQ(sleeping.load(), 0u) << "the announcement is retracted";
+            if (predicted) {  // a signal is neither a missed prediction nor a late alarm
+                EXPECT_GT(h.predicted(kMax).wake_after, 300ms);
+            }
+        } else {
+            EXPECT_FALSE(returned.load()) << "a signal alone ended a wait without end_on_signal";
+            publish_flag_and_notify(flag, seq, sleeping);
+            waiter.join();
+            EXPECT_EQ(outcome, WaitOutcome::ready);
+        }
+    }
+}
+INSTANTIATE_TEST_SUITE_P(SleepKinds, EndOnSignal, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "PredictedSleep" : "PlainSleep"; });
 
 // That it spins through waits as short as recent ones is timing-based: tested alone (RUN_SERIAL) in
 // tests/python/test_gather.py::test_adaptive_spin_catches_waits_as_short_as_recent_ones.

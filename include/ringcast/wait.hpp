@@ -96,6 +96,10 @@ struct WaitOptions {
                                                 // classic 2-competitive bound for spin-then-block.
     std::chrono::nanoseconds spin_max{0};       // hybrid: > spin_for makes the spin adaptive, up to this
     SleepHook before_sleep{};
+    // A kernel wait that a signal handler interrupted (EINTR) ends the blocking call as timed out, so
+    // that the caller can act on the signal at once (Python's main thread raises KeyboardInterrupt).
+    // Off: the wait re-checks its condition and sleeps on, as after any early futex return.
+    bool end_on_signal = false;
 
     [[nodiscard]] bool adaptive() const noexcept { return kind == WaitKind::hybrid && spin_max > spin_for; }
 };
@@ -375,6 +379,7 @@ struct WaitContext {
     EventfdWaiter* eventfd = nullptr;  // the endpoint's registered eventfd: every kernel sleep of an
                                        // endpoint that has one is on it (its wakers skip the futex
                                        // wake when all announced sleepers have one); one site only
+    bool end_on_signal = false;        // WaitOptions::end_on_signal
 };
 
 // A peer killed between its cursor exchange (w1) and its wake (w2..w3) never runs the wake. So no
@@ -531,6 +536,10 @@ template <WaitStrategy S, class Ready>
             if (efd != nullptr) efd->check_refused();  // a waker that cannot take our fd: an error, not a hang
             if (ready()) return WaitOutcome::ready;
             if (is_cancelled()) return WaitOutcome::cancelled;
+            // A signal handler ran in this thread during the sleep: end the call early, as a timeout
+            // (the announcement is retracted, 3f). Nothing can be lost: leaving is what a timed-out
+            // waiter does, and a caller that waits again starts over at case 1.
+            if (r == FutexWaitResult::interrupted && ctx.end_on_signal) return WaitOutcome::timed_out;
             now = Clock::now();  // (a futex wake is microseconds; one vDSO read more is noise)
             if (now >= ctx.deadline) return WaitOutcome::timed_out;
             idle_tick(now);
@@ -568,6 +577,9 @@ template <class Ready>
             until_alarm.deadline = alarm;
             outcome = block_until(FutexStrategy{}, until_alarm, ready);
             done = outcome != WaitOutcome::timed_out;
+            // Timed out before its alarm: only a signal ends it so (end_on_signal), and the caller
+            // must hear of it now, not after the spin window and another sleep.
+            if (!done && ctx.end_on_signal && Clock::now() < alarm) return outcome;
             if (!done) {
                 const Deadline window = Clock::now();
                 ctx.history->record_alarm_late(window - alarm);

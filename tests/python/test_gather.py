@@ -104,7 +104,7 @@ def test_collect_is_one_wait_over_every_rank_without_the_gil(method):
     through rank 1's ring, so the wait covered it (waiting rank by rank, on rank 0's ring first, sleeps
     on until a liveness slice: 3 sleeps, checked by hand); doorbell: any reply rings, the count shows
     no sleep beyond one per reply. The collect runs outside the main thread, whose waits are cut into
-    50 ms slices for Ctrl-C (those would add sleeps)."""
+    slices for signals (those would add sleeps)."""
     g = ringcast.ReplyGather(2, wait="futex", method=method)
     ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
     out = []

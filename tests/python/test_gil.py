@@ -215,3 +215,38 @@ def test_sigint_interrupts_a_blocked_enqueue(queue_pair):
             break
     q.enqueue("after", timeout=5)
     assert r.dequeue(timeout=5) == "after"
+
+
+def test_sigint_interrupts_a_blocked_collect():
+    """The executor's wait for replies: the signal ends the kernel wait itself (the slices are longer
+    than the latency asserted here), and the gather works on afterwards."""
+    assert threading.current_thread() is threading.main_thread()
+    g = ringcast.ReplyGather(2)
+    ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    try:
+        stamp = []
+        t = sigint_after(0.3, stamp)
+        with pytest.raises(KeyboardInterrupt):
+            g.collect(1, timeout=10)
+        latency = time.monotonic() - stamp[0]
+        t.join()
+        assert latency < 0.1, f"KeyboardInterrupt after {latency * 1000:.1f} ms"
+        for r, w in enumerate(ws):
+            w.reply(1, r)
+        assert g.collect(1, timeout=5) == [0, 1]
+    finally:
+        for w in ws:
+            w.close()
+        g.close()
+
+
+def test_an_idle_main_thread_wait_wakes_only_a_few_times_a_second(queue_pair, probe):
+    """No signal comes: the blocked main thread wakes only at the end of each slice (and for the
+    writer's liveness check), not every 50 ms as when slices were the only way to see Ctrl-C."""
+    assert threading.current_thread() is threading.main_thread()
+    q, (r,) = queue_pair(1, wait="futex")
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=1.0)
+    sleeps, with_gil = _core.gil_probe()
+    assert with_gil == 0
+    assert 1 <= sleeps <= 6, f"{sleeps} kernel sleeps in one idle second"

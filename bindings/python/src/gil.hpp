@@ -5,10 +5,13 @@
 //  * Ready data (or free space) is probed first with a zero timeout while the GIL is held: the fast path
 //    never drops and re-takes the GIL (re-taking it can cost a whole 5 ms switch interval when the main
 //    thread is busy in Python).
-//  * Only then is the GIL released for the wait. The wait runs in bounded slices: in the main thread
-//    50 ms, after which the GIL is re-taken just long enough for PyErr_CheckSignals (Ctrl-C interrupts a
-//    blocked call within ~50 ms: the core's futex loop swallows EINTR, so a signal alone cannot end
-//    the wait); in other threads the liveness interval (signals are only handled in the main thread).
+//  * Only then is the GIL released for the wait. In the main thread the kernel wait ends when a signal
+//    handler runs (WaitOptions::end_on_signal: the kernel delivers a process-wide signal such as Ctrl-C's
+//    SIGINT to the main thread when it does not block it), and the GIL is re-taken just long enough for
+//    PyErr_CheckSignals: KeyboardInterrupt at once. A signal that came while the thread was not in the
+//    kernel (during the spin, between slices) or that went to another thread is seen at the end of the
+//    slice, kMainThreadSlice; an idle main-thread wait wakes only that often. Other threads wait in
+//    slices of the liveness interval (signals are only handled in the main thread).
 //  * Copies of large payloads (>= kNoGilCopy) run without the GIL; a message that spans several ring
 //    records is received and sent entirely inside one GIL-released region, re-taking the GIL only to
 //    allocate its destination objects and to check signals.
@@ -34,7 +37,11 @@ namespace py = pybind11;
 
 namespace ringcast::python::detail {
 
-inline constexpr std::chrono::nanoseconds kMainThreadSlice = std::chrono::milliseconds(50);  // Ctrl-C latency bound (bound: 100 ms)
+// Ctrl-C's latency when the signal missed the kernel wait (see above); each slice wakes an idle wait.
+inline constexpr std::chrono::nanoseconds kMainThreadSlice = std::chrono::milliseconds(250);
+// Waits that no signal ends (the remote endpoints' ZeroMQ polls, wait_until_ready's sleeps) check for
+// signals this often in the main thread.
+inline constexpr std::chrono::nanoseconds kSignalPollInterval = std::chrono::milliseconds(50);
 inline constexpr std::size_t kNoGilCopy = 256 * 1024;  // smaller copies take less than a GIL hand-off costs
 
 // ---- the deterministic GIL probe (tests) -----------------------------------------------------------
@@ -131,13 +138,18 @@ protected:
             WaitOptions original;
             ~RestoreWait() { core.set_wait(original); }
         } restore{core, core.wait_options()};
+        if (main) {
+            WaitOptions on_signal = restore.original;
+            on_signal.end_on_signal = true;
+            core.set_wait(on_signal);
+        }
         for (bool first = true;; first = false) {
             const Deadline now = Clock::now();
             if (now >= deadline) return Status::timed_out;
             const Deadline until = std::min(deadline, now + slice);
             gil.release();
             if (!first && restore.original.kind == WaitKind::hybrid) {
-                WaitOptions sleep_only = restore.original;
+                WaitOptions sleep_only = core.wait_options();
                 sleep_only.kind = WaitKind::futex;
                 core.set_wait(sleep_only);
             }

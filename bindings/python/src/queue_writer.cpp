@@ -209,7 +209,7 @@ void PyWriter::wait_readers(std::optional<double> timeout) {
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
     const bool main = in_main_thread();
-    Deadline next_signal_check = Clock::now() + kMainThreadSlice;
+    Deadline next_signal_check = Clock::now() + kSignalPollInterval;
     for (;;) {
         if (missing_readers().empty()) return;
         const Deadline now = Clock::now();
@@ -223,7 +223,7 @@ void PyWriter::wait_readers(std::optional<double> timeout) {
         ::nanosleep(&ts, nullptr);
         if (main && Clock::now() >= next_signal_check) {
             check_signals(gil);
-            next_signal_check = Clock::now() + kMainThreadSlice;
+            next_signal_check = Clock::now() + kSignalPollInterval;
         }
     }
 }

@@ -234,7 +234,7 @@ private:
     template <class Attempt>
     Status sliced(Gil& gil, Deadline deadline, Attempt&& attempt) {
         const bool main = in_main_thread();
-        const std::chrono::nanoseconds slice = main ? std::min(kMainThreadSlice, liveness_) : liveness_;
+        const std::chrono::nanoseconds slice = main ? std::min(kSignalPollInterval, liveness_) : liveness_;
         for (;;) {
             const Deadline now = Clock::now();
             if (now >= deadline) return Status::timed_out;
