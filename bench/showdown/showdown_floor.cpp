@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "showdown floor failed: %s\n", e.what());
         return 1;
     }
-    std::printf("C++ floor: 1 executor + %u workers, %llu steps, worker work %llu us, hybrid waits\n", a.workers,
+    std::printf("C++ floor: 1 executor + %u workers, %llu steps, worker work %llu us, default waits (adaptive hybrid)\n", a.workers,
                 static_cast<unsigned long long>(a.steps), static_cast<unsigned long long>(a.work_us));
     std::printf("%-20s %-7s %10s %10s %14s %14s %9s\n", "collect", "replies", "p50 us", "p99 us", "overhead p50",
                 "overhead p99", "exec CPU%");

@@ -7,8 +7,8 @@
 //              a whole timeslice per message when oversubscribed)
 //   SpinYield  sched_yield in a loop; never sleeps: today's common design, kept as the baseline
 //   Futex      no spinning: announce, re-check, sleep in the kernel
-//   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for it is
-//              adaptive: the spin budget follows how long this endpoint's recent waits lasted
+//   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for (the
+//              default: 2 ms, in C++ as in Python) it is adaptive: the spin budget follows how long this endpoint's recent waits lasted
 //              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is wanted;
 //              waits longer than spin_max at a steady rhythm are predicted (sleep, then spin a window
 //              around the expected end: SpinHistory::predicted)
@@ -94,7 +94,10 @@ struct WaitOptions {
     std::chrono::nanoseconds spin_for{10'000};  // hybrid: spin this long before sleeping. ~ one
                                                 // cross-core futex wake (docs/platform.md: 11-14 us), the
                                                 // classic 2-competitive bound for spin-then-block.
-    std::chrono::nanoseconds spin_max{0};       // hybrid: > spin_for makes the spin adaptive, up to this
+    // hybrid: > spin_for makes the spin adaptive, up to this (SpinHistory). The default spins through
+    // the short waits of a busy pipeline (a round trip without a futex wake) and costs no CPU once
+    // the endpoint idles; 0 gives the fixed spin_for, then sleep (the least CPU for a rare message).
+    std::chrono::nanoseconds spin_max{2'000'000};
     SleepHook before_sleep{};
     // A kernel wait that a signal handler interrupted (EINTR) ends the blocking call as timed out, so
     // that the caller can act on the signal at once (Python's main thread raises KeyboardInterrupt).
