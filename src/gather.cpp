@@ -170,7 +170,7 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
     };
     const WaitContext ctx{sites,    deadline, cancelled_.get(), options_.wait.before_sleep, options_.liveness_interval,
                           on_idle,  &idle,    &history,         &kernel_waits_,
-                          &last_liveness_check_, eventfd_.get(), options_.wait.end_on_signal};
+                          &last_liveness_check_, eventfd_.get()};
     return block_until(options_.wait, ctx, [&] { return any_pending_ready(pending); });
 }
 

@@ -150,7 +150,8 @@ double zmq_stream_mib_s(int n, std::size_t size) {
 // ---- ringcast remote ----------------------------------------------------------------------------
 // fixed_spin: the publisher's ring rank and the collector spin a fixed 10 µs, then sleep (spin_max 0)
 // instead of the default adaptive spin: shows what the two thread hand-offs of the remote path cost
-// as futex wakes.
+// as futex wakes. (The ring's writer and the reply bridge only wait for space, which never runs out
+// here: their options do not matter.)
 double remote_rtt_us(int n, bool fixed_spin = false) {
     const std::string ring = name_of("rtt"), gather = name_of("rttg");
     Pipe ep, res;

@@ -16,7 +16,8 @@ namespace ringcast {
 
 enum class [[nodiscard]] Status : std::uint8_t {
     ok,         // the operation completed
-    timed_out,  // the deadline passed first; nothing was consumed or published by this call
+    timed_out,  // the deadline passed first (or a signal ended the wait: WaitOptions::end_on_signal);
+                // nothing was consumed or published by this call
     closed,     // the writer closed the queue and this reader has drained everything before the close
     cancelled,  // another thread called cancel() on this endpoint
 };

@@ -58,9 +58,10 @@ inline FutexWaitResult futex_wait(std::atomic<std::uint32_t>* word, std::uint32_
     switch (errno) {
         case EAGAIN: return FutexWaitResult::value_changed;
         case ETIMEDOUT: return FutexWaitResult::timed_out;
-        case EINTR: return FutexWaitResult::interrupted;
-        default: return FutexWaitResult::interrupted;  // EFAULT/EINVAL cannot happen on a mapped word;
-                                                       // the caller re-checks its condition anyway
+        case EINTR: return FutexWaitResult::interrupted;  // a signal handler ran (always EINTR here:
+                                                          // the wait has a timeout, so no restart)
+        default: return FutexWaitResult::woken;  // EFAULT/EINVAL cannot happen on a mapped word: a
+                                                 // spurious return, the caller re-checks its condition
     }
 }
 
@@ -102,7 +103,9 @@ inline FutexWaitResult futex_waitv(FutexWaitvEntry* entries, unsigned count, Dea
         case EAGAIN: return FutexWaitResult::value_changed;
         case ETIMEDOUT: return FutexWaitResult::timed_out;
         case ENOSYS: return FutexWaitResult::unsupported;
-        default: return FutexWaitResult::interrupted;
+        case EINTR: return FutexWaitResult::interrupted;  // a handler installed with SA_RESTART restarts
+                                                          // this call instead (Python's are not)
+        default: return FutexWaitResult::woken;  // a spurious return: the caller re-checks
     }
 }
 

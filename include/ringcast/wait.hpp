@@ -99,9 +99,12 @@ struct WaitOptions {
     // the endpoint idles; 0 gives the fixed spin_for, then sleep (the least CPU for a rare message).
     std::chrono::nanoseconds spin_max{2'000'000};
     SleepHook before_sleep{};
-    // A kernel wait that a signal handler interrupted (EINTR) ends the blocking call as timed out, so
-    // that the caller can act on the signal at once (Python's main thread raises KeyboardInterrupt).
-    // Off: the wait re-checks its condition and sleeps on, as after any early futex return.
+    // A kernel wait that a signal handler interrupted (EINTR) ends the blocking call as timed out
+    // before its deadline, so that the caller can act on the signal at once (Python's main thread
+    // raises KeyboardInterrupt). A signal that comes while the waiter spins ends nothing (there is no
+    // kernel wait to interrupt); nor does one whose handler was installed with SA_RESTART while the
+    // waiter sleeps on several sites (futex_waitv is restarted). Off: the wait re-checks its
+    // condition and sleeps on, as after any early futex return.
     bool end_on_signal = false;
 
     [[nodiscard]] bool adaptive() const noexcept { return kind == WaitKind::hybrid && spin_max > spin_for; }
@@ -182,7 +185,7 @@ public:
         alarm_late_ns_.store(a + (v - a) / 4, std::memory_order_relaxed);
     }
     // A predicted wait ended without its event: the call timed out or was cancelled after its window
-    // (a caller waiting in slices, as Python's main thread does: 50 ms; an idle peer polled with
+    // (a caller waiting in slices, as Python's main thread does: 250 ms; an idle peer polled with
     // timeouts). Predictions pause until a wait ends by its event again, so such a caller spins one
     // window, not one per slice. An event that merely came after the window does not pause them: the
     // history learns from it, and pausing would cost the next wait a wake-up too (measured: on a
@@ -382,7 +385,7 @@ struct WaitContext {
     EventfdWaiter* eventfd = nullptr;  // the endpoint's registered eventfd: every kernel sleep of an
                                        // endpoint that has one is on it (its wakers skip the futex
                                        // wake when all announced sleepers have one); one site only
-    bool end_on_signal = false;        // WaitOptions::end_on_signal
+    bool end_on_signal = false;        // WaitOptions::end_on_signal (block_until with options sets it)
 };
 
 // A peer killed between its cursor exchange (w1) and its wake (w2..w3) never runs the wake. So no
@@ -553,6 +556,11 @@ template <WaitStrategy S, class Ready>
 // Run-time choice of strategy: one switch per blocking call, outside the hot loop.
 template <class Ready>
 [[nodiscard]] WaitOutcome block_until(const WaitOptions& options, const WaitContext& ctx, Ready&& ready) {
+    if (options.end_on_signal && !ctx.end_on_signal) {  // one place carries the option into the loop
+        WaitContext with_signals = ctx;
+        with_signals.end_on_signal = true;
+        return block_until(options, with_signals, ready);
+    }
     switch (options.kind) {
         case WaitKind::spin: return block_until(SpinStrategy{}, ctx, ready);
         case WaitKind::spin_yield: return block_until(SpinYieldStrategy{}, ctx, ready);
@@ -596,7 +604,11 @@ template <class Ready>
         outcome = block_until(
             AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)}, ctx, ready);
     }
-    if (outcome != WaitOutcome::cancelled) ctx.history->record(Clock::now() - start, options.spin_max);
+    // A wait a signal cut short (timed out before its deadline: only end_on_signal does that) says
+    // nothing about how long waits last.
+    const Deadline end = Clock::now();
+    const bool cut_by_signal = outcome == WaitOutcome::timed_out && ctx.end_on_signal && end < ctx.deadline;
+    if (outcome != WaitOutcome::cancelled && !cut_by_signal) ctx.history->record(end - start, options.spin_max);
     if (!done && outcome == WaitOutcome::ready) ctx.history->event_came();  // predictions resume
     return outcome;
 }

@@ -107,7 +107,7 @@ FutexWaitResult EventfdWaiter::sleep(Deadline wake_by) noexcept {
     const int rc = ::ppoll(&p, 1, tsp, nullptr);
     if (rc > 0) return FutexWaitResult::woken;
     if (rc == 0) return FutexWaitResult::timed_out;
-    return FutexWaitResult::interrupted;
+    return errno == EINTR ? FutexWaitResult::interrupted : FutexWaitResult::woken;  // else spurious: re-check
 }
 
 void EventfdWaiter::poke() noexcept {

@@ -250,3 +250,16 @@ def test_an_idle_main_thread_wait_wakes_only_a_few_times_a_second(queue_pair, pr
     sleeps, with_gil = _core.gil_probe()
     assert with_gil == 0
     assert 1 <= sleeps <= 6, f"{sleeps} kernel sleeps in one idle second"
+
+
+def test_sigint_interrupts_a_spinning_dequeue(queue_pair):
+    """A wait that never enters the kernel has no sleep for the signal to end: its slices are short."""
+    assert threading.current_thread() is threading.main_thread()
+    q, (r,) = queue_pair(1, wait="spin")
+    stamp = []
+    t = sigint_after(0.3, stamp)
+    with pytest.raises(KeyboardInterrupt):
+        r.dequeue(timeout=10)
+    latency = time.monotonic() - stamp[0]
+    t.join()
+    assert latency < 0.1, f"KeyboardInterrupt after {latency * 1000:.1f} ms"

@@ -18,13 +18,14 @@ Timeouts: every blocking call takes ``timeout`` in seconds: None waits forever, 
 is ready now, else raises TimeoutError at once), a negative value raises ValueError.
 
 The GIL is never held while blocked. A call first takes what is ready (data, ring space) without
-dropping the GIL; only then does it release the GIL and wait in the kernel. In the main thread the
-wait runs in 50 ms slices, so Ctrl-C raises KeyboardInterrupt; other threads wait in
-liveness-interval slices.
+dropping the GIL; only then does it release the GIL and wait in the kernel. In the main thread a
+signal ends the kernel wait, so Ctrl-C raises KeyboardInterrupt at once (within 50 ms if it came
+while the wait spun); other threads wait in liveness-interval slices.
 
-Wait strategies (``wait=``): 'hybrid' (default: spin ``spin_us`` microseconds, then sleep in the
-kernel on a futex), 'futex' (sleep at once), 'spin' (busy-spin, never sleeps), 'spin_yield'
-(sched_yield loop, never sleeps). ``spin_max_us`` above ``spin_us`` makes the hybrid spin adaptive.
+Wait strategies (``wait=``): 'hybrid' (default: spin, then sleep in the kernel on a futex; the spin
+is adaptive, about twice the recent waits up to ``spin_max_us``, 2000 by default, and ``spin_us``
+when ``spin_max_us`` is 0), 'futex' (sleep at once), 'spin' (busy-spin, never sleeps), 'spin_yield'
+(sched_yield loop, never sleeps).
 
 Errors:
     TimeoutError (builtin)  the timeout passed.

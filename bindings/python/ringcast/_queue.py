@@ -277,7 +277,7 @@ class MessageQueue:
     Timeouts (every blocking method): seconds; None waits forever, 0 polls (what is ready now, else
     TimeoutError at once), a negative value raises ValueError. The GIL is never held while
     blocked: a call takes what is ready without dropping the GIL, and only then waits in the kernel
-    with it released (in the main thread in 50 ms slices, so Ctrl-C raises KeyboardInterrupt).
+    with it released (in the main thread a signal ends the wait: Ctrl-C raises KeyboardInterrupt).
 
     Dead peers: a blocked writer checks the readers it waits for, and a blocked reader the writer,
     every liveness_interval; PeerDeadError names the dead process (pid; a reader's rank index)

@@ -9,9 +9,11 @@
 //    handler runs (WaitOptions::end_on_signal: the kernel delivers a process-wide signal such as Ctrl-C's
 //    SIGINT to the main thread when it does not block it), and the GIL is re-taken just long enough for
 //    PyErr_CheckSignals: KeyboardInterrupt at once. A signal that came while the thread was not in the
-//    kernel (during the spin, between slices) or that went to another thread is seen at the end of the
-//    slice, kMainThreadSlice; an idle main-thread wait wakes only that often. Other threads wait in
-//    slices of the liveness interval (signals are only handled in the main thread).
+//    kernel (while it spun, between slices) or that went to another thread is seen at the end of the
+//    slice: kSignalPollInterval for a slice that spins (a spin or spin_yield wait, a hybrid wait's
+//    first slice), kMainThreadSlice for one that sleeps from the start; an idle main-thread wait
+//    wakes only that often. Other threads wait in slices of the liveness interval (signals are only
+//    handled in the main thread).
 //  * Copies of large payloads (>= kNoGilCopy) run without the GIL; a message that spans several ring
 //    records is received and sent entirely inside one GIL-released region, re-taking the GIL only to
 //    allocate its destination objects and to check signals.
@@ -37,10 +39,11 @@ namespace py = pybind11;
 
 namespace ringcast::python::detail {
 
-// Ctrl-C's latency when the signal missed the kernel wait (see above); each slice wakes an idle wait.
+// Ctrl-C's latency when the signal missed a sleeping wait's kernel wait (see above); each slice wakes
+// an idle wait.
 inline constexpr std::chrono::nanoseconds kMainThreadSlice = std::chrono::milliseconds(250);
-// Waits that no signal ends (the remote endpoints' ZeroMQ polls, wait_until_ready's sleeps) check for
-// signals this often in the main thread.
+// Waits that no signal ends — spinning slices, the remote endpoints' ZeroMQ polls, wait_until_ready's
+// sleeps — check for signals this often in the main thread.
 inline constexpr std::chrono::nanoseconds kSignalPollInterval = std::chrono::milliseconds(50);
 inline constexpr std::size_t kNoGilCopy = 256 * 1024;  // smaller copies take less than a GIL hand-off costs
 
@@ -130,9 +133,8 @@ protected:
     template <class Core, class Attempt>
     Status wait_sliced(Gil& gil, Deadline deadline, Core& core, Attempt&& attempt) {
         const bool main = in_main_thread();
-        const std::chrono::nanoseconds slice = main ? std::min(kMainThreadSlice, liveness_) : liveness_;
         // A hybrid wait spins only in the first slice: the later slices resume the same wait, and
-        // spinning again at every slice boundary would cost CPU while idle (2 ms per 50 ms = 4 %).
+        // spinning again at every slice boundary would cost CPU while idle (2 ms per slice).
         struct RestoreWait {
             Core& core;
             WaitOptions original;
@@ -143,10 +145,20 @@ protected:
             on_signal.end_on_signal = true;
             core.set_wait(on_signal);
         }
+        // Main thread: a signal that comes while the wait spins (no kernel wait to interrupt) is seen
+        // at the end of the slice, so a slice that spins is short — every slice of a spin or
+        // spin_yield wait, the first of a hybrid one — and only slices that sleep from the start are
+        // long (an idle wait wakes only that often).
+        const bool always_spins = restore.original.kind == WaitKind::spin || restore.original.kind == WaitKind::spin_yield;
+        const auto slice_of = [&](bool first) {
+            if (!main) return liveness_;
+            const bool spins = always_spins || (first && restore.original.kind == WaitKind::hybrid);
+            return std::min(spins ? kSignalPollInterval : kMainThreadSlice, liveness_);
+        };
         for (bool first = true;; first = false) {
             const Deadline now = Clock::now();
             if (now >= deadline) return Status::timed_out;
-            const Deadline until = std::min(deadline, now + slice);
+            const Deadline until = std::min(deadline, now + slice_of(first));
             gil.release();
             if (!first && restore.original.kind == WaitKind::hybrid) {
                 WaitOptions sleep_only = core.wait_options();

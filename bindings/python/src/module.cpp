@@ -39,7 +39,7 @@ PYBIND11_MODULE(_core, m) {
         "argument), PermissionError (another user's segment), RuntimeError (one thread per endpoint).\n\n"
         "Constants: MAX_PARTS (parts per message), ABI_VERSION (handles of another one are refused),\n"
         "MIN_CAPACITY (smallest ring, bytes), MAX_READERS (reader ranks per ring), MAIN_THREAD_SLICE_S\n"
-        "(main-thread wait slice: Ctrl-C latency), NO_GIL_COPY_BYTES (copies this large drop the GIL).";
+        "(main-thread slice of a sleeping wait: how often an idle one wakes), NO_GIL_COPY_BYTES (copies this large drop the GIL).";
 
     register_exceptions(m);
     register_remote(m);  // remote.cpp: ZeroMQ remote readers / replies (HAVE_REMOTE = False without ZeroMQ)
@@ -111,7 +111,7 @@ PYBIND11_MODULE(_core, m) {
                          "One thread at a time (RuntimeError otherwise); shutdown() from any thread.")
         .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&, double, double, double>(),
              py::arg("name"), py::arg("readers"), py::arg("capacity"), py::arg("mode") = 0600,
-             py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0,
+             py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0, py::arg("liveness_s") = 1.0,
              "Creates segment `name` for `readers` reader ranks and a ring of `capacity` bytes (a power of two,\n"
              ">= MIN_CAPACITY). wait: 'hybrid', 'futex', 'spin' or 'spin_yield'; spin_us/spin_max_us: the hybrid\n"
              "spin; liveness_s: seconds between dead-reader checks while blocked. Raises ValueError (bad\n"
@@ -147,7 +147,7 @@ PYBIND11_MODULE(_core, m) {
                          "A Reader that is destroyed releases its rank: the writer never waits for it again.\n"
                          "One thread at a time (RuntimeError otherwise); shutdown() from any thread.")
         .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double, double>(), py::arg("name"),
-             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0,
+             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0, py::arg("liveness_s") = 1.0,
              "Attaches reader rank `rank` (a local index) of segment `name`. liveness_s: seconds between\n"
              "checks that the writer lives while blocked. Raises ValueError (no such segment, not ringcast's,\n"
              "rank out of range, already attached by a live process or released), PermissionError.")
@@ -180,7 +180,7 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&,
                       const std::string&, double, double, double>(),
              py::arg("name"), py::arg("ranks"), py::arg("capacity"), py::arg("mode") = 0600,
-             py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0,
+             py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0,
              py::arg("liveness_s") = 1.0,
              "Creates `ranks` reply rings of `capacity` bytes named `<name>.r<rank>` and `<name>.bell`.\n"
              "method: 'doorbell' or 'futex_waitv' (<= 128 ranks). Raises ValueError, PermissionError, OSError.")
@@ -208,7 +208,7 @@ PYBIND11_MODULE(_core, m) {
     py::class_<PyGatherWorker>(m, "GatherWorker",
                                "A worker rank of a ReplyGather: the writer of that rank's reply ring.")
         .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double, double>(), py::arg("name"),
-             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0, py::arg("liveness_s") = 1.0,
+             py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0, py::arg("liveness_s") = 1.0,
              "Attaches worker `rank` of gather `name`. Raises ValueError (no such gather, rank out of range or\n"
              "in use), PermissionError.")
         .def("reply", &PyGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none(),

@@ -398,7 +398,7 @@ void register_remote(py::module_& m) {
              py::arg("high_water_mark") = 16, py::arg("slow_reader") = "block", py::arg("slow_reader_timeout_s") = 5.0,
              py::arg("heartbeat_s") = 0.2, py::arg("liveness_s") = 1.0, py::arg("curve_secret_key") = "",
              py::arg("curve_allowed_clients") = std::vector<std::string>{}, py::arg("wait") = "hybrid",
-             py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 0.0,
+             py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0,
              "Attaches to queue `ring_name` as reader rank `ring_rank`, binds tcp://ip:port (a literal address;\n"
              "port 0: ephemeral) and starts forwarding once every rank in `ranks` said hello. slow_reader:\n"
              "'block' (bounded back-pressure) or 'drop_after' (cut off after slow_reader_timeout_s at the\n"

@@ -87,7 +87,7 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
     const SleepSite site = space_site();
     const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
                           options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_,
-                          nullptr,          &last_liveness_check_, space_eventfd_.get(), options_.wait.end_on_signal};
+                          nullptr,          &last_liveness_check_, space_eventfd_.get()};
     switch (block_until(options_.wait, ctx, has_room)) {
         case WaitOutcome::ready: return Status::ok;
         case WaitOutcome::cancelled: return Status::cancelled;
@@ -375,7 +375,7 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     const SleepSite site = data_site();
     const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
                           options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_,
-                          nullptr,          &last_liveness_check_, data_eventfd_.get(), options_.wait.end_on_signal};
+                          nullptr,          &last_liveness_check_, data_eventfd_.get()};
     switch (block_until(options_.wait, ctx, has_data)) {
         case WaitOutcome::ready: break;
         case WaitOutcome::cancelled: return Status::cancelled;
