@@ -168,15 +168,23 @@ def test_shutdown_wakes_a_blocked_writer(queue_pair, probe):
     assert time.monotonic() - t1 < 1.0
 
 
-def sigint_after(delay, stamp):
+def assert_sigint_interrupts(call):
+    """SIGINT comes 0.3 s into `call` (sent by another thread to the process, as Ctrl-C is); `call` must
+    raise KeyboardInterrupt within 100 ms of it."""
+    stamp = []
+
     def fire():
-        time.sleep(delay)
+        time.sleep(0.3)
         stamp.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGINT)
 
     t = threading.Thread(target=fire)
     t.start()
-    return t
+    with pytest.raises(KeyboardInterrupt):
+        call()
+    latency = time.monotonic() - stamp[0]
+    t.join()
+    assert latency < 0.1, f"KeyboardInterrupt after {latency * 1000:.1f} ms"
 
 
 # Signals reach Python's main thread only; pytest runs tests there (asserted, not skipped: a skip
@@ -184,13 +192,7 @@ def sigint_after(delay, stamp):
 def test_sigint_interrupts_a_blocked_dequeue(queue_pair):
     assert threading.current_thread() is threading.main_thread()
     q, (r,) = queue_pair(1)
-    stamp = []
-    t = sigint_after(0.3, stamp)
-    with pytest.raises(KeyboardInterrupt):
-        r.dequeue(timeout=10)
-    latency = time.monotonic() - stamp[0]
-    t.join()
-    assert latency < 0.1, f"KeyboardInterrupt after {latency * 1000:.1f} ms"
+    assert_sigint_interrupts(lambda: r.dequeue(timeout=10))
     q.enqueue("still works", timeout=5)
     assert r.dequeue(timeout=5) == "still works"
 
@@ -199,13 +201,8 @@ def test_sigint_interrupts_a_blocked_enqueue(queue_pair):
     assert threading.current_thread() is threading.main_thread()
     q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
     fill_ring(q)
-    stamp = []
-    t = sigint_after(0.3, stamp)
-    with pytest.raises(KeyboardInterrupt):
-        q.enqueue(b"x" * 1_000_000, timeout=10)  # a multi-record message, interrupted half way
-    latency = time.monotonic() - stamp[0]
-    t.join()
-    assert latency < 0.1, f"KeyboardInterrupt after {latency * 1000:.1f} ms"
+    # A multi-record message, interrupted half way.
+    assert_sigint_interrupts(lambda: q.enqueue(b"x" * 1_000_000, timeout=10))
     drained = 0
     while True:  # whatever was fully sent before is intact; the half message is withdrawn
         try:
@@ -224,13 +221,7 @@ def test_sigint_interrupts_a_blocked_collect():
     g = ringcast.ReplyGather(2)
     ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
     try:
-        stamp = []
-        t = sigint_after(0.3, stamp)
-        with pytest.raises(KeyboardInterrupt):
-            g.collect(1, timeout=10)
-        latency = time.monotonic() - stamp[0]
-        t.join()
-        assert latency < 0.1, f"KeyboardInterrupt after {latency * 1000:.1f} ms"
+        assert_sigint_interrupts(lambda: g.collect(1, timeout=10))
         for r, w in enumerate(ws):
             w.reply(1, r)
         assert g.collect(1, timeout=5) == [0, 1]
@@ -256,10 +247,4 @@ def test_sigint_interrupts_a_spinning_dequeue(queue_pair):
     """A wait that never enters the kernel has no sleep for the signal to end: its slices are short."""
     assert threading.current_thread() is threading.main_thread()
     q, (r,) = queue_pair(1, wait="spin")
-    stamp = []
-    t = sigint_after(0.3, stamp)
-    with pytest.raises(KeyboardInterrupt):
-        r.dequeue(timeout=10)
-    latency = time.monotonic() - stamp[0]
-    t.join()
-    assert latency < 0.1, f"KeyboardInterrupt after {latency * 1000:.1f} ms"
+    assert_sigint_interrupts(lambda: r.dequeue(timeout=10))
