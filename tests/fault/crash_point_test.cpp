@@ -43,6 +43,15 @@ using detail::CrashPoint;
 
 constexpr auto kInterval = 100ms;
 constexpr std::int64_t kBoundNs = 2 * std::chrono::duration_cast<std::chrono::nanoseconds>(kInterval).count();
+
+// Only waits that sleep pass the sleep protocol's crash points (sleep_3a..3f, the wakes). The trials'
+// endpoints spin a fixed 10 us, then sleep; the default adaptive spin would learn the trials' 0.3-1 ms
+// pauses and spin through them (a victim then finishes its work without passing its point).
+WaitOptions sleeps_after_a_short_spin() {
+    WaitOptions w;
+    w.spin_max = std::chrono::nanoseconds::zero();
+    return w;
+}
 // A waiter woken by a publish is back in microseconds; a lost wake waits for the liveness tick
 // (kInterval). 30 ms leaves room for a descheduled process on a loaded 2-core machine.
 constexpr std::int64_t kWakeBoundNs = 30'000'000;
@@ -97,6 +106,7 @@ void note_wake(Survivor& s, std::int64_t waited_ns) {
 // (a replacement of a dead rank resumes where its predecessor released).
 void read_all(std::string_view name, std::uint32_t rank, Trial& t, Survivor& s, bool resume = false) {
     ReaderOptions ro;
+    ro.wait = sleeps_after_a_short_spin();
     ro.liveness_interval = kInterval;
     auto r = Reader::attach(name, rank, ro);
     // C2: whoever claims a rank clears the bit its dead predecessor may have left (only the rank's
@@ -189,6 +199,7 @@ void write_range(Writer& w, Trial& t, std::uint64_t from, std::uint64_t to) {
 
 WriterOptions writer_options(bool evict) {
     WriterOptions wo;
+    wo.wait = sleeps_after_a_short_spin();
     wo.liveness_interval = kInterval;
     wo.evict_dead_readers = evict;
     wo.unlink_on_destroy = false;
@@ -317,6 +328,7 @@ std::string reader_trial(CrashPoint p, std::uint64_t k, bool evict, const std::s
     const pid_t r1 = kids.add(spawn([&] { read_all(name, 1, *t, t->readers[1]); }));
     const pid_t victim = kids.add(spawn_victim(*t, p, k, [&] {
         ReaderOptions ro;
+        ro.wait = sleeps_after_a_short_spin();
         ro.liveness_interval = kInterval;
         auto r = Reader::attach(name, 0, ro);
         t->victim_attached = 1;
@@ -442,6 +454,7 @@ std::string gather_trial(CrashPoint p, std::uint64_t k, const std::string& name)
     const auto reply_size = [](std::uint64_t tag, std::uint32_t rank) { return size_of(tag * 2 + rank); };
     const auto worker = [&](std::uint32_t rank) {
         WriterOptions wo;
+        wo.wait = sleeps_after_a_short_spin();
         wo.liveness_interval = kInterval;
         auto w = GatherWorker::attach(name, rank, wo);
         std::vector<std::byte> msg;
