@@ -588,11 +588,11 @@ template <class Ready>
             until_alarm.deadline = alarm;
             outcome = block_until(FutexStrategy{}, until_alarm, ready);
             done = outcome != WaitOutcome::timed_out;
-            // Timed out before its alarm: only a signal ends it so (end_on_signal), and the caller
-            // must hear of it now, not after the spin window and another sleep.
-            if (!done && ctx.end_on_signal && Clock::now() < alarm) return outcome;
             if (!done) {
                 const Deadline window = Clock::now();
+                // Timed out before its alarm: only a signal ends it so (end_on_signal), and the
+                // caller must hear of it now, not after the spin window and another sleep.
+                if (ctx.end_on_signal && window < alarm) return outcome;
                 ctx.history->record_alarm_late(window - alarm);
                 outcome = block_until(AdaptiveHybridStrategy{options.spin_for, p.spin}, ctx, ready);
                 if (outcome != WaitOutcome::ready) ctx.history->prediction_missed();
