@@ -43,6 +43,14 @@ using detail::CrashPoint;
 
 constexpr auto kInterval = 100ms;
 constexpr std::int64_t kBoundNs = 2 * std::chrono::duration_cast<std::chrono::nanoseconds>(kInterval).count();
+// A waiter woken by a publish is back in microseconds; a lost wake waits for the liveness tick
+// (kInterval). 30 ms leaves room for a descheduled process on a loaded 2-core machine.
+constexpr std::int64_t kWakeBoundNs = 30'000'000;
+constexpr std::uint64_t kCapacity = 64 << 10;  // max record 16 KiB: a 20-50 KB message is 2-4 fragments
+constexpr std::uint64_t kTotal = 300;           // messages of the victim's phase
+constexpr std::uint64_t kAfter = 20;            // messages of the successor writer
+constexpr auto kCall = 10s;
+constexpr auto kChildLimit = std::chrono::seconds(15);
 
 // Only waits that sleep pass the sleep protocol's crash points (sleep_3a..3f, the wakes). The trials'
 // endpoints spin a fixed 10 us, then sleep; the default adaptive spin would learn the trials' 0.3-1 ms
@@ -52,14 +60,6 @@ WaitOptions sleeps_after_a_short_spin() {
     w.spin_max = std::chrono::nanoseconds::zero();
     return w;
 }
-// A waiter woken by a publish is back in microseconds; a lost wake waits for the liveness tick
-// (kInterval). 30 ms leaves room for a descheduled process on a loaded 2-core machine.
-constexpr std::int64_t kWakeBoundNs = 30'000'000;
-constexpr std::uint64_t kCapacity = 64 << 10;  // max record 16 KiB: a 20-50 KB message is 2-4 fragments
-constexpr std::uint64_t kTotal = 300;           // messages of the victim's phase
-constexpr std::uint64_t kAfter = 20;            // messages of the successor writer
-constexpr auto kCall = 10s;
-constexpr auto kChildLimit = std::chrono::seconds(15);
 
 // Sizes: every 7th message fragmented (20-50 KB), the rest log-uniform 0..8 KiB (wraps pad often).
 std::size_t size_of(std::uint64_t seq) {

@@ -45,22 +45,6 @@ constexpr std::int64_t kBoundNs = 2 * std::chrono::duration_cast<std::chrono::na
 // miss fails. A detection that is late every time still fails, and one that never comes is a HANG or
 // a give-up, never "late".
 constexpr std::string_view kLate = "late: ";
-
-template <class Trial>
-std::string rerun_once_if_late(Trial&& trial, std::vector<std::string>& late_then_passed) {
-    std::string err = trial();
-    if (err.rfind(kLate, 0) != 0) return err;
-    std::string again = trial();
-    if (again.empty()) {
-        late_then_passed.push_back(err);
-        return {};
-    }
-    return err + "; run again: " + again;
-}
-
-void print_late(const std::vector<std::string>& late_then_passed) {
-    for (const std::string& l : late_then_passed) std::printf("  a timing miss that passed when run again: %s\n", l.c_str());
-}
 constexpr std::uint64_t kCapacity = 64 << 10;  // the smallest ring: max record 16 KiB, much is fragmented
 constexpr auto kCallTimeout = 10s;            // no call of a trial may block longer (a hang → failure)
 constexpr auto kChildLimit = std::chrono::seconds(8);  // hard limit per process of a trial
@@ -272,6 +256,33 @@ constexpr int kPoints = 4;
 // Every point the same number of times: the trial count rounded up to whole rounds.
 int trials_per_point_round() { return (fault_trials() + kPoints - 1) / kPoints * kPoints; }
 
+// The kill suites' loop: trial i kills at point i % kPoints; a failure is reported with the seed (at
+// most 5); a timing miss (kLate) is run once more at the same point and fails only if late again. The
+// misses that passed when run again are printed after the suite's summary, by print_late.
+template <class Trial>
+std::vector<std::string> run_kill_trials(int trials, std::uint64_t seed, Trial&& trial) {
+    std::vector<std::string> late_then_passed;
+    int failures = 0;
+    for (int i = 0; i < trials; ++i) {
+        const Point point = static_cast<Point>(i % kPoints);
+        std::string err = trial(point);
+        if (err.rfind(kLate, 0) == 0) {
+            std::string again = trial(point);
+            if (again.empty()) late_then_passed.push_back(err);
+            err = again.empty() ? std::string{} : err + "; run again: " + again;
+        }
+        if (!err.empty()) {
+            ADD_FAILURE() << "trial " << i << " (RINGCAST_FAULT_SEED=" << seed << "): " << err;
+            if (++failures >= 5) break;
+        }
+    }
+    return late_then_passed;
+}
+
+void print_late(const std::vector<std::string>& late_then_passed) {
+    for (const std::string& l : late_then_passed) std::printf("  a timing miss that passed when run again: %s\n", l.c_str());
+}
+
 std::string run_reader_kill_trial(Rng& rng, Point point, bool evict, Stats& stats, int counts[4], Landings& landings) {
     ScopedName name(evict ? "fk-rev" : "fk-r");
     auto seg = Segment::create(name, SegmentOptions{.readers = 2, .capacity = kCapacity});
@@ -354,17 +365,9 @@ void reader_kill_suite(bool evict) {
     Stats stats;
     int counts[4]{};
     Landings landings;
-    int failures = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::string> late;
-    for (int i = 0; i < trials; ++i) {
-        const std::string err = rerun_once_if_late(
-            [&] { return run_reader_kill_trial(rng, static_cast<Point>(i % kPoints), evict, stats, counts, landings); }, late);
-        if (!err.empty()) {
-            ADD_FAILURE() << "trial " << i << " (RINGCAST_FAULT_SEED=" << seed << "): " << err;
-            if (++failures >= 5) break;
-        }
-    }
+    const std::vector<std::string> late = run_kill_trials(
+        trials, seed, [&](Point point) { return run_reader_kill_trial(rng, point, evict, stats, counts, landings); });
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("reader SIGKILL, evict %s: %d trials (blocked %d, holding %d, mid-fragment %d, anywhere %d) in %.1f s, "
                 "seed %llu; %s: %s\n",
@@ -492,17 +495,9 @@ TEST(WriterKilled, ReadersFailWithinTwoIntervalsAndNeverSeeATornMessage) {
     Stats stats;
     int counts[4]{};
     Landings landings;
-    int failures = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::string> late;
-    for (int i = 0; i < trials; ++i) {
-        const std::string err = rerun_once_if_late(
-            [&] { return run_writer_kill_trial(rng, static_cast<Point>(i % kPoints), stats, counts, landings); }, late);
-        if (!err.empty()) {
-            ADD_FAILURE() << "trial " << i << " (RINGCAST_FAULT_SEED=" << seed << "): " << err;
-            if (++failures >= 5) break;
-        }
-    }
+    const std::vector<std::string> late = run_kill_trials(
+        trials, seed, [&](Point point) { return run_writer_kill_trial(rng, point, stats, counts, landings); });
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("writer SIGKILL: %d trials (blocked on space %d, idle %d, mid-fragment %d, anywhere %d) in %.1f s, seed %llu; "
                 "reader detection %s\n",
