@@ -1002,6 +1002,32 @@ TEST(AdaptiveWait, RecordsOnlyRealWaits) {
     EXPECT_GE(h.typical(), 1ms);
 }
 
+// A wait that is over within the spin's first kSpinStepsPerClockRead steps reads no clock: it is
+// recorded as zero (a busy pipeline's usual wait costs no clock reads). One that outlasts them is
+// timed from the first read.
+TEST(AdaptiveWait, AWaitOverBeforeTheFirstClockReadIsRecordedAsZero) {
+    std::atomic<std::uint32_t> seq{0};
+    std::atomic<std::uint64_t> sleeping{0}, waits{0};
+    SpinHistory h;
+    WaitOptions o;
+    o.spin_max = kMax;
+    const SleepSite site{&seq, &sleeping, 1, 0, &waits};
+    WaitContext ctx{{&site, 1}};
+    ctx.history = &h;
+    ctx.deadline = Clock::now() + 10s;
+    std::uint32_t calls = 0;
+    std::uint32_t ready_at = 5;  // the wrapper's check, the loop's case 1, then 3 spin steps
+    const auto ready = [&] { return ++calls >= ready_at; };
+    EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
+    EXPECT_EQ(calls, ready_at);
+    EXPECT_EQ(h.typical(), 0ns) << "a wait within the first spin steps reads no clock and is recorded as zero";
+
+    calls = 0;
+    ready_at = 2 + 3 * kSpinStepsPerClockRead;  // past the first read, and two more
+    EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
+    EXPECT_GT(h.typical(), 0ns) << "a longer wait is timed from the spin's first clock read";
+}
+
 // WaitOptions::end_on_signal: a signal handler that runs while the waiter sleeps in the kernel ends the
 // call as timed out — in a plain sleep, in an adaptive wait's sleep (which must not be recorded as a
 // wait of that length) and in the sleep before a predicted wait's alarm (which must not count as a

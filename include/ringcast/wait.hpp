@@ -55,6 +55,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -457,12 +458,28 @@ private:
     std::vector<FutexWaitvEntry> entries_;  // only with several sites
 };
 
+// What block_until tells the adaptive wrapper about one wait: when its loop first read the clock.
+// Deadline{}: never — the condition came within the first kSpinStepsPerClockRead spin steps.
+struct WaitTiming {
+    Deadline first_read{};
+};
+
+// The spin phase reads the clock once per this many steps: a vDSO read costs ~20-40 ns in a VM, a
+// pause ~10-60 ns. The first read too comes only after this many steps, so a wait that ends within
+// them — a busy pipeline's usual wait, a fraction of a microsecond — reads no clock at all; the spin
+// budget, the deadline and the liveness schedule start at that first read, ~1-4 us late (well under
+// the default spin_for of 10 us).
+inline constexpr std::uint32_t kSpinStepsPerClockRead = 64;
+
 // Waits until `ready()` returns true. `ready` must only read shared state (it may be called many
 // times) and must load the shared words it depends on itself (the fence in 3b orders those loads).
+// `timing`, if given, learns when the loop first read the clock (the adaptive wrapper's wait start).
 //
 // Thread-safety: any thread, but one waiting thread per endpoint (its announcement bit) at a time.
 template <WaitStrategy S, class Ready>
-[[nodiscard]] WaitOutcome block_until(const S& strategy, const WaitContext& ctx, Ready&& ready) {
+[[nodiscard]] WaitOutcome block_until(const S& strategy, const WaitContext& ctx, Ready&& ready,
+                                      WaitTiming* timing = nullptr) {
+    static_assert((kSpinStepsPerClockRead & (kSpinStepsPerClockRead - 1)) == 0, "a power of two: a mask test");
     const auto is_cancelled = [&] { return ctx.cancel && ctx.cancel->load(std::memory_order_acquire); };
     // Case 1: the condition already holds — the fast path: no clock read, no fence.
     if (ready()) return WaitOutcome::ready;
@@ -477,31 +494,45 @@ template <WaitStrategy S, class Ready>
         return WaitOutcome::timed_out;
     }
 
-    auto now = Clock::now();
-    LivenessClock liveness(ctx, now);
-    const auto idle_tick = [&](Deadline t) { liveness.tick(t); };
+    // The clock, the liveness schedule and the spin's end start together, at the first clock read:
+    // at once for a strategy that does not spin, after kSpinStepsPerClockRead steps for one that does.
+    Deadline now{};
+    std::optional<LivenessClock> liveness;
+    const auto start_clock = [&] {
+        now = Clock::now();
+        liveness.emplace(ctx, now);
+        if (timing != nullptr) timing->first_read = now;
+    };
 
-    // Case 2: the spin phase (all of Spin/SpinYield, the first spin_budget of Hybrid). The clock is
-    // read every 64 steps: a vDSO read costs ~20 ns, a pause ~10-40 ns.
+    // Case 2: the spin phase (all of Spin/SpinYield, the first spin_budget of Hybrid).
     const auto budget = strategy.spin_budget();
     if (budget.count() > 0) {
-        const Deadline spin_start = now;
-        const Deadline spin_end = budget >= Deadline::max() - now ? kNoDeadline : now + budget;
+        Deadline spin_start{};
+        Deadline spin_end{};
         for (std::uint32_t i = 1;; ++i) {
             strategy.relax(i);
             if (ready()) return WaitOutcome::ready;
-            if ((i & 63u) == 0) {
+            if ((i & (kSpinStepsPerClockRead - 1)) == 0) {
                 if (is_cancelled()) return WaitOutcome::cancelled;
-                now = Clock::now();
+                if (!liveness) {  // (2a) the first read: the spin's budget counts from here
+                    start_clock();
+                    spin_start = now;
+                    spin_end = budget >= Deadline::max() - now ? kNoDeadline : now + budget;
+                } else {          // (2b) every later checkpoint
+                    now = Clock::now();
+                }
                 if (now >= ctx.deadline) return ready() ? WaitOutcome::ready : WaitOutcome::timed_out;
-                idle_tick(now);
+                liveness->tick(now);
                 if (now >= spin_end) break;
                 if constexpr (requires(std::chrono::nanoseconds d, Deadline& t) { strategy.keep_spinning(d, t); }) {
                     if (!strategy.keep_spinning(now - spin_start, now)) break;
                 }
             }
         }
+    } else {
+        start_clock();
     }
+    const auto idle_tick = [&](Deadline t) { liveness->tick(t); };
     if constexpr (!S::sleeps) {
         return WaitOutcome::timed_out;  // unreachable: a non-sleeping strategy spins until the deadline
     } else {
@@ -530,7 +561,7 @@ template <WaitStrategy S, class Ready>
             if (ctx.before_sleep.fn) ctx.before_sleep.fn(ctx.before_sleep.context);
             if (ctx.sites[0].waits) ctx.sites[0].waits->fetch_add(1, std::memory_order_relaxed);
             if (ctx.kernel_waits) ++*ctx.kernel_waits;
-            const Deadline wake_by = liveness.next() < ctx.deadline ? liveness.next() : ctx.deadline;
+            const Deadline wake_by = liveness->next() < ctx.deadline ? liveness->next() : ctx.deadline;
             RINGCAST_CRASH_POINT(sleep_3d);
             const FutexWaitResult r = efd != nullptr ? efd->sleep(wake_by) : snap.sleep(wake_by);  // 3e, at most
                                                                                                       // until the next check
@@ -572,7 +603,9 @@ template <class Ready>
         return block_until(HybridStrategy{options.spin_for}, ctx, ready);
     // Adaptive: only waits that happen are timed and recorded (the fast path stays clock-free).
     if (ready()) return WaitOutcome::ready;
-    const Deadline start = Clock::now();
+    // When the wait began: read here for a prediction; otherwise the spin's first clock read, which
+    // comes after kSpinStepsPerClockRead steps — a wait over sooner reads no clock (below).
+    Deadline start{};
     WaitOutcome outcome = WaitOutcome::timed_out;
     bool done = false;  // by the predicted path
     // A long wait that is predictable (SpinHistory::predicted): first an ordinary sleep — announced,
@@ -582,6 +615,7 @@ template <class Ready>
     // it: ring.pml's -DSPURIOUS checks let any futex wait return early; gather.pml's -DALARM ends the
     // collect's first sleep at any moment, with must-fail partners (tests/model/check.sh).
     if (const SpinHistory::Prediction p = ctx.history->predicted(options.spin_max); p.wake_after.count() > 0) {
+        start = Clock::now();
         const Deadline alarm = start + p.wake_after;
         if (alarm < ctx.deadline) {
             WaitContext until_alarm = ctx;
@@ -601,14 +635,25 @@ template <class Ready>
         }
     }
     if (!done) {
-        outcome = block_until(
-            AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)}, ctx, ready);
+        WaitTiming timing;
+        outcome = block_until(AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)},
+                              ctx, ready, &timing);
+        if (start == Deadline{}) start = timing.first_read;
     }
-    // A wait a signal cut short (timed out before its deadline: only end_on_signal does that) says
-    // nothing about how long waits last.
-    const Deadline end = Clock::now();
-    const bool cut_by_signal = outcome == WaitOutcome::timed_out && ctx.end_on_signal && end < ctx.deadline;
-    if (outcome != WaitOutcome::cancelled && !cut_by_signal) ctx.history->record(end - start, options.spin_max);
+    // A wait over before its loop read the clock lasted under kSpinStepsPerClockRead spin steps (a
+    // few us): it is recorded as zero, at most ~4 us off, which no budget (>= spin_for) or lead
+    // (>= kMinLead) can tell apart. It ended ready: a timeout is only seen at a clock read, and a
+    // cancelled wait is not recorded.
+    std::chrono::nanoseconds waited{0};
+    bool cut_by_signal = false;
+    if (start != Deadline{}) {
+        const Deadline end = Clock::now();
+        waited = end - start;
+        // A wait a signal cut short (timed out before its deadline: only end_on_signal does that)
+        // says nothing about how long waits last.
+        cut_by_signal = outcome == WaitOutcome::timed_out && ctx.end_on_signal && end < ctx.deadline;
+    }
+    if (outcome != WaitOutcome::cancelled && !cut_by_signal) ctx.history->record(waited, options.spin_max);
     if (!done && outcome == WaitOutcome::ready) ctx.history->event_came();  // predictions resume
     return outcome;
 }
