@@ -5,14 +5,16 @@ The main thread runs a pure-Python loop for --seconds; stretch = its wall time /
 (1.00: it never waited for the GIL; every 1% over 1.00 is time lost to waiting threads or the OS).
 Scenarios: solo; T = 1, 2 threads blocked in dequeue (idle queue); T = 2 threads dequeuing from a writer
 process that sends every 1 ms; T = 2 threads that only sleep 1 ms in a loop (no queue at all: what any
-thread costs that must run Python every millisecond, the floor under the paced readers); and, for
-contrast, T = 2 threads polling in Python with sched_yield (the spin-and-yield wait of today's popular
+thread costs that must run Python every millisecond); T = 2 threads that sleep 1 ms in a loop and
+then unpickle every message a 1 ms writer would have sent them by then (no queue: the floor under the
+paced readers, which must take the GIL and unpickle the same messages); and, for contrast, T = 2 threads polling in Python with sched_yield (the spin-and-yield wait of today's popular
 shared-memory queue). Each waiting thread's own CPU% is reported.
 Medians over --runs runs. Usage: PYTHONPATH=<build>/python python3 bench/python/bench_gil.py
 """
 import argparse
 import multiprocessing as mp
 import os
+import pickle
 import platform
 import statistics
 import threading
@@ -32,6 +34,10 @@ def main_loop(seconds):
     return wall / cpu, n / wall
 
 
+def paced_message(i):
+    return {"step": i, "payload": b"x" * 256}
+
+
 def paced_writer(handle_conn, period_s, stop_after_s):
     q = ringcast.MessageQueue(2, 2, max_chunk_bytes=64 * 1024, max_chunks=4)
     handle_conn.send(q.export_handle())
@@ -41,7 +47,7 @@ def paced_writer(handle_conn, period_s, stop_after_s):
     nxt = time.monotonic()
     i = 0
     while time.monotonic() < end:
-        q.enqueue({"step": i, "payload": b"x" * 256})
+        q.enqueue(paced_message(i))
         i += 1
         nxt += period_s
         delay = nxt - time.monotonic()
@@ -68,6 +74,8 @@ def run_scenario(kind, threads, seconds):
         handle = parent.recv()
         readers = [ringcast.MessageQueue.create_from_handle(handle, r) for r in range(threads)]
 
+    blob = pickle.dumps(paced_message(0), protocol=pickle.HIGHEST_PROTOCOL)
+
     def waiter(r):
         w0, c0 = time.perf_counter(), time.thread_time()
         got = 0
@@ -78,6 +86,13 @@ def run_scenario(kind, threads, seconds):
             if kind == "sleep":  # no queue: a thread that must run Python once per 1 ms, and nothing else
                 time.sleep(0.001)
                 got += 1
+                continue
+            if kind == "sleepwork":  # no queue: the readers' Python work on the messages of 1 ms steps
+                time.sleep(0.001)
+                due = int((time.perf_counter() - w0) / 0.001) - got
+                for _ in range(due):
+                    pickle.loads(blob)
+                got += max(due, 0)
                 continue
             try:
                 got += len(r.dequeue_many(64, timeout=0.5))
@@ -116,10 +131,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    scenarios = [("solo", 0), ("idle", 1), ("idle", 2), ("paced", 2), ("sleep", 2), ("pyspin", 2)]
+    scenarios = [("solo", 0), ("idle", 1), ("idle", 2), ("paced", 2), ("sleep", 2), ("sleepwork", 2), ("pyspin", 2)]
     labels = {"solo": "no other thread", "idle": "T={t} blocked in dequeue (idle)",
               "paced": "T={t} in dequeue, writer process every 1 ms",
               "sleep": "T={t} woken every 1 ms by time.sleep (no queue: the interpreter's floor)",
+              "sleepwork": "T={t} woken every 1 ms by time.sleep, unpickling the messages a 1 ms writer sent (no queue: "
+                           "the floor under the readers)",
               "pyspin": "T={t} Python sched_yield pollers (baseline)"}
     print(f"# bench_gil: {platform.node()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}, {args.runs} runs x {args.seconds} s, medians")
