@@ -925,6 +925,11 @@ TEST(SpinHistory, PredictsRegularLongWaits) {
     EXPECT_LE(std::chrono::abs(p.wake_after + lead - 20ms), 10us);
     // The copy a collect uses (gather.cpp) predicts the same.
     EXPECT_EQ(SpinHistory(h).predicted(kMax).wake_after, p.wake_after);
+    // Alarms that go off 200 us late: the alarm is set that much earlier, so that the window, which
+    // opens when the alarm actually goes off, keeps its centre on the expected end.
+    for (int i = 0; i < 40; ++i) h.record_alarm_late(200us);
+    const SpinHistory::Prediction q = h.predicted(kMax);
+    EXPECT_LE(std::chrono::abs(q.wake_after + 200us + q.spin / 2 - 20ms), 10us);
 }
 
 TEST(SpinHistory, IrregularWaitsGetTheWidestWindowAndNoMore) {
@@ -959,12 +964,49 @@ TEST(SpinHistory, AMissedWindowPausesPredictionsUntilAnEventComes) {
     EXPECT_GT(SpinHistory(copy).predicted(kMax).wake_after, 0ns) << "a fresh copy predicts again";
 }
 
+// Waits near the cap that often outlast it (a 1 ms step that takes 1.5-2.3 ms on a slow machine) are
+// predicted too: a spin of spin_max would end about half of them in a sleep. Waits as long but
+// regular, or short and irregular, are spun through.
+TEST(SpinHistory, WaitsThatOftenOutlastTheSpinArePredicted) {
+    SpinHistory straying;
+    for (int i = 0; i < 40; ++i) straying.record(i % 2 ? 1500us : 2300us, kMax);  // typical 1.9 ms, deviation 0.4 ms
+    ASSERT_LE(straying.typical(), kMax);
+    const SpinHistory::Prediction p = straying.predicted(kMax);
+    ASSERT_GT(p.wake_after, 0ns) << "typical 1.9 ms + 2 x 0.4 ms is past the 2 ms spin";
+    EXPECT_LE(p.wake_after, 1500us) << "the window opens before the short ones end";
+    EXPECT_GE(p.wake_after + p.spin, 2300us) << "and closes after the long ones";
+    SpinHistory regular;
+    for (int i = 0; i < 40; ++i) regular.record(i % 2 ? 1700us : 1800us, kMax);
+    EXPECT_EQ(regular.predicted(kMax).wake_after, 0ns) << "1.75 ms +- 50 us: the 2 ms spin covers it";
+    SpinHistory short_irregular;
+    for (int i = 0; i < 40; ++i) short_irregular.record(i % 2 ? 300us : 1700us, kMax);
+    EXPECT_EQ(short_irregular.predicted(kMax).wake_after, 0ns) << "no window fits below a 1 ms wait: spin it";
+}
+
 TEST(SpinHistory, NoPredictionForShortOrIdleWaits) {
     SpinHistory h;
     for (int i = 0; i < 40; ++i) h.record(100us, kMax);
     EXPECT_EQ(h.predicted(kMax).wake_after, 0ns) << "short waits are spun through, not predicted";
     for (int i = 0; i < 40; ++i) h.record(std::chrono::hours(1), kMax);
     EXPECT_EQ(h.predicted(kMax).wake_after, 0ns) << "an idle queue is not a step";
+}
+
+// The polite spin stops when its yields gave more than half its time away (a busy thread beside it),
+// not at the first brief run of another thread (a VM's kernel threads: tens of us now and then).
+TEST(GivenAwayCpu, ABusyNeighbourStopsTheSpinBriefRunsOfOthersDoNot) {
+    GivenAwayCpu busy_neighbour;
+    EXPECT_FALSE(busy_neighbour.keep_spinning(1ms, 1ms + 12us)) << "a timeslice at the first yield: stop";
+    GivenAwayCpu kernel_threads;
+    for (auto at = 100us; at <= 2ms; at += 100us) {
+        const auto took = at % 1ms == 0us ? 60us : 2us;  // a 60 us run of someone else once per ms
+        EXPECT_TRUE(kernel_threads.keep_spinning(took, at)) << "at " << at.count() << " us";
+    }
+    GivenAwayCpu short_yields;
+    for (auto at = 20us; at <= 2ms; at += 20us) EXPECT_TRUE(short_yields.keep_spinning(19us, at)) << "yields under 20 us give nothing away";
+    GivenAwayCpu often;
+    bool kept = true;
+    for (auto at = 150us; at <= 2ms && kept; at += 150us) kept = often.keep_spinning(100us, at);  // 100 of every 150 us
+    EXPECT_FALSE(kept) << "others running most of the time: stop";
 }
 
 // Only waits that happen are recorded: a condition already true, or a zero-timeout poll, is not a wait

@@ -9,8 +9,8 @@
 //   Futex      no spinning: announce, re-check, sleep in the kernel
 //   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for (the
 //              default: 2 ms, in C++ as in Python) it is adaptive: the spin budget follows how long this endpoint's recent waits lasted
-//              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is wanted;
-//              waits longer than spin_max at a steady rhythm are predicted (sleep, then spin a window
+//              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is mostly wanted;
+//              waits at a steady rhythm that would often outlast spin_max are predicted (sleep, then spin a window
 //              around the expected end: SpinHistory::predicted)
 //   Eventfd    no spinning: announce, re-check, sleep on the endpoint's own eventfd, which an event
 //              loop can watch too (events/eventfd.hpp: the drain step, fd passing, semantics)
@@ -120,8 +120,10 @@ struct WaitOptions {
 // wait (an executor collecting a 20 ms model step) ends in a spin, without the wake-up, for a spin of
 // 2 x lead per wait instead of the whole wait.
 //
-//   typical <= spin_max   spin 2 x typical, within [spin_for, spin_max]: covers most waits of that length
-//   otherwise             predicted(): sleep until `expected - lead`, spin up to 2 x lead, then sleep
+//   typical + 2 x deviation <= spin_max
+//                         spin 2 x typical, within [spin_for, spin_max]: covers most waits of that length
+//   otherwise             predicted(): sleep until `expected - lead - late` (an alarm goes off about
+//                         `late` late), spin up to 2 x lead, then sleep
 //                         (block_until with adaptive options; lead = 2 x (the waits' mean deviation
 //                         + how late the alarm goes off), within [kMinLead, spin_max / 4])
 //
@@ -155,14 +157,22 @@ public:
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
-        if (typical_ns_.load(std::memory_order_relaxed) <= spin_max.count()) return {};  // the spin covers it
+        // The spin covers waits whose typical length plus twice their deviation stays within
+        // spin_max. Waits that stray past the cap (a 1 ms step on a machine where it takes 1.5-2.5
+        // ms) would end in a sleep about as often as not; the window, centred on the expected end,
+        // catches them for less CPU.
+        const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
+        if (typical + 2 * long_dev_ns_.load(std::memory_order_relaxed) <= spin_max.count()) return {};
         if (missed_.load(std::memory_order_relaxed) || stopped_) return {};  // paused / stopped: see below
         const std::int64_t expected = long_ns_.load(std::memory_order_relaxed);
-        const std::int64_t lead = std::clamp<std::int64_t>(
-            2 * (long_dev_ns_.load(std::memory_order_relaxed) + alarm_late_ns_.load(std::memory_order_relaxed)),
-            kMinLead.count(), std::max(kMinLead.count(), spin_max.count() / 4));
-        if (expected >= kLongestPredicted.count() || expected <= 2 * lead) return {};
-        return {std::chrono::nanoseconds{expected - lead}, std::chrono::nanoseconds{2 * lead}};
+        const std::int64_t late = alarm_late_ns_.load(std::memory_order_relaxed);
+        const std::int64_t lead = std::clamp<std::int64_t>(2 * (long_dev_ns_.load(std::memory_order_relaxed) + late),
+                                                           kMinLead.count(), std::max(kMinLead.count(), spin_max.count() / 4));
+        if (expected >= kLongestPredicted.count() || expected <= 2 * lead + late) return {};
+        // The alarm is set `late` earlier than the window's start: it goes off about that late, and
+        // the window then spans expected +- lead, as meant (with the lead capped, an alarm 250 us late
+        // left a window that opened 250 us after its start and missed the early waits).
+        return {std::chrono::nanoseconds{expected - lead - late}, std::chrono::nanoseconds{2 * lead}};
     }
     void record(std::chrono::nanoseconds waited, std::chrono::nanoseconds spin_max) noexcept {
         // Capped, so that one idle minute is forgotten after a few short waits.
@@ -219,9 +229,27 @@ private:
 
 // A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's
 // own peer, on a machine with fewer cores than busy threads). Past spin_for the adaptive spin calls
-// sched_yield at each checkpoint; a checkpoint that comes this late means the CPU went to someone
-// else (the yield ran another thread, or the hypervisor took the vCPU): stop spinning and sleep.
+// sched_yield at each checkpoint; a yield that returns this late ran someone else (or the hypervisor
+// took the vCPU).
 inline constexpr std::chrono::nanoseconds kSpinGaveAwayCpu{20'000};
+
+// The polite spin's account of the CPU its yields gave away. It stops the spin once late yields took
+// more than half the time spun: the CPU is mostly someone else's (a busy thread beside it gets a
+// timeslice of ~1 ms at the first yield, so that spin stops at once). Brief runs of other threads —
+// kernel threads of a VM, 20-160 us about once per ms of spin (measured on the 2-core CI VM) — do
+// not stop it: stopping at the first one sent many 1-2 ms waits there to sleep, and their writers to
+// a wake call (6-19 of 30 publishes of a 20 ms rhythm in 6 runs; 0-4 in 8 runs with this rule).
+class GivenAwayCpu {
+public:
+    // After a yield that took `yield_took`, `spun` after the spin began (that yield included).
+    [[nodiscard]] bool keep_spinning(std::chrono::nanoseconds yield_took, std::chrono::nanoseconds spun) noexcept {
+        if (yield_took >= kSpinGaveAwayCpu) given_away_ += yield_took;
+        return 2 * given_away_ <= spun;
+    }
+
+private:
+    std::chrono::nanoseconds given_away_{0};
+};
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -343,12 +371,14 @@ struct HybridStrategy {
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return spin_for; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
 };
-// Hybrid with the budget from SpinHistory; past spin_for, polite (see kSpinGaveAwayCpu).
+// Hybrid with the budget from SpinHistory; past spin_for, polite (see GivenAwayCpu). One object per
+// wait (its account of given-away time is the wait's).
 struct AdaptiveHybridStrategy {
     static constexpr WaitKind kind = WaitKind::hybrid;
     static constexpr bool sleeps = true;
     std::chrono::nanoseconds spin_for;
     std::chrono::nanoseconds budget;  // from SpinHistory, taken once per wait
+    mutable GivenAwayCpu given_away{};
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return budget; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
     // At a spin checkpoint (`now`, `spun` since the spin began): false = stop spinning, sleep.
@@ -356,9 +386,9 @@ struct AdaptiveHybridStrategy {
         if (spun <= spin_for) return true;
         ::sched_yield();
         const Deadline after = Clock::now();
-        const bool kept_cpu = after - now < kSpinGaveAwayCpu;
+        const auto took = after - now;
         now = after;
-        return kept_cpu;
+        return given_away.keep_spinning(took, spun + took);
     }
 };
 static_assert(WaitStrategy<SpinStrategy> && WaitStrategy<SpinYieldStrategy> &&

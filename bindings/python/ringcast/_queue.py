@@ -38,7 +38,7 @@ _REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to b
 
 
 # The default adaptive spin: an endpoint spins about twice as long as its recent waits lasted, up to
-# this long (politely: it yields once past spin_us and sleeps when the CPU is wanted), and only spin_us
+# this long (politely: it yields once past spin_us and sleeps when the CPU is mostly wanted), and only spin_us
 # once its waits have been longer — an idle queue costs no CPU. Measured on a 16-core machine, it halves
 # the synchronous step's overhead against sleeping after spin_us (docs/benchmarks.md).
 DEFAULT_SPIN_MAX_US = 2000.0
@@ -239,8 +239,8 @@ class MessageQueue:
         spin_max_us: hybrid: above spin_us the spin adapts: each endpoint spins about twice as long
             as its recent waits lasted, up to spin_max_us, and only spin_us once its waits have been
             longer than that; past spin_us the spin yields the CPU and stops when another thread
-            needed it (low latency while steps come quickly, no CPU once idle). Longer waits at a
-            steady rhythm are predicted: sleep until shortly before the expected end, then spin a
+            needed it (low latency while steps come quickly, no CPU once idle). Waits at a steady
+            rhythm that are longer, or often outlast it, are predicted: sleep until shortly before the expected end, then spin a
             short window (docs/python.md). Default 2000 (2 ms); 0 turns both off (spin spin_us,
             then sleep).
         liveness_interval: seconds between dead-peer checks while blocked (``liveness_s`` in
