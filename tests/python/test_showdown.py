@@ -17,6 +17,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "executor showdown — 2 workers" in out.stdout
     assert "python floor" in out.stdout and "targets (this run, medians" in out.stdout
+    assert "ringcast idle worker CPU" in out.stdout and "ringcast idle executor CPU" in out.stdout
     assert "where a sync step's time goes" in out.stdout
     report = json.loads((tmp_path / "showdown.json").read_text())
     rows = report["rows"]
@@ -27,6 +28,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         assert len(r["runs"]) == 2 and len(r["overhead_p50_us_runs"]) == 2
         assert r["p50_us"] > 0 and r["p99_us"] >= r["p50_us"]
         assert len(r["worker_cpu_pct"]) == 2 and len(r["worker_idle_cpu_pct"]) == 2
+        assert 0 <= r["executor_idle_cpu_pct"] < 100
         b = r["breakdown_p50_us"]
         assert set(b) == {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected"}
         # (a worker may have the request before the enqueue call returns: those parts may be negative)
