@@ -981,6 +981,19 @@ TEST(SpinHistory, WaitsThatOftenOutlastTheSpinArePredicted) {
     SpinHistory short_irregular;
     for (int i = 0; i < 40; ++i) short_irregular.record(i % 2 ? 300us : 1700us, kMax);
     EXPECT_EQ(short_irregular.predicted(kMax).wake_after, 0ns) << "no window fits below a 1 ms wait: spin it";
+    SpinHistory two_kinds;
+    for (int i = 0; i < 40; ++i) two_kinds.record(i % 2 ? 500us : 2500us, kMax);
+    EXPECT_EQ(two_kinds.predicted(kMax).wake_after, 0ns)
+        << "0.5 and 2.5 ms waits: a window would catch neither, the spin catches the short ones";
+    // One idle wait among short ones: after it, the short waits are spun through again at once (its
+    // deviation lingers for ~20 waits; predicting them would sleep each until a far-off alarm).
+    SpinHistory idle_once;
+    for (int i = 0; i < 40; ++i) idle_once.record(100us, kMax);
+    idle_once.record(1s, kMax);
+    for (int i = 0; i < 25; ++i) {
+        idle_once.record(100us, kMax);
+        EXPECT_EQ(idle_once.predicted(kMax).wake_after, 0ns) << "short wait " << i + 1 << " after an idle second";
+    }
 }
 
 TEST(SpinHistory, NoPredictionForShortOrIdleWaits) {
@@ -1003,6 +1016,11 @@ TEST(GivenAwayCpu, ABusyNeighbourStopsTheSpinBriefRunsOfOthersDoNot) {
     }
     GivenAwayCpu short_yields;
     for (auto at = 20us; at <= 2ms; at += 20us) EXPECT_TRUE(short_yields.keep_spinning(19us, at)) << "yields under 20 us give nothing away";
+    GivenAwayCpu adding_up;  // late yields each under half the time spun, that add up past it
+    EXPECT_TRUE(adding_up.keep_spinning(300us, 1300us));
+    EXPECT_TRUE(adding_up.keep_spinning(300us, 1600us));
+    EXPECT_TRUE(adding_up.keep_spinning(300us, 1900us));
+    EXPECT_FALSE(adding_up.keep_spinning(300us, 2200us)) << "1.2 of 2.2 ms given away: stop";
     GivenAwayCpu often;
     bool kept = true;
     for (auto at = 150us; at <= 2ms && kept; at += 150us) kept = often.keep_spinning(100us, at);  // 100 of every 150 us
@@ -1065,7 +1083,7 @@ TEST(AdaptiveWait, AWaitOverBeforeTheFirstClockReadIsRecordedAsZero) {
     EXPECT_EQ(h.typical(), 0ns) << "a wait within the first spin steps reads no clock and is recorded as zero";
 
     calls = 0;
-    ready_at = 2 + 3 * kSpinStepsPerClockRead;  // past the first read, and two more
+    ready_at = 2 + 3 * kSpinStepsPerClockRead;  // past the first read and one more
     EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
     EXPECT_GT(h.typical(), 0ns) << "a longer wait is timed from the spin's first clock read";
 }

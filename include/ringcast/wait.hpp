@@ -157,17 +157,25 @@ public:
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
-        // The spin covers waits whose typical length plus twice their deviation stays within
-        // spin_max. Waits that stray past the cap (a 1 ms step on a machine where it takes 1.5-2.5
-        // ms) would end in a sleep about as often as not; the window, centred on the expected end,
-        // catches them for less CPU.
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
-        if (typical + 2 * long_dev_ns_.load(std::memory_order_relaxed) <= spin_max.count()) return {};
+        const std::int64_t dev = long_dev_ns_.load(std::memory_order_relaxed);
+        // (1) The spin covers waits whose typical length plus twice their deviation stays within
+        //     spin_max.
+        if (typical + 2 * dev <= spin_max.count()) return {};
         if (missed_.load(std::memory_order_relaxed) || stopped_) return {};  // paused / stopped: see below
         const std::int64_t expected = long_ns_.load(std::memory_order_relaxed);
         const std::int64_t late = alarm_late_ns_.load(std::memory_order_relaxed);
-        const std::int64_t lead = std::clamp<std::int64_t>(2 * (long_dev_ns_.load(std::memory_order_relaxed) + late),
-                                                           kMinLead.count(), std::max(kMinLead.count(), spin_max.count() / 4));
+        // The lead keeps room for the alarm's lateness as well as the waits' deviation: it varies
+        // from alarm to alarm by about its own size (48-165 us around ~115 us on the 2-core VM).
+        const std::int64_t lead = std::clamp<std::int64_t>(2 * (dev + late), kMinLead.count(),
+                                                           std::max(kMinLead.count(), spin_max.count() / 4));
+        // (2) Waits within the spin's reach whose typical length + 2 x deviation passes it (a 1 ms
+        //     step that takes 1.5-2.5 ms on a slow machine) ended in a sleep about as often as not:
+        //     predicted when the window (expected +- lead) holds their spread. Not when it does not:
+        //     two kinds of wait (0.5 and 2.5 ms: the spin catches the short ones, a window neither), or
+        //     one idle wait among short ones (its deviation lasts ~20 waits; the spin still catches them).
+        if (typical <= spin_max.count() && dev > lead) return {};
+        // (3) Longer waits: predicted unless too long (an idle queue) or too short for a window.
         if (expected >= kLongestPredicted.count() || expected <= 2 * lead + late) return {};
         // The alarm is set `late` earlier than the window's start: it goes off about that late, and
         // the window then spans expected +- lead, as meant (with the lead capped, an alarm 250 us late
@@ -176,6 +184,8 @@ public:
     }
     void record(std::chrono::nanoseconds waited, std::chrono::nanoseconds spin_max) noexcept {
         // Capped, so that one idle minute is forgotten after a few short waits.
+        // (A wait over before its loop read the clock comes as zero: as 1 ns it still seeds long_ns_.)
+        waited = std::max(waited, std::chrono::nanoseconds{1});
         const std::int64_t w = std::min<std::int64_t>(waited.count(), 4 * spin_max.count());
         const std::int64_t t = typical_ns_.load(std::memory_order_relaxed);
         typical_ns_.store(t + (w - t) / 4, std::memory_order_relaxed);  // weight 1/4: ~4 waits of memory
@@ -188,8 +198,9 @@ public:
         long_dev_ns_.store(d + ((l > m ? l - m : m - l) - d) / 4, std::memory_order_relaxed);
         long_ns_.store(m + (l - m) / 4, std::memory_order_relaxed);
     }
-    // How late the alarm of a predicted wait went off (timer slack, a halted vCPU's wake-up): added to
-    // the lead, so that the spin window opens before the expected end on this machine too.
+    // How late the alarm of a predicted wait went off (timer slack, a halted vCPU's wake-up): the alarm
+    // is set that much earlier, so that the window opens where it is meant to, and the lead keeps
+    // room for it, since it varies about as much as its size.
     void record_alarm_late(std::chrono::nanoseconds late) noexcept {
         const std::int64_t v = std::clamp<std::int64_t>(late.count(), 0, kLongestPredicted.count());
         const std::int64_t a = alarm_late_ns_.load(std::memory_order_relaxed);
@@ -238,7 +249,8 @@ inline constexpr std::chrono::nanoseconds kSpinGaveAwayCpu{20'000};
 // timeslice of ~1 ms at the first yield, so that spin stops at once). Brief runs of other threads —
 // kernel threads of a VM, 20-160 us about once per ms of spin (measured on the 2-core CI VM) — do
 // not stop it: stopping at the first one sent many 1-2 ms waits there to sleep, and their writers to
-// a wake call (6-19 of 30 publishes of a 20 ms rhythm in 6 runs; 0-4 in 8 runs with this rule).
+// a wake call (6-19 of 30 publishes of a 20 ms rhythm in 6 runs before this rule and the earlier alarm
+// of SpinHistory::predicted; 0-4 in 8 runs with both).
 class GivenAwayCpu {
 public:
     // After a yield that took `yield_took`, `spun` after the spin began (that yield included).
@@ -497,8 +509,9 @@ struct WaitTiming {
 // The spin phase reads the clock once per this many steps: a vDSO read costs ~20-40 ns in a VM, a
 // pause ~10-60 ns. The first read too comes only after this many steps, so a wait that ends within
 // them — a busy pipeline's usual wait, a fraction of a microsecond — reads no clock at all; the spin
-// budget, the deadline and the liveness schedule start at that first read, ~1-4 us late (well under
-// the default spin_for of 10 us).
+// budget and the liveness schedule start at that first read, and the deadline is first checked there:
+// ~1-4 us late for one ring (well under the default spin_for of 10 us), 64 readiness checks of a
+// gather's pending rings in general.
 inline constexpr std::uint32_t kSpinStepsPerClockRead = 64;
 
 // Waits until `ready()` returns true. `ready` must only read shared state (it may be called many
