@@ -393,15 +393,17 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         if collector is not None:
             replies_later = collector.start(step)
             prep_cpu = prep()  # prepare the next step in pure Python
+            n_prep = time.monotonic_ns()
             replies = replies_later()
         else:
             prep_cpu = 0.0
+            n_prep = n1
             replies = transport.collect(step, ranks)
         n2 = time.monotonic_ns()
         dt = time.perf_counter() - t0
         if step > warmup:
             lat.append(dt)
-            trace.append(step_breakdown(n0, n1, n2, replies))
+            trace.append(step_breakdown(n0, n1, n_prep, n2, replies))
             # What the step had to cost: its slowest collected worker's work, or the preparation if
             # longer (both as CPU time). Everything else is overhead: the transport's waits and wakes,
             # pickling, and time the work spent without a CPU or without the GIL.
@@ -467,10 +469,14 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
 # and copying the reply, waking the executor, unpickling, returning from collect). The four from
 # "enqueue" on add up to the step's latency; everything but the work is overhead. A worker may have the
 # request before the enqueue call returned (it then continues to wake the others): then negative.
-BREAKDOWN = ("enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected")
+BREAKDOWN = ("enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected",
+             "last_reply_after_prep", "collected_after_both")
 
 
-def step_breakdown(n0, n1, n2, replies):
+def step_breakdown(n0, n1, n_prep, n2, replies):
+    """Timestamps (CLOCK_MONOTONIC, every process): n0/n1 around the enqueue, n_prep the end of the
+    async preparation (n1 in sync mode), n2 when the replies were collected; each reply carries when
+    its worker had the request (r[3]) and sent its reply (r[4])."""
     received = [r[3] for r in replies]
     critical = max(replies, key=lambda r: r[4])  # the last reply sent decides when collect can return
     return {
@@ -479,6 +485,11 @@ def step_breakdown(n0, n1, n2, replies):
         "last_worker_has_it": (critical[3] - n1) / 1e3,
         "work": (critical[4] - critical[3]) / 1e3,
         "reply_to_collected": (n2 - critical[4]) / 1e3,
+        # Async: the step's tail. Negative: the last reply was sent before the preparation ended.
+        "last_reply_after_prep": (critical[4] - n_prep) / 1e3,
+        # From when both the preparation and the last reply were done until the replies were in hand:
+        # what the collect itself cost on the critical path (in sync mode: reply_to_collected).
+        "collected_after_both": (n2 - max(n_prep, critical[4])) / 1e3,
     }
 
 
@@ -648,6 +659,21 @@ def main():
         print(f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['first_worker_has_it']:10.1f} "
               f"{b['last_worker_has_it']:11.1f} {b['work']:8.1f} {b['reply_to_collected']:16.1f} "
               f"{sl(r['worker_sleeps_per_step']):>19} {sl(r['executor_sleeps_per_step']):>8}")
+
+    print("\nwhere an async step's tail goes (p50 of each part, us; medians over runs): the enqueue, until the"
+          " last collected worker\nhas the request, when it sent its reply against the end of the preparation"
+          " (negative: before it), and how\nlong the collect took once both were done (the replies' copies,"
+          " unpickling and wake-up on the critical path):")
+    ah = f"{'variant':<30} {'replies':<7} {'enqueue':>8} {'last worker':>11} {'last reply - prep end':>21} " \
+         f"{'collected after both':>20}"
+    print(ah)
+    print("-" * len(ah))
+    for r in rows:
+        if r["mode"] != "async":
+            continue
+        b = r["breakdown_p50_us"]
+        print(f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['last_worker_has_it']:11.1f} "
+              f"{b['last_reply_after_prep']:21.1f} {b['collected_after_both']:20.1f}")
 
     # Targets, as ratios measured in this run.
     def find(kind, replies, mode):

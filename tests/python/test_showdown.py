@@ -30,7 +30,10 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         assert len(r["worker_cpu_pct"]) == 2 and len(r["worker_idle_cpu_pct"]) == 2
         assert 0 <= r["executor_idle_cpu_pct"] < 100
         b = r["breakdown_p50_us"]
-        assert set(b) == {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected"}
+        assert set(b) == {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected",
+                          "last_reply_after_prep", "collected_after_both"}
+        # the collect returns after the last reply was sent and after the preparation: never negative
+        assert b["collected_after_both"] >= 0
         # (a worker may have the request before the enqueue call returns: those parts may be negative)
         assert b["work"] > 0 and b["enqueue"] > 0
         # kernel sleeps per step: counted for ringcast's waits (>= 0), not for the spinning baseline
@@ -39,6 +42,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         else:
             assert r["worker_sleeps_per_step"] >= 0 and r["executor_sleeps_per_step"] >= 0
     assert "CPU pinning: " in out.stdout and "sleeps/step" in out.stdout
+    assert "where an async step's tail goes" in out.stdout
     assert report["pinning"]
     assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
     assert all(v > 0 for v in report["python_floor_us"].values())
