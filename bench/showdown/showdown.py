@@ -646,34 +646,35 @@ def main():
           " worker is the critical one;\nsleeps/step: kernel sleeps per step of a worker's receive and of the"
           " executor's collect, median over workers and runs — 0 means the wait always spun, - not counted;\na"
           " predicted wait's alarm counts as one: a step longer than the 2 ms spin shows ~1 however it ends):")
-    bh = f"{'variant':<30} {'replies':<7} {'enqueue':>8} {'1st worker':>10} {'last worker':>11} {'work':>8} " \
-         f"{'reply->collected':>16} {'sleeps/step: worker':>19} {'executor':>8}"
-    print(bh)
-    print("-" * len(bh))
-    for r in rows:
-        if r["mode"] != "sync":
-            continue  # in async mode the preparation overlaps the workers: the parts do not add up
-        b = r["breakdown_p50_us"]
-        def sl(v):
-            return "-" if v is None else f"{v:.2f}"
-        print(f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['first_worker_has_it']:10.1f} "
-              f"{b['last_worker_has_it']:11.1f} {b['work']:8.1f} {b['reply_to_collected']:16.1f} "
-              f"{sl(r['worker_sleeps_per_step']):>19} {sl(r['executor_sleeps_per_step']):>8}")
+    def breakdown_table(mode, header, line):
+        """One line per row of `mode`, from its breakdown (the parts of a sync step do not apply to an
+        async one, whose preparation overlaps the workers, and the other way round)."""
+        print(header)
+        print("-" * len(header))
+        for r in rows:
+            if r["mode"] == mode:
+                print(line(r, r["breakdown_p50_us"]))
+
+    def sl(v):
+        return "-" if v is None else f"{v:.2f}"
+    breakdown_table(
+        "sync",
+        f"{'variant':<30} {'replies':<7} {'enqueue':>8} {'1st worker':>10} {'last worker':>11} {'work':>8} "
+        f"{'reply->collected':>16} {'sleeps/step: worker':>19} {'executor':>8}",
+        lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['first_worker_has_it']:10.1f} "
+                     f"{b['last_worker_has_it']:11.1f} {b['work']:8.1f} {b['reply_to_collected']:16.1f} "
+                     f"{sl(r['worker_sleeps_per_step']):>19} {sl(r['executor_sleeps_per_step']):>8}")
 
     print("\nwhere an async step's tail goes (p50 of each part, us; medians over runs): the enqueue, until the"
           " last collected worker\nhas the request, when it sent its reply against the end of the preparation"
           " (negative: before it), and how\nlong the collect took once both were done (the replies' copies,"
           " unpickling and wake-up on the critical path):")
-    ah = f"{'variant':<30} {'replies':<7} {'enqueue':>8} {'last worker':>11} {'last reply - prep end':>21} " \
-         f"{'collected after both':>20}"
-    print(ah)
-    print("-" * len(ah))
-    for r in rows:
-        if r["mode"] != "async":
-            continue
-        b = r["breakdown_p50_us"]
-        print(f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['last_worker_has_it']:11.1f} "
-              f"{b['last_reply_after_prep']:21.1f} {b['collected_after_both']:20.1f}")
+    breakdown_table(
+        "async",
+        f"{'variant':<30} {'replies':<7} {'enqueue':>8} {'last worker':>11} {'last reply - prep end':>21} "
+        f"{'collected after both':>20}",
+        lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['last_worker_has_it']:11.1f} "
+                     f"{b['last_reply_after_prep']:21.1f} {b['collected_after_both']:20.1f}")
 
     # Targets, as ratios measured in this run.
     def find(kind, replies, mode):
@@ -695,12 +696,10 @@ def main():
                   f"{'met' if ratio <= 1.10 else 'MISSED'}")
     ours_rows = [r for r in rows if r["kind"] != "a"]
     if ours_rows:
-        worst_idle = max(max(r["worker_idle_cpu_pct"]) for r in ours_rows)
-        print(f"  ringcast idle worker CPU, worst = {worst_idle:.2f}% (target <= 0.2%): "
-              f"{'met' if worst_idle <= 0.2 else 'MISSED'}")
-        worst_exec = max(r["executor_idle_cpu_pct"] for r in ours_rows)
-        print(f"  ringcast idle executor CPU, worst = {worst_exec:.2f}% (target <= 0.2%): "
-              f"{'met' if worst_exec <= 0.2 else 'MISSED'}")
+        for who, worst in (("worker", max(max(r["worker_idle_cpu_pct"]) for r in ours_rows)),
+                           ("executor", max(r["executor_idle_cpu_pct"] for r in ours_rows))):
+            print(f"  ringcast idle {who} CPU, worst = {worst:.2f}% (target <= 0.2%): "
+                  f"{'met' if worst <= 0.2 else 'MISSED'}")
 
     with open(os.path.join(args.out, "showdown.json"), "w") as f:
         json.dump({"workers": args.workers, "steps": args.steps, "repeats": args.repeats, "work_ms": args.work_ms,
