@@ -2,6 +2,7 @@
 # Builds the library, the Python binding and the benchmarks on a bigger machine (the 16-core H200 machine
 # through the device tool: pybind11 from pip there, no apt, no ZeroMQ) and runs the executor showdown
 # for W = 2, 4, 8 workers, its C++ floor, and the wait-strategy table. Writes into $1 (default ./out).
+# Environment: WORKERS, STEPS, REPEATS; SHOWDOWN_ARGS, more options for showdown.py (e.g. --trace).
 set -euo pipefail
 out=${1:-out}; mkdir -p "$out"
 build=${BUILD_DIR:-/tmp/ringcast-showdown-build}
@@ -17,7 +18,7 @@ for w in ${WORKERS:-2 8}; do
   cpp_floor=$("$py" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["rows"] if x["collect"]=="gather doorbell" and x["replies"]=="all"]; print(r[0]["overhead_p50_us"])' "$out/w$w/floor.json")
   echo "== showdown W=$w"
   PYTHONPATH="$build/python" "$py" bench/showdown/showdown.py --workers "$w" --steps "${STEPS:-300}" --repeats "${REPEATS:-3}" \
-    --cpp-floor-us "$cpp_floor" --out "$out/w$w" 2>&1 | tee "$out/showdown-w$w.txt"
+    --cpp-floor-us "$cpp_floor" --out "$out/w$w" ${SHOWDOWN_ARGS:-} 2>&1 | tee "$out/showdown-w$w.txt"
 done
 uname -a > "$out/machine.txt"; lscpu | head -20 >> "$out/machine.txt"; nproc >> "$out/machine.txt"
 tar czf "$out/showdown.tgz" -C "$out" w* 2>/dev/null || true

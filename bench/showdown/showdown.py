@@ -30,8 +30,10 @@ With enough CPUs (--pin auto) every process is pinned: the executor to one core'
 each worker to a core of its own; a run's figure then no longer depends on where the scheduler put whom.
 The breakdown of a sync step adds how often each side slept in the kernel per step (0: it spun).
 The "python floor" line is the pickling every variant does on the step's critical path, measured
-without any transport: no transport's overhead can be below it. Writes a table, JSON and a plot (PNG,
-matplotlib) under --out.
+without any transport: no transport's overhead can be below it. It is measured in a loop of its own;
+--trace times the same pickling where it happens, inside every part of the sync step (pickle_clock.py),
+and prints what is left of each part and of the overhead: the transport's share.
+Writes a table, JSON and a plot (PNG, matplotlib) under --out.
 """
 
 import argparse
@@ -51,8 +53,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import pickle_clock  # noqa: E402
 import ringcast  # noqa: E402
 from spin_yield_mq import SpinYieldQueue  # noqa: E402
+
+# --trace: the modules whose own calls pickle a step's messages (ringcast's Python layer, the baseline).
+TRACED_PICKLERS = ("ringcast._queue", "ringcast._gather", "spin_yield_mq")
 
 
 
@@ -283,18 +289,25 @@ def worker_main(transport, rank, work, reply_all):
     if PINNING["workers"]:
         os.sched_setaffinity(0, {PINNING["workers"][rank]})
     recv, reply, cleanup, sleeps = transport.worker_endpoints(rank)
+    spent = pickle_clock.spent  # stays 0 unless --trace installed the timed pickle
+    reply_pickle_ns = []
     while True:
+        loads0 = spent["loads"]
         msg = recv()
         if msg is None:
             break
         step = msg["step"]
         if msg.get("barrier"):  # every rank answers: the executor knows the backlog is done
-            reply(step, (step, 0.0, rank, sleeps() if sleeps else None))
+            reply_pickle = statistics.median(reply_pickle_ns) if reply_pickle_ns else 0
+            reply(step, (step, 0.0, rank, sleeps() if sleeps else None, reply_pickle))
             continue
         t_recv = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for every process of the machine
+        unpickle = spent["loads"] - loads0
         cpu = work()
         if reply_all or rank == 0:
-            reply(step, (step, cpu, rank, t_recv, time.monotonic_ns()))
+            dumps0 = spent["dumps"]
+            reply(step, (step, cpu, rank, t_recv, time.monotonic_ns(), unpickle))
+            reply_pickle_ns.append(spent["dumps"] - dumps0)  # a reply cannot carry its own pickling time
     cleanup()
     os._exit(0)
 
@@ -374,22 +387,25 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         transport.connect()
     ranks = list(range(workers)) if reply_all else [0]
     warmup = max(10, steps // 10)
-    lat, over, trace = [], [], []
+    lat, over, parts = [], [], []
 
     # Async scheduling: the replies are collected while the main thread prepares the next step.
     collector = None
     if prep.iters > 0:
         collector = transport.async_collector(ranks)
 
+    spent = pickle_clock.spent
     cpu0, wall0 = self_cpu_seconds(), time.perf_counter()
     wcpu0 = [proc_cpu_seconds(p) for p in pids]
     exec_sleeps0 = transport.executor_sleeps()
     for step in range(1, steps + warmup + 1):
         request = scheduler_output(step)  # the scheduler's work: before the step's clock starts
+        dumps0, loads0 = spent["dumps"], spent["loads"]
         t0 = time.perf_counter()
         n0 = time.monotonic_ns()
         transport.broadcast(request)
         n1 = time.monotonic_ns()
+        request_pickle = spent["dumps"] - dumps0
         if collector is not None:
             replies_later = collector.start(step)
             prep_cpu = prep()  # prepare the next step in pure Python
@@ -403,11 +419,12 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         dt = time.perf_counter() - t0
         if step > warmup:
             lat.append(dt)
-            trace.append(step_breakdown(n0, n1, n_prep, n2, replies))
+            parts.append(step_breakdown(n0, n1, n_prep, n2, replies, request_pickle, spent["loads"] - loads0))
             # What the step had to cost: its slowest collected worker's work, or the preparation if
             # longer (both as CPU time). Everything else is overhead: the transport's waits and wakes,
             # pickling, and time the work spent without a CPU or without the GIL.
             over.append(dt - max(max(r[1] for r in replies), prep_cpu))
+            parts[-1]["overhead"] = over[-1] * 1e6
     wall = time.perf_counter() - wall0
     exec_cpu = (self_cpu_seconds() - cpu0) / wall * 100
     exec_sleeps = transport.executor_sleeps()
@@ -423,6 +440,15 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
     barrier_replies = transport.collect(barrier, list(range(workers)))
     # Kernel sleeps of each worker's receive per step (warm-up included): 0 = it always spun.
     worker_sleeps = [None if r[3] is None else r[3] / (steps + warmup) for r in barrier_replies]
+    # --trace: what pickling one reply took (median of a worker's replies; the median over workers).
+    reply_pickle = statistics.median(r[4] for r in barrier_replies if reply_all or r[2] == 0) / 1e3
+    for t in parts:
+        t["reply_pickle"] = reply_pickle
+        t["pickling"] = t["request_pickle"] + t["request_unpickle"] + reply_pickle + t["replies_unpickle"]
+        t["overhead_but_pickling"] = t["overhead"] - t["pickling"]
+        t["enqueue_but_pickling"] = t["enqueue"] - t["request_pickle"]
+        t["worker_has_it_but_unpickling"] = t["last_worker_has_it"] - t["request_unpickle"]
+        t["collected_but_pickling"] = t["reply_to_collected"] - reply_pickle - t["replies_unpickle"]
     time.sleep(0.010)
     me = os.getpid()
     exec_idle0 = proc_cpu_seconds(me)
@@ -456,7 +482,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         "worker_cpu_pct": worker_cpu,
         "worker_idle_cpu_pct": idle,
         "executor_idle_cpu_pct": exec_idle,
-        "breakdown_p50_us": {k: statistics.median(t[k] for t in trace) for k in BREAKDOWN},
+        "breakdown_p50_us": {k: statistics.median(t[k] for t in parts) for k in parts[0]},
         "executor_sleeps_per_step": exec_sleeps,
         "worker_sleeps_per_step": worker_sleeps,
     }
@@ -469,14 +495,14 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
 # and copying the reply, waking the executor, unpickling, returning from collect). The four from
 # "enqueue" on add up to the step's latency; everything but the work is overhead. A worker may have the
 # request before the enqueue call returned (it then continues to wake the others): then negative.
-BREAKDOWN = ("enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected",
-             "last_reply_after_prep", "collected_after_both")
-
-
-def step_breakdown(n0, n1, n_prep, n2, replies):
+# With --trace, the pickling inside those parts too (pickle_clock.py): the request's pickling (in the
+# enqueue), its unpickling by the critical worker (in "last worker has it"), the reply's pickling and the
+# replies' unpickling (in "reply -> collected"); what is left of the overhead is the transport's.
+def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, replies_unpickle_ns):
     """Timestamps (CLOCK_MONOTONIC, every process): n0/n1 around the enqueue, n_prep the end of the
     async preparation (n1 in sync mode), n2 when the replies were collected; each reply carries when
-    its worker had the request (r[3]) and sent its reply (r[4])."""
+    its worker had the request (r[3]), sent its reply (r[4]), and how long it unpickled the request
+    (r[5], ns; 0 untraced). The executor's pickling of the request and unpickling of the replies (ns)."""
     received = [r[3] for r in replies]
     critical = max(replies, key=lambda r: r[4])  # the last reply sent decides when collect can return
     return {
@@ -490,6 +516,9 @@ def step_breakdown(n0, n1, n_prep, n2, replies):
         # From when both the preparation and the last reply were done until the replies were in hand:
         # what the collect itself cost on the critical path (in sync mode: reply_to_collected).
         "collected_after_both": (n2 - max(n_prep, critical[4])) / 1e3,
+        "request_pickle": request_pickle_ns / 1e3,
+        "request_unpickle": critical[5] / 1e3,
+        "replies_unpickle": replies_unpickle_ns / 1e3,
     }
 
 
@@ -579,7 +608,8 @@ def summarize(runs):
     row["worker_cpu_pct"] = [statistics.median(v) for v in zip(*(r["worker_cpu_pct"] for r in runs))]
     row["worker_idle_cpu_pct"] = [max(v) for v in zip(*(r["worker_idle_cpu_pct"] for r in runs))]  # worst
     row["executor_idle_cpu_pct"] = max(r["executor_idle_cpu_pct"] for r in runs)  # worst
-    row["breakdown_p50_us"] = {k: statistics.median(r["breakdown_p50_us"][k] for r in runs) for k in BREAKDOWN}
+    row["breakdown_p50_us"] = {k: statistics.median(r["breakdown_p50_us"][k] for r in runs)
+                               for k in runs[0]["breakdown_p50_us"]}
     row["overhead_p50_us_runs"] = [r["overhead_p50_us"] for r in runs]
     ex = [r["executor_sleeps_per_step"] for r in runs if r["executor_sleeps_per_step"] is not None]
     row["executor_sleeps_per_step"] = statistics.median(ex) if ex else None
@@ -601,6 +631,9 @@ def main():
     ap.add_argument("--idle-seconds", type=float, default=1.0, help="length of the idle-CPU window (tests shorten it)")
     ap.add_argument("--pin", choices=("auto", "on", "off"), default="auto",
                     help="pin the executor to 2 CPUs and each worker to its own (auto: when there are enough)")
+    ap.add_argument("--trace", action="store_true",
+                    help="also time the pickling inside every part of a step (pickle_clock.py): the overhead "
+                         "left once it is taken out is the transport's")
     ap.add_argument("--cpp-floor-us", type=float, default=None,
                     help="the C++ floor's overhead p50 (ringcast-showdown-floor), drawn as a line in the plot")
     args = ap.parse_args()
@@ -610,6 +643,8 @@ def main():
         PINNING.update(plan)
         os.sched_setaffinity(0, plan["executor"])
     print(f"CPU pinning: {pin_text}", flush=True)
+    if args.trace:
+        pickle_clock.install(TRACED_PICKLERS)
 
     work, prep, no_prep = Compute(args.work_ms / 1e3), Compute(args.prep_ms / 1e3), Compute(0)
     configs = [(prep_c, reply_all, kind) for prep_c in (no_prep, prep) for reply_all in (False, True)
@@ -664,6 +699,22 @@ def main():
         lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['first_worker_has_it']:10.1f} "
                      f"{b['last_worker_has_it']:11.1f} {b['work']:8.1f} {b['reply_to_collected']:16.1f} "
                      f"{sl(r['worker_sleeps_per_step']):>19} {sl(r['executor_sleeps_per_step']):>8}")
+
+    if args.trace:
+        print("\nthe same sync step with its pickling taken out (--trace; p50 us, medians over runs): the request's"
+              " pickling (in the enqueue),\nits unpickling by the critical worker (in 'last worker'), the reply's"
+              " pickling and the replies' unpickling (in 'reply->collected');\n'rest': the transport's share of"
+              " each part (copy, publish, wake-up, the calls around them); the overhead's rest is the transport's")
+        breakdown_table(
+            "sync",
+            f"{'variant':<30} {'replies':<7} {'enqueue: pickle':>15} {'rest':>6} {'last worker: unpickle':>21} "
+            f"{'rest':>6} {'reply->collected: pickle':>24} {'unpickle':>8} {'rest':>6} {'overhead: pickling':>18} "
+            f"{'rest':>6}",
+            lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['request_pickle']:15.1f} "
+                         f"{b['enqueue_but_pickling']:6.1f} {b['request_unpickle']:21.1f} "
+                         f"{b['worker_has_it_but_unpickling']:6.1f} {b['reply_pickle']:24.1f} "
+                         f"{b['replies_unpickle']:8.1f} {b['collected_but_pickling']:6.1f} {b['pickling']:18.1f} "
+                         f"{b['overhead_but_pickling']:6.1f}")
 
     print("\nwhere an async step's tail goes (p50 of each part, us; medians over runs): the enqueue, until the"
           " last collected worker\nhas the request, when it sent its reply against the end of the preparation"

@@ -10,10 +10,15 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
+PICKLING_PARTS = ("request_pickle", "request_unpickle", "reply_pickle", "replies_unpickle")
+
+
+@pytest.mark.parametrize("trace", [False, True], ids=["plain", "trace"])
+def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "showdown", "showdown.py"), "--steps", "20",
                           "--repeats", "2", "--work-ms", "0.2", "--prep-ms", "0.4", "--idle-seconds", "0.05",
-                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, env=dict(os.environ))
+                          "--out", str(tmp_path)] + (["--trace"] if trace else []),
+                         capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "executor showdown — 2 workers" in out.stdout
     assert "python floor" in out.stdout and "targets (this run, medians" in out.stdout
@@ -31,7 +36,15 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
         assert 0 <= r["executor_idle_cpu_pct"] < 100
         b = r["breakdown_p50_us"]
         assert set(b) == {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected",
-                          "last_reply_after_prep", "collected_after_both"}
+                          "last_reply_after_prep", "collected_after_both", "overhead", "pickling",
+                          "overhead_but_pickling", "enqueue_but_pickling", "worker_has_it_but_unpickling",
+                          "collected_but_pickling", *PICKLING_PARTS}
+        if trace:  # every variant pickles the request and the replies inside its own calls: all were timed
+            assert all(b[k] > 0 for k in PICKLING_PARTS), b
+            assert b["enqueue_but_pickling"] < b["enqueue"] and b["overhead_but_pickling"] < b["overhead"]
+        else:  # untraced, nothing is timed: the parts are whole
+            assert all(b[k] == 0 for k in PICKLING_PARTS), b
+            assert b["enqueue_but_pickling"] == b["enqueue"]
         # the collect returns after the last reply was sent and after the preparation: never negative
         assert b["collected_after_both"] >= 0
         # (a worker may have the request before the enqueue call returns: those parts may be negative)
@@ -43,6 +56,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path):
             assert r["worker_sleeps_per_step"] >= 0 and r["executor_sleeps_per_step"] >= 0
     assert "CPU pinning: " in out.stdout and "sleeps/step" in out.stdout
     assert "where an async step's tail goes" in out.stdout
+    assert ("the same sync step with its pickling taken out" in out.stdout) == trace
     assert report["pinning"]
     assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
     assert all(v > 0 for v in report["python_floor_us"].values())
