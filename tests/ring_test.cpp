@@ -1027,6 +1027,22 @@ TEST(GivenAwayCpu, ABusyNeighbourStopsTheSpinBriefRunsOfOthersDoNot) {
     EXPECT_FALSE(kept) << "others running most of the time: stop";
 }
 
+// The adaptive spin yields at every checkpoint, from the first (so a peer sharing its CPU runs at
+// once), and a yield begun within spin_for never ends the spin, however late it returns. `now` is set
+// back to stand for a yield that took that long.
+TEST(AdaptiveHybridStrategy, YieldsFromTheFirstCheckpointAndALateYieldWithinSpinForDoesNotStopIt) {
+    const AdaptiveHybridStrategy s{10us, 2ms};
+    Deadline now = Clock::now();
+    const Deadline before = now;
+    EXPECT_TRUE(s.keep_spinning(1us, now));
+    EXPECT_GT(now, before) << "a checkpoint within spin_for yields and moves the clock to after the yield";
+    now = Clock::now() - 5ms;  // as if the yield took 5 ms: another thread had the CPU
+    EXPECT_TRUE(s.keep_spinning(3us, now)) << "a yield begun within spin_for is not given-away time";
+    const AdaptiveHybridStrategy late{10us, 2ms};
+    now = Clock::now() - 5ms;
+    EXPECT_FALSE(late.keep_spinning(20us, now)) << "past spin_for, 5 ms of 5.02 given away: stop";
+}
+
 // Only waits that happen are recorded: a condition already true, or a zero-timeout poll, is not a wait
 // and must not teach the predictor that waits are short.
 TEST(AdaptiveWait, RecordsOnlyRealWaits) {
@@ -1084,7 +1100,19 @@ TEST(AdaptiveWait, AWaitOverBeforeTheFirstClockReadIsRecordedAsZero) {
 
     calls = 0;
     ready_at = 2 + 3 * kSpinStepsPerClockRead;  // past the first read and one more
+    // On a loaded machine the spin's yields may hand the CPU away long enough to end it: the waiter
+    // then sleeps, and this waker's notification makes it look again (its next check is ready).
+    std::atomic<bool> done{false};
+    std::thread waker([&] {
+        std::atomic<std::uint64_t> wakes{0};
+        while (!done.load()) {
+            notify_sleepers(site, wakes);
+            std::this_thread::sleep_for(1ms);
+        }
+    });
     EXPECT_EQ(block_until(o, ctx, ready), WaitOutcome::ready);
+    done = true;
+    waker.join();
     EXPECT_GT(h.typical(), 0ns) << "a longer wait is timed from the spin's first clock read";
 }
 

@@ -9,7 +9,7 @@
 //   Futex      no spinning: announce, re-check, sleep in the kernel
 //   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for (the
 //              default: 2 ms, in C++ as in Python) it is adaptive: the spin budget follows how long this endpoint's recent waits lasted
-//              (SpinHistory), and past spin_for the spin yields and gives up when the CPU is mostly wanted;
+//              (SpinHistory), and the spin yields at each checkpoint and gives up when the CPU is mostly wanted;
 //              waits at a steady rhythm that would often outlast spin_max are predicted (sleep, then spin a window
 //              around the expected end: SpinHistory::predicted)
 //   Eventfd    no spinning: announce, re-check, sleep on the endpoint's own eventfd, which an event
@@ -239,9 +239,9 @@ private:
 };
 
 // A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's
-// own peer, on a machine with fewer cores than busy threads). Past spin_for the adaptive spin calls
-// sched_yield at each checkpoint; a yield that returns this late ran someone else (or the hypervisor
-// took the vCPU).
+// own peer, on a machine with fewer cores than busy threads). The adaptive spin calls sched_yield at
+// each checkpoint (every kSpinStepsPerClockRead steps); a yield that returns this late ran someone
+// else (or the hypervisor took the vCPU).
 inline constexpr std::chrono::nanoseconds kSpinGaveAwayCpu{20'000};
 
 // The polite spin's account of the CPU its yields gave away. It stops the spin once late yields took
@@ -383,8 +383,18 @@ struct HybridStrategy {
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return spin_for; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
 };
-// Hybrid with the budget from SpinHistory; past spin_for, polite (see GivenAwayCpu). One object per
-// wait (its account of given-away time is the wait's).
+// Hybrid with the budget from SpinHistory, polite from its first checkpoint (see GivenAwayCpu). One
+// object per wait (its account of given-away time is the wait's).
+// Why from the first checkpoint, not after spin_for: where the peer it waits for shares its CPU (more
+// busy processes than cores), the peer — just woken, or yielding itself — runs only when this spin
+// yields. A spin that yielded only after spin_for held the CPU that long at every hand-off, and its
+// first yield, late, often ended it: on the 2-core VM (showdown W=2, 3 rounds against the build
+// before) the executor's collect slept in 0.05-0.07 sync steps instead of 0.22-0.60, reply ->
+// collected took 11-25 us instead of 22-58, and (c)'s sync overhead fell from 58-116 to 37-56 us.
+// With a CPU to itself the yield returns at once (~0.5 us of syscall every 64 steps of the spin), and
+// a wait over within those first 64 steps never yields.
+// A yield begun within spin_for is a courtesy, never the spin's end (not counted as given away): a
+// wait of a few microseconds does not sleep because someone else ran once on its CPU.
 struct AdaptiveHybridStrategy {
     static constexpr WaitKind kind = WaitKind::hybrid;
     static constexpr bool sleeps = true;
@@ -393,13 +403,14 @@ struct AdaptiveHybridStrategy {
     mutable GivenAwayCpu given_away{};
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return budget; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
-    // At a spin checkpoint (`now`, `spun` since the spin began): false = stop spinning, sleep.
+    // At a spin checkpoint (`now`, `spun` since the spin began): false = stop spinning, sleep. `now`
+    // becomes the time after the yield.
     [[nodiscard]] bool keep_spinning(std::chrono::nanoseconds spun, Deadline& now) const noexcept {
-        if (spun <= spin_for) return true;
         ::sched_yield();
         const Deadline after = Clock::now();
         const auto took = after - now;
         now = after;
+        if (spun < spin_for) return true;
         return given_away.keep_spinning(took, spun + took);
     }
 };

@@ -38,7 +38,7 @@ _REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to b
 
 
 # The default adaptive spin: an endpoint spins about twice as long as its recent waits lasted, up to
-# this long (politely: it yields once past spin_us and sleeps when the CPU is mostly wanted), and only spin_us
+# this long (politely: it yields every few microseconds and sleeps when the CPU is mostly wanted), and only spin_us
 # once its waits have been longer — an idle queue costs no CPU. Measured on a 16-core machine, it halves
 # the synchronous step's overhead against sleeping after spin_us (docs/benchmarks.md).
 DEFAULT_SPIN_MAX_US = 2000.0
