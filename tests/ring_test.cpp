@@ -1038,6 +1038,11 @@ TEST(AdaptiveHybridStrategy, YieldsFromTheFirstCheckpointAndALateYieldWithinSpin
     EXPECT_GT(now, before) << "a checkpoint within spin_for yields and moves the clock to after the yield";
     now = Clock::now() - 5ms;  // as if the yield took 5 ms: another thread had the CPU
     EXPECT_TRUE(s.keep_spinning(3us, now)) << "a yield begun within spin_for is not given-away time";
+    now = Clock::now();
+    EXPECT_TRUE(s.keep_spinning(5ms + 100us, now)) << "the 5 ms are out of the account: a prompt yield past spin_for keeps spinning";
+    now = Clock::now() - 1ms;
+    EXPECT_FALSE(s.keep_spinning(5ms + 200us, now))
+        << "the excused 5 ms do not dilute a busy neighbour's 1 ms past spin_for: 1 of ~1.2 ms given away, stop";
     const AdaptiveHybridStrategy late{10us, 2ms};
     now = Clock::now() - 5ms;
     EXPECT_FALSE(late.keep_spinning(20us, now)) << "past spin_for, 5 ms of 5.02 given away: stop";
@@ -1101,7 +1106,8 @@ TEST(AdaptiveWait, AWaitOverBeforeTheFirstClockReadIsRecordedAsZero) {
     calls = 0;
     ready_at = 2 + 3 * kSpinStepsPerClockRead;  // past the first read and one more
     // On a loaded machine the spin's yields may hand the CPU away long enough to end it: the waiter
-    // then sleeps, and this waker's notification makes it look again (its next check is ready).
+    // then sleeps, and this waker's notifications make it look again (two checks per wake) until the
+    // counted checks make it ready.
     std::atomic<bool> done{false};
     std::thread waker([&] {
         std::atomic<std::uint64_t> wakes{0};

@@ -406,12 +406,16 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         collector = transport.async_collector(ranks)
 
     spent = pickle_clock.spent
+    # The replies' unpickling that counts is what happens after the critical reply was sent: a
+    # rank-by-rank collect unpickles earlier replies while the critical worker still works.
+    pickle_clock.loads_log = unpickled = []  # this process only: the workers were forked before
     cpu0, wall0 = self_cpu_seconds(), time.perf_counter()
     wcpu0 = [proc_cpu_seconds(p) for p in pids]
     exec_sleeps0 = transport.executor_sleeps()
     for step in range(1, steps + warmup + 1):
         request = scheduler_output(step)  # the scheduler's work: before the step's clock starts
-        dumps0, loads0 = spent["dumps"], spent["loads"]
+        dumps0 = spent["dumps"]
+        unpickled.clear()
         t0 = time.perf_counter()
         n0 = time.monotonic_ns()
         transport.broadcast(request)
@@ -430,13 +434,14 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         dt = time.perf_counter() - t0
         if step > warmup:
             lat.append(dt)
-            parts.append(step_breakdown(n0, n1, n_prep, n2, replies, request_pickle, spent["loads"] - loads0))
+            parts.append(step_breakdown(n0, n1, n_prep, n2, replies, request_pickle, unpickled))
             # What the step had to cost: its slowest collected worker's work, or the preparation if
             # longer (both as CPU time). Everything else is overhead: the transport's waits and wakes,
             # pickling, and time the work spent without a CPU or without the GIL.
             over.append(dt - max(max(r[1] for r in replies), prep_cpu))
             parts[-1]["overhead"] = over[-1] * 1e6
     wall = time.perf_counter() - wall0
+    pickle_clock.loads_log = None
     exec_cpu = (self_cpu_seconds() - cpu0) / wall * 100
     exec_sleeps = transport.executor_sleeps()
     exec_sleeps = None if exec_sleeps is None else (exec_sleeps - exec_sleeps0) / (steps + warmup)
@@ -452,8 +457,9 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
     # Kernel sleeps of each worker's receive per step (warm-up included): 0 = it always spun.
     worker_sleeps = [None if r[3] is None else r[3] / (steps + warmup) for r in barrier_replies]
     # --trace: what pickling one reply took (median of a worker's replies; the median over workers).
+    # The split is of the sync step only: in async mode the workers' pickling overlaps the preparation.
     reply_pickle = statistics.median(r[4] for r in barrier_replies if reply_all or r[2] == 0) / 1e3
-    for t in parts:
+    for t in parts if prep.iters == 0 else ():
         t["reply_pickle"] = reply_pickle
         t["pickling"] = t["request_pickle"] + t["request_unpickle"] + reply_pickle + t["replies_unpickle"]
         t["overhead_but_pickling"] = t["overhead"] - t["pickling"]
@@ -509,11 +515,12 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
 # With --trace, the pickling inside those parts too (pickle_clock.py): the request's pickling (in the
 # enqueue), its unpickling by the critical worker (in "last worker has it"), the reply's pickling and the
 # replies' unpickling (in "reply -> collected"); what is left of the overhead is the transport's.
-def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, replies_unpickle_ns):
+def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, unpickled):
     """Timestamps (CLOCK_MONOTONIC, every process): n0/n1 around the enqueue, n_prep the end of the
     async preparation (n1 in sync mode), n2 when the replies were collected; each reply carries when
     its worker had the request (r[3]), sent its reply (r[4]), and how long it unpickled the request
-    (r[5], ns; 0 untraced). The executor's pickling of the request and unpickling of the replies (ns)."""
+    (r[5], ns; 0 untraced). The executor's pickling of the request (ns) and its unpickling calls of
+    the step, (start, duration) in ns (none untraced)."""
     received = [r[3] for r in replies]
     critical = max(replies, key=lambda r: r[4])  # the last reply sent decides when collect can return
     return {
@@ -529,7 +536,8 @@ def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, replies_unpic
         "collected_after_both": (n2 - max(n_prep, critical[4])) / 1e3,
         "request_pickle": request_pickle_ns / 1e3,
         "request_unpickle": critical[5] / 1e3,
-        "replies_unpickle": replies_unpickle_ns / 1e3,
+        # only what came after the critical reply was sent is on the step's critical path
+        "replies_unpickle": sum(took for start, took in unpickled if start >= critical[4]) / 1e3,
     }
 
 
@@ -566,7 +574,7 @@ def plot(rows, floors, cpp_floor_us, path):
     ax.set_ylabel("step overhead p50 (us, log)")
     ax.set_title("overhead per step (lower is better)")
     ax.legend(fontsize=7, loc="upper left")
-    kinds = [k for k in "abcd" if k in names]
+    kinds = [k for k in "abcde" if k in names]
     busy = [statistics.mean(r["executor_cpu_pct"] + statistics.mean(r["worker_cpu_pct"]) for r in rows if r["kind"] == k)
             for k in kinds]
     idle = [max(max(r["worker_idle_cpu_pct"]) for r in rows if r["kind"] == k) for k in kinds]

@@ -393,14 +393,17 @@ struct HybridStrategy {
 // collected took 11-25 us instead of 22-58, and (c)'s sync overhead fell from 58-116 to 37-56 us.
 // With a CPU to itself the yield returns at once (~0.5 us of syscall every 64 steps of the spin), and
 // a wait over within those first 64 steps never yields.
-// A yield begun within spin_for is a courtesy, never the spin's end (not counted as given away): a
-// wait of a few microseconds does not sleep because someone else ran once on its CPU.
+// A yield begun within spin_for is a courtesy, never the spin's end: a wait of a few microseconds
+// does not sleep because someone else ran once on its CPU. Its time is left out of the account
+// altogether (out of what was spun too), so a busy neighbour still stops the spin at the first late
+// yield past spin_for, as GivenAwayCpu intends.
 struct AdaptiveHybridStrategy {
     static constexpr WaitKind kind = WaitKind::hybrid;
     static constexpr bool sleeps = true;
     std::chrono::nanoseconds spin_for;
     std::chrono::nanoseconds budget;  // from SpinHistory, taken once per wait
     mutable GivenAwayCpu given_away{};
+    mutable std::chrono::nanoseconds excused{0};  // yields begun within spin_for
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return budget; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
     // At a spin checkpoint (`now`, `spun` since the spin began): false = stop spinning, sleep. `now`
@@ -410,8 +413,11 @@ struct AdaptiveHybridStrategy {
         const Deadline after = Clock::now();
         const auto took = after - now;
         now = after;
-        if (spun < spin_for) return true;
-        return given_away.keep_spinning(took, spun + took);
+        if (spun < spin_for) {
+            excused += took;
+            return true;
+        }
+        return given_away.keep_spinning(took, spun + took - excused);
     }
 };
 static_assert(WaitStrategy<SpinStrategy> && WaitStrategy<SpinYieldStrategy> &&
