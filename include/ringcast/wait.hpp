@@ -256,11 +256,15 @@ public:
     // After a yield that took `yield_took`, `spun` after the spin began (that yield included).
     [[nodiscard]] bool keep_spinning(std::chrono::nanoseconds yield_took, std::chrono::nanoseconds spun) noexcept {
         if (yield_took >= kSpinGaveAwayCpu) given_away_ += yield_took;
-        return 2 * given_away_ <= spun;
+        return 2 * given_away_ <= spun - excused_;
     }
+    // A yield that is left out of the account altogether: out of the time given away and out of the
+    // time spun (AdaptiveHybridStrategy: the yields begun within spin_for).
+    void excuse(std::chrono::nanoseconds yield_took) noexcept { excused_ += yield_took; }
 
 private:
     std::chrono::nanoseconds given_away_{0};
+    std::chrono::nanoseconds excused_{0};
 };
 
 inline void cpu_relax() noexcept {
@@ -403,7 +407,6 @@ struct AdaptiveHybridStrategy {
     std::chrono::nanoseconds spin_for;
     std::chrono::nanoseconds budget;  // from SpinHistory, taken once per wait
     mutable GivenAwayCpu given_away{};
-    mutable std::chrono::nanoseconds excused{0};  // yields begun within spin_for
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return budget; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
     // At a spin checkpoint (`now`, `spun` since the spin began): false = stop spinning, sleep. `now`
@@ -414,10 +417,10 @@ struct AdaptiveHybridStrategy {
         const auto took = after - now;
         now = after;
         if (spun < spin_for) {
-            excused += took;
+            given_away.excuse(took);
             return true;
         }
-        return given_away.keep_spinning(took, spun + took - excused);
+        return given_away.keep_spinning(took, spun + took);
     }
 };
 static_assert(WaitStrategy<SpinStrategy> && WaitStrategy<SpinYieldStrategy> &&

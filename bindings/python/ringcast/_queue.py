@@ -238,8 +238,8 @@ class MessageQueue:
         spin_us: hybrid: microseconds to spin before sleeping (default 10); readers too.
         spin_max_us: hybrid: above spin_us the spin adapts: each endpoint spins about twice as long
             as its recent waits lasted, up to spin_max_us, and only spin_us once its waits have been
-            longer than that; past spin_us the spin yields the CPU and stops once other threads
-            took most of it (low latency while steps come quickly, no CPU once idle). Waits at a steady
+            longer than that; the spin yields the CPU every few microseconds and, past spin_us,
+            stops once other threads took most of it (low latency while steps come quickly, no CPU once idle). Waits at a steady
             rhythm that are longer, or often outlast it, are predicted: sleep until shortly before the expected end, then spin a
             short window (docs/python.md). Default 2000 (2 ms); 0 turns both off (spin spin_us,
             then sleep).
