@@ -253,10 +253,12 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     };
     std::vector<std::uint32_t> closed_ranks;
     // The adaptive spin learns how long a whole collect waits, not each of its waits: after the first
-    // reply of a step the others follow within microseconds, and recording those short waits would
+    // reply of a step the others follow within the workers' spread, and recording those short waits would
     // teach the collector that waits are short, so that the next step's first wait (the workers'
     // whole work) outlasts its spin and sleeps. The waits inside this collect use a copy; the
-    // endpoint's history gets one sample: from the first wait until every reply is in.
+    // endpoint's history gets one sample: from the first wait until every reply is in. After the
+    // first wait the copy stops predicting and spins the later waits up to spin_max
+    // (SpinHistory::stop_predicting).
     SpinHistory this_collect(reply_waits_);
     Deadline first_wait{};
     try {

@@ -932,6 +932,23 @@ TEST(SpinHistory, PredictsRegularLongWaits) {
     EXPECT_LE(std::chrono::abs(q.wake_after + 200us + q.spin / 2 - 20ms), 10us);
 }
 
+// A gather collect's later waits (its copy after stop_predicting) wait for the replies still missing
+// once one is in: they spin up to spin_max whatever the history of whole collects says, which for
+// steps longer than spin_max would be the floor (a futex wake for every reply more than 10 us late).
+TEST(SpinHistory, ACollectsLaterWaitsSpinUpToSpinMax) {
+    SpinHistory h;
+    for (int i = 0; i < 40; ++i) h.record(20ms, kMax);
+    ASSERT_EQ(h.budget(kFloor, kMax), kFloor) << "a whole collect of 20 ms is not spun through";
+    SpinHistory later(h);
+    later.stop_predicting();
+    EXPECT_EQ(later.budget(kFloor, kMax), kMax) << "the rest of the step: spun up to spin_max";
+    EXPECT_EQ(later.predicted(kMax).wake_after, 0ns) << "and never predicted";
+    EXPECT_EQ(h.budget(kFloor, kMax), kFloor) << "the endpoint's own history is unchanged";
+    for (int i = 0; i < 40; ++i) later.record(100us, kMax);
+    EXPECT_EQ(later.budget(kFloor, kMax), kMax) << "short later waits do not shrink it";
+    EXPECT_EQ(later.budget(kFloor, kFloor), kFloor) << "never above spin_max";
+}
+
 TEST(SpinHistory, IrregularWaitsGetTheWidestWindowAndNoMore) {
     SpinHistory h;
     for (int i = 0; i < 40; ++i) h.record(i % 2 ? 10ms : 30ms, kMax);  // deviation ~10 ms
