@@ -257,10 +257,12 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     // teach the collector that waits are short, so that the next step's first wait (the workers'
     // whole work) outlasts its spin and sleeps. The waits inside this collect use a copy; the
     // endpoint's history gets one sample: from the first wait until every reply is in. After the
-    // first wait the copy stops predicting and spins the later waits up to spin_max
-    // (SpinHistory::stop_predicting).
+    // first wait the copy stops predicting and spins the later waits for the budget learned from the
+    // spread of earlier collects (reply_spread_, one sample: from the end of the first wait, which
+    // brought a reply, until every reply is in; SpinHistory::stop_predicting).
     SpinHistory this_collect(reply_waits_);
     Deadline first_wait{};
+    Deadline first_reply{};
     try {
         for (;;) {
             drain_ready(tag, pending, closed_ranks, result);  // whatever is there, in any order, no wait
@@ -274,7 +276,8 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
                 // learned (alarm lateness, a missed window) goes back now, whatever ends this collect:
                 // a caller collecting in slices must see a missed window in its next slice.
                 reply_waits_.take_prediction_state(this_collect);
-                this_collect.stop_predicting();
+                this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, options_.wait.spin_max));
+                if (o == WaitOutcome::ready) first_reply = Clock::now();
             }
             if (o == WaitOutcome::ready) continue;
             result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
@@ -288,7 +291,11 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         keep_taken(/*copy=*/false);
         throw;
     }
-    if (first_wait != Deadline{} && options_.wait.adaptive()) reply_waits_.record(Clock::now() - first_wait, options_.wait.spin_max);
+    if (first_wait != Deadline{} && options_.wait.adaptive()) {
+        const Deadline all_in = Clock::now();
+        reply_waits_.record(all_in - first_wait, options_.wait.spin_max);
+        if (first_reply != Deadline{}) reply_spread_.record(all_in - first_reply, options_.wait.spin_max);
+    }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;
     std::sort(result.missing.begin(), result.missing.end());

@@ -2,15 +2,18 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -156,6 +159,43 @@ bool wait_until(F&& cond, std::chrono::milliseconds limit,
     }
     return true;
 }
+
+// A pipe used for one-byte handshakes between the test process and its children.
+class Pipe {
+public:
+    Pipe() {
+        if (::pipe(fd_) != 0) throw std::runtime_error("pipe() failed");
+    }
+    Pipe(const Pipe&) = delete;
+    Pipe& operator=(const Pipe&) = delete;
+    ~Pipe() {
+        ::close(fd_[0]);
+        ::close(fd_[1]);
+    }
+    void send(char c) const {
+        while (::write(fd_[1], &c, 1) != 1) {
+            if (errno != EINTR) break;
+        }
+    }
+    // The next byte, or -1 if none arrived within `limit`.
+    [[nodiscard]] int recv(std::chrono::milliseconds limit) const {
+        const auto end = std::chrono::steady_clock::now() + limit;
+        for (;;) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+            if (left.count() <= 0) return -1;
+            pollfd p{fd_[0], POLLIN, 0};
+            const int r = ::poll(&p, 1, static_cast<int>(left.count()));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) return -1;
+            char c = 0;
+            if (::read(fd_[0], &c, 1) == 1) return static_cast<unsigned char>(c);
+            return -1;
+        }
+    }
+
+private:
+    int fd_[2]{-1, -1};
+};
 
 // The child processes of one test: whatever was not reaped by wait() is SIGKILLed and reaped at scope
 // exit, so a failed ASSERT never leaves a process behind (or a parked one holding a rank).

@@ -109,6 +109,10 @@ public:
     // The adaptive spin's predictor: how long a whole collect typically waited (one sample per
     // collect that waited at all, from its first wait until every reply was in).
     [[nodiscard]] std::chrono::nanoseconds typical_collect_wait() const noexcept { return reply_waits_.typical(); }
+    // How far a collect's last reply typically trailed its first (one sample per collect that got a
+    // reply from its first wait): the spin budget of the collect's later waits is twice this, within
+    // [spin_for, spin_max] (spin_for once it passes spin_max).
+    [[nodiscard]] std::chrono::nanoseconds typical_reply_spread() const noexcept { return reply_spread_.typical(); }
     [[nodiscard]] GatherWait method() const noexcept { return options_.method; }
 
     // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this collector sleeps on
@@ -148,7 +152,8 @@ private:
     // Replies taken by a collect() that did not finish: returned by the next collect(kept_tag_).
     std::vector<std::optional<std::vector<std::byte>>> kept_;
     std::uint64_t kept_tag_ = 0;
-    SpinHistory reply_waits_;  // how long waits for replies lasted (adaptive hybrid)
+    SpinHistory reply_waits_;   // how long whole collects waited (adaptive hybrid)
+    SpinHistory reply_spread_;  // how far a collect's last reply trailed its first: the later waits' spin
     Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
     std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
     std::unique_ptr<EventfdWaiter> eventfd_;  // ours, once registered (wake_fd); destroyed (unregistered)

@@ -126,8 +126,12 @@ struct WaitOptions {
 //                         `late` late), spin up to 2 x lead, then sleep
 //                         (block_until with adaptive options; lead = 2 x (the waits' mean deviation
 //                         + how late the alarm goes off), within [kMinLead, spin_max / 4])
+//   a gather collect's copy after its first wait (stop_predicting)
+//                         no prediction; spin the budget the collector learned from its collects'
+//                         spread (the later replies), then sleep
 //
 // Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
+// (stop_predicting's two plain members are set only on a collect's own copy, local to that call.)
 class SpinHistory {
 public:
     // The prediction of a long wait: sleep until `wake_after` from the wait's start, then spin for at
@@ -152,8 +156,8 @@ public:
     SpinHistory& operator=(const SpinHistory&) = delete;
     [[nodiscard]] std::chrono::nanoseconds budget(std::chrono::nanoseconds spin_for,
                                                   std::chrono::nanoseconds spin_max) const noexcept {
-        // A collect's later waits (stop_predicting): the rest of a step whose first reply is in.
-        if (stopped_) return std::max(spin_for, spin_max);
+        // A collect's later waits (stop_predicting): the budget its collector learned for them.
+        if (stopped_) return later_budget_;
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
         if (typical > spin_max.count()) return spin_for;
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
@@ -219,14 +223,18 @@ public:
     void event_came() noexcept { missed_.store(false, std::memory_order_relaxed); }
     // A gather collect predicts its first wait only (the whole collect's length is what the history
     // holds): its copy stops predicting after that wait, and its later waits — for the replies still
-    // missing once one is in, i.e. for the spread of the workers' finishing times — spin up to
-    // spin_max (politely: GivenAwayCpu still stops a spin whose CPU is someone else's), then sleep.
-    // Their budget does not come from the history: it holds whole collects, so for a step longer than
-    // spin_max it would be spin_for, and every later reply more than 10 us behind the first would need
-    // a futex wake (10 ms steps on the 16-core machine: the executor slept 2.0 times per all-rank step
-    // at W=2, 6.6 at W=8; reply -> collected 81 us against a spinner's 39). A rank still missing after
-    // spin_max is a straggler: slept through. Not copied, not handed back.
-    void stop_predicting() noexcept { stopped_ = true; }
+    // missing once one is in — spin for `later_budget`, which the collector learns from how far its
+    // collects' last replies trailed their first (GatherCollector::reply_spread_: 2 x the typical
+    // spread, within [spin_for, spin_max]; spin_for once spreads pass spin_max, so a rank that is
+    // always far behind costs a sleep, not spin_max of CPU, per collect). Not from this history: it
+    // holds whole collects, so for a step longer than spin_max it gave spin_for, and every later
+    // reply more than 10 us behind the first needed a futex wake (10 ms steps on the 16-core
+    // machine: the executor slept 2.0 times per all-rank step at W=2, 6.6 at W=8; reply -> collected
+    // 81 us against a spinner's 39). Not copied, not handed back.
+    void stop_predicting(std::chrono::nanoseconds later_budget) noexcept {
+        stopped_ = true;
+        later_budget_ = later_budget;
+    }
     // What a copy (the one a gather collect waits with) learned about this machine's alarms and
     // whether its prediction missed.
     void take_prediction_state(const SpinHistory& copy) noexcept {
@@ -243,7 +251,9 @@ private:
     std::atomic<std::int64_t> long_dev_ns_{0};  // mean absolute deviation of waits from long_ns_
     std::atomic<std::int64_t> alarm_late_ns_{0};  // how late predicted alarms went off
     std::atomic<bool> missed_{false};              // a predicted wait ended without its event
-    bool stopped_ = false;                         // stop_predicting(): a collect's copy, after its first wait
+    // Plain members: only a collect's own copy, local to that call, sets them (stop_predicting).
+    bool stopped_ = false;                         // a collect's copy, after its first wait
+    std::chrono::nanoseconds later_budget_{0};     // that copy's spin budget from then on
 };
 
 // A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's

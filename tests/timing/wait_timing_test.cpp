@@ -97,45 +97,64 @@ TEST(AdaptiveWait, WaitsThatOftenOutlastTheSpinEndInASpinToo) {
     expect_at_most_asleep(12, 30, {1500us, 2100us}, 30 / 2);
 }
 
-// A collect of two ranks whose replies come 1 ms apart, in steps of ~5 ms (longer than the 2 ms spin
-// cap: the first wait is predicted, an alarm sleep that counts as one kernel wait). The second reply's
-// wait is spun through, not slept: the collector sleeps about once per step, not twice — with the later
-// waits' budget taken from the history of whole collects (the floor, 10 us, for 5 ms collects) every
-// step's second reply found it asleep (2.0 per step). Up to three runs, as above.
-std::uint64_t collect_sleeps_per_run(int learn, int counted) {
+// A collect of two ranks whose replies come `gap` apart, in steps of ~5 ms (longer than the 2 ms spin
+// cap, so the first wait is predicted: a sleep until an alarm or the first reply, one kernel wait). The
+// later wait spins for a budget learned from earlier collects' spread (twice it, within
+// [spin_for, spin_max]): a 1 ms gap is spun through — about one kernel wait per collect, not two (with
+// the later waits' budget taken from the history of whole collects, the floor of 10 us for 5 ms
+// collects, every collect's second reply found the collector asleep: 40 of 20). A 3 ms gap, past
+// spin_max, is slept through at once: a rank that is always far behind costs a sleep per collect,
+// not spin_max of the collector's CPU (a budget of spin_max for every later wait: >= 2 ms a collect).
+struct CollectRun {
+    std::uint64_t kernel_waits = 0;
+    std::chrono::nanoseconds collector_cpu{0};  // the collecting thread's CPU time, counted collects
+};
+
+std::chrono::nanoseconds thread_cpu_now() {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+CollectRun collect_two_ranks(int learn, int counted, std::chrono::microseconds gap) {
     ScopedName name("later-waits");
     GatherOptions o;  // the library's default waits
     o.ranks = 2;
     o.capacity = 64 * 1024;
     auto c = GatherCollector::create(name, o);
-    int go[2];
-    if (::pipe(go) != 0) ADD_FAILURE() << "pipe";
-    const pid_t child = fork_child([&] {
+    Pipe go;
+    ChildGuard kids;  // an early return (a failed assertion, an exception) kills and reaps the child
+    const pid_t child = kids.add(fork_child([&] {
         auto w0 = GatherWorker::attach(name, 0);
         auto w1 = GatherWorker::attach(name, 1);
         const std::byte bytes[64]{};
         for (int step = 1; step <= learn + counted; ++step) {
-            char g = 0;
-            ASSERT_EQ(::read(go[0], &g, 1), 1);
+            ASSERT_GE(go.recv(10s), 0) << "no go for step " << step;
             std::this_thread::sleep_for(5ms);
             ASSERT_EQ(w0.reply(static_cast<std::uint64_t>(step), bytes, 5s), Status::ok);
-            std::this_thread::sleep_for(1ms);
+            std::this_thread::sleep_for(gap);
             ASSERT_EQ(w1.reply(static_cast<std::uint64_t>(step), bytes, 5s), Status::ok);
         }
-    });
-    std::uint64_t before = 0;
+    }));
+    CollectRun run;
+    std::uint64_t waits0 = 0;
+    std::chrono::nanoseconds cpu0{0};
     for (int step = 1; step <= learn + counted; ++step) {
-        if (step == learn + 1) before = c.kernel_waits();
-        const char g = 1;
-        EXPECT_EQ(::write(go[1], &g, 1), 1);
+        if (step == learn + 1) {
+            waits0 = c.kernel_waits();
+            cpu0 = thread_cpu_now();
+        }
+        go.send('g');
         const GatherResult r = c.collect_all(static_cast<std::uint64_t>(step), 10s);
-        EXPECT_EQ(r.status, Status::ok) << r.describe();
+        if (r.status != Status::ok) {
+            ADD_FAILURE() << "step " << step << ": " << r.describe();
+            return run;
+        }
     }
-    const std::uint64_t sleeps = c.kernel_waits() - before;
-    EXPECT_EQ(wait_child(child), 0);
-    ::close(go[0]);
-    ::close(go[1]);
-    return sleeps;  // the collector removes the group's names
+    run.kernel_waits = c.kernel_waits() - waits0;
+    run.collector_cpu = thread_cpu_now() - cpu0;
+    EXPECT_EQ(kids.wait(child, 10s), 0);
+    return run;  // the collector removes the group's names
 }
 
 TEST(AdaptiveWait, ACollectSpinsThroughTheSpreadOfItsRepliesAfterAPredictedFirstWait) {
@@ -143,15 +162,30 @@ TEST(AdaptiveWait, ACollectSpinsThroughTheSpreadOfItsRepliesAfterAPredictedFirst
     constexpr std::uint64_t kBound = kCounted * 3 / 2;
     std::vector<std::uint64_t> runs;
     for (int attempt = 0; attempt < 3; ++attempt) {
-        runs.push_back(collect_sleeps_per_run(10, kCounted));
+        runs.push_back(collect_two_ranks(10, kCounted, 1000us).kernel_waits);
         if (runs.back() <= kBound) break;
     }
     std::string seen;
     for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v);
-    std::printf("kernel waits of %d collects, per run: %s (bound %llu)\n", kCounted, seen.c_str(),
+    std::printf("kernel waits of %d collects, replies 1 ms apart, per run: %s (bound %llu)\n", kCounted, seen.c_str(),
                 static_cast<unsigned long long>(kBound));
     EXPECT_LE(runs.back(), kBound) << "kernel waits of " << kCounted << " collects, per run: " << seen
                                    << " — the later replies of a step were slept through";
+}
+
+TEST(AdaptiveWait, ACollectSleepsThroughAStragglerInsteadOfSpinningForIt) {
+    constexpr int kCounted = 20;
+    constexpr auto kBound = 1ms;  // mean collector CPU per collect; spinning spin_max would be >= 2 ms
+    std::vector<std::chrono::nanoseconds> runs;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        runs.push_back(collect_two_ranks(10, kCounted, 3000us).collector_cpu / kCounted);
+        if (runs.back() <= kBound) break;
+    }
+    std::string seen;
+    for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v.count() / 1000) + " us";
+    std::printf("collector CPU per collect, replies 3 ms apart, per run: %s (bound 1000 us)\n", seen.c_str());
+    EXPECT_LE(runs.back(), kBound) << "collector CPU per collect, per run: " << seen
+                                   << " — the collector spun through a straggler it could not catch";
 }
 
 // The polite spin: a waiter whose budget is long (its waits have been ~0.9 ms) shares its CPU with a
