@@ -109,10 +109,6 @@ public:
     // The adaptive spin's predictor: how long a whole collect typically waited (one sample per
     // collect that waited at all, from its first wait until every reply was in).
     [[nodiscard]] std::chrono::nanoseconds typical_collect_wait() const noexcept { return reply_waits_.typical(); }
-    // How far a collect's last reply typically trailed its first (one sample per collect that got a
-    // reply from its first wait): the spin budget of the collect's later waits is twice this, within
-    // [spin_for, spin_max] (spin_for once it passes spin_max).
-    [[nodiscard]] std::chrono::nanoseconds typical_reply_spread() const noexcept { return reply_spread_.typical(); }
     [[nodiscard]] GatherWait method() const noexcept { return options_.method; }
 
     // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this collector sleeps on

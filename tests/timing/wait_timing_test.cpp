@@ -25,6 +25,38 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// These waits depend on a quiet machine; a run may be repeated twice (a machine busy with something
+// else, or whose timers fire late, spoils one): up to three runs, until one is within `bound`. The
+// caller asserts on the last and lists them all.
+template <class T, class Run>
+std::vector<T> runs_until_within(T bound, Run run) {
+    std::vector<T> runs;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        runs.push_back(run());
+        if (runs.back() <= bound) break;
+    }
+    return runs;
+}
+
+std::string listed(const std::vector<std::uint64_t>& runs) {
+    std::string seen;
+    for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v);
+    return seen;
+}
+
+std::string listed(const std::vector<std::chrono::nanoseconds>& runs) {
+    std::string seen;
+    for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v.count() / 1000) + " us";
+    return seen;
+}
+
+// This thread's CPU time.
+std::chrono::nanoseconds thread_cpu_now() {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
 // One run: a reader process fed by this (writer) process at the given intervals, in turn; how many of
 // the counted publishes found the reader asleep (the writer's wake calls). Both ends keep the default
 // wait options: the prediction is what a user who sets nothing gets.
@@ -69,13 +101,9 @@ std::uint64_t publishes_that_found_the_reader_asleep(int learn, int counted,
 // lists every run's count.
 void expect_at_most_asleep(int learn, int counted, const std::vector<std::chrono::microseconds>& intervals,
                            std::uint64_t bound) {
-    std::vector<std::uint64_t> runs;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-        runs.push_back(publishes_that_found_the_reader_asleep(learn, counted, intervals));
-        if (runs.back() <= bound) break;
-    }
-    std::string seen;
-    for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v);
+    const auto runs =
+        runs_until_within(bound, [&] { return publishes_that_found_the_reader_asleep(learn, counted, intervals); });
+    const std::string seen = listed(runs);
     std::printf("publishes (of %d) that found the reader asleep, per run: %s (bound %llu)\n", counted, seen.c_str(),
                 static_cast<unsigned long long>(bound));
     EXPECT_LE(runs.back(), bound) << "publishes (of " << counted << ") that found the reader asleep, per run: "
@@ -109,12 +137,6 @@ struct CollectRun {
     std::uint64_t kernel_waits = 0;
     std::chrono::nanoseconds collector_cpu{0};  // the collecting thread's CPU time, counted collects
 };
-
-std::chrono::nanoseconds thread_cpu_now() {
-    timespec t{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
-}
 
 CollectRun collect_two_ranks(int learn, int counted, std::chrono::microseconds gap) {
     ScopedName name("later-waits");
@@ -160,13 +182,8 @@ CollectRun collect_two_ranks(int learn, int counted, std::chrono::microseconds g
 TEST(AdaptiveWait, ACollectSpinsThroughTheSpreadOfItsRepliesAfterAPredictedFirstWait) {
     constexpr int kCounted = 20;
     constexpr std::uint64_t kBound = kCounted * 3 / 2;
-    std::vector<std::uint64_t> runs;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-        runs.push_back(collect_two_ranks(10, kCounted, 1000us).kernel_waits);
-        if (runs.back() <= kBound) break;
-    }
-    std::string seen;
-    for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v);
+    const auto runs = runs_until_within(kBound, [] { return collect_two_ranks(10, kCounted, 1000us).kernel_waits; });
+    const std::string seen = listed(runs);
     std::printf("kernel waits of %d collects, replies 1 ms apart, per run: %s (bound %llu)\n", kCounted, seen.c_str(),
                 static_cast<unsigned long long>(kBound));
     EXPECT_LE(runs.back(), kBound) << "kernel waits of " << kCounted << " collects, per run: " << seen
@@ -175,14 +192,11 @@ TEST(AdaptiveWait, ACollectSpinsThroughTheSpreadOfItsRepliesAfterAPredictedFirst
 
 TEST(AdaptiveWait, ACollectSleepsThroughAStragglerInsteadOfSpinningForIt) {
     constexpr int kCounted = 20;
-    constexpr auto kBound = 1ms;  // mean collector CPU per collect; spinning spin_max would be >= 2 ms
-    std::vector<std::chrono::nanoseconds> runs;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-        runs.push_back(collect_two_ranks(10, kCounted, 3000us).collector_cpu / kCounted);
-        if (runs.back() <= kBound) break;
-    }
-    std::string seen;
-    for (auto v : runs) seen += (seen.empty() ? "" : ", ") + std::to_string(v.count() / 1000) + " us";
+    // mean collector CPU per collect; spinning spin_max would be >= 2 ms
+    constexpr std::chrono::nanoseconds kBound = 1ms;
+    const auto runs =
+        runs_until_within(kBound, [&] { return collect_two_ranks(10, kCounted, 3000us).collector_cpu / kCounted; });
+    const std::string seen = listed(runs);
     std::printf("collector CPU per collect, replies 3 ms apart, per run: %s (bound 1000 us)\n", seen.c_str());
     EXPECT_LE(runs.back(), kBound) << "collector CPU per collect, per run: " << seen
                                    << " — the collector spun through a straggler it could not catch";
@@ -203,11 +217,6 @@ TEST(AdaptiveWait, ASpinBesideABusyThreadOnItsCpuSleepsSoon) {
         CPU_ZERO(&one);
         CPU_SET(cpu, &one);
         return ::sched_setaffinity(0, sizeof one, &one) == 0;
-    };
-    const auto thread_cpu = [] {
-        timespec t{};
-        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-        return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
     };
     std::atomic<bool> stop{false}, busy_pinned{false}, busy_failed{false};
     std::thread busy([&] {
@@ -237,7 +246,7 @@ TEST(AdaptiveWait, ASpinBesideABusyThreadOnItsCpuSleepsSoon) {
         std::chrono::nanoseconds start{}, at_sleep{-1};
         std::chrono::nanoseconds (*cpu)() = nullptr;
     } spent;
-    spent.cpu = +thread_cpu;
+    spent.cpu = &thread_cpu_now;
     WaitContext ctx{{&site, 1}};
     ctx.history = &h;
     ctx.deadline = Clock::now() + 10s;
@@ -249,7 +258,7 @@ TEST(AdaptiveWait, ASpinBesideABusyThreadOnItsCpuSleepsSoon) {
     WaitOutcome outcome = WaitOutcome::cancelled;
     std::thread waiter([&] {
         ASSERT_TRUE(pin_here());
-        spent.start = thread_cpu();
+        spent.start = thread_cpu_now();
         outcome = block_until(o, ctx, [&] { return flag.load(std::memory_order_acquire); });
     });
     const auto give_up = Clock::now() + 10s;
