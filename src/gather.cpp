@@ -259,7 +259,8 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     // endpoint's history gets one sample: from the first wait until every reply is in. After the
     // first wait the copy stops predicting and spins the later waits for the budget learned from the
     // spread of earlier collects (reply_spread_, one sample: from the end of the first wait, which
-    // brought a reply, until every reply is in; SpinHistory::stop_predicting).
+    // brought a reply, until every reply is in; SpinHistory::stop_predicting) — or, for a spread
+    // longer than the spin, sleeps until the window predicted for the last reply and spins that.
     SpinHistory this_collect(reply_waits_);
     Deadline first_wait{};
     Deadline first_reply{};
@@ -276,8 +277,18 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
                 // learned (alarm lateness, a missed window) goes back now, whatever ends this collect:
                 // a caller collecting in slices must see a missed window in its next slice.
                 reply_waits_.take_prediction_state(this_collect);
-                this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, options_.wait.spin_max));
-                if (o == WaitOutcome::ready) first_reply = Clock::now();
+                // The last reply, predicted from the spread when that is longer than the spin: a
+                // window on the clock, counted from this first reply (SpinHistory::stop_predicting).
+                SpinHistory::Window last_reply{};
+                if (o == WaitOutcome::ready) {
+                    first_reply = Clock::now();
+                    reply_spread_.take_alarm_late(reply_waits_);
+                    if (const SpinHistory::Prediction p = reply_spread_.predicted(options_.wait.spin_max);
+                        p.wake_after.count() > 0)
+                        last_reply = reply_spread_.on_the_clock(p, first_reply);
+                }
+                this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, options_.wait.spin_max),
+                                             last_reply);
             }
             if (o == WaitOutcome::ready) continue;
             result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
@@ -294,7 +305,9 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     if (first_wait != Deadline{} && options_.wait.adaptive()) {
         const Deadline all_in = Clock::now();
         reply_waits_.record(all_in - first_wait, options_.wait.spin_max);
-        if (first_reply != Deadline{}) reply_spread_.record(all_in - first_reply, options_.wait.spin_max);
+        // (A last reply that woke the sleep before its window counts as at the alarm: stop_predicting.)
+        const Deadline last = this_collect.ended_before_window() ? this_collect.later_window().alarm : all_in;
+        if (first_reply != Deadline{}) reply_spread_.record(last - first_reply, options_.wait.spin_max);
     }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;

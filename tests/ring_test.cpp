@@ -955,6 +955,41 @@ TEST(SpinHistory, ACollectsLaterWaitsSpinForTheBudgetLearnedFromTheSpread) {
     EXPECT_EQ(later2.budget(kFloor, kMax), kFloor);
 }
 
+// A spread longer than spin_max (one rank ~3 ms behind the first): the collector predicts the last
+// reply from it, and the later waits of that collect share one window on the clock, counted from the
+// first reply, with the alarm lateness the collector measured on its whole collects.
+TEST(SpinHistory, ACollectsLaterWaitsShareAWindowOnTheClockForALongSpread) {
+    SpinHistory whole;
+    for (int i = 0; i < 40; ++i) whole.record(20ms, kMax);
+    for (int i = 0; i < 40; ++i) whole.record_alarm_late(150us);
+    SpinHistory spread;
+    for (int i = 0; i < 40; ++i) spread.record(3ms, kMax);
+    ASSERT_EQ(spread.budget(kFloor, kMax), kFloor) << "a spread past spin_max is not spun through";
+    spread.take_alarm_late(whole);
+    const SpinHistory::Prediction p = spread.predicted(kMax);
+    ASSERT_GT(p.wake_after, 0ns);
+    const Deadline first_reply = Clock::now();
+    const SpinHistory::Window w = spread.on_the_clock(p, first_reply);
+    EXPECT_EQ(w.alarm, first_reply + p.wake_after);
+    EXPECT_LE(std::chrono::abs(w.end - w.alarm - (150us + p.spin)), 1us)
+        << "the window opens when the alarm goes off, ~150 us late";
+    EXPECT_LE(std::chrono::abs(w.alarm + 150us + p.spin / 2 - (first_reply + 3ms)), 10us) << "centred on 3 ms";
+    SpinHistory later(whole);
+    EXPECT_EQ(later.later_window().end, later.later_window().alarm) << "no window before stop_predicting";
+    later.stop_predicting(spread.budget(kFloor, kMax), w);
+    EXPECT_EQ(later.later_window().alarm, w.alarm);
+    EXPECT_EQ(later.later_window().end, w.end);
+    EXPECT_EQ(later.budget(kFloor, kMax), kFloor) << "outside the window: the floor, then sleep";
+    EXPECT_EQ(SpinHistory(later).later_window().end, SpinHistory(later).later_window().alarm)
+        << "a fresh copy (the next collect) has none";
+    EXPECT_FALSE(later.ended_before_window());
+    later.note_before_window(true);  // what block_until notes when a reply woke the sleep before the alarm
+    EXPECT_TRUE(later.ended_before_window());
+    SpinHistory near;  // a spread within spin_max is spun through: no window
+    for (int i = 0; i < 40; ++i) near.record(500us, kMax);
+    EXPECT_EQ(near.predicted(kMax).wake_after, 0ns);
+}
+
 TEST(SpinHistory, IrregularWaitsGetTheWidestWindowAndNoMore) {
     SpinHistory h;
     for (int i = 0; i < 40; ++i) h.record(i % 2 ? 10ms : 30ms, kMax);  // deviation ~10 ms

@@ -127,8 +127,10 @@ struct WaitOptions {
 //                         (block_until with adaptive options; lead = 2 x (the waits' mean deviation
 //                         + how late the alarm goes off), within [kMinLead, spin_max / 4])
 //   a gather collect's copy after its first wait (stop_predicting)
-//                         no prediction; spin the budget the collector learned from its collects'
-//                         spread (the later replies), then sleep
+//                         no prediction of its own; spin the budget the collector learned from its
+//                         collects' spread (the later replies), then sleep — or, once that spread is
+//                         longer than the spin, sleep until the window the collector predicted for its
+//                         last reply (on the clock, from the first reply), spin it, then sleep
 //
 // Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
 // (stop_predicting's two plain members are set only on a collect's own copy, local to that call.)
@@ -139,6 +141,14 @@ public:
     struct Prediction {
         std::chrono::nanoseconds wake_after{0};
         std::chrono::nanoseconds spin{0};
+    };
+    // A prediction placed on the clock: sleep until `alarm`, then spin until `end` (the alarm goes off
+    // about `late` after it: the window is `end` - `alarm` - late long). A gather collect's later waits
+    // share one (stop_predicting): it counts from the collect's first reply, not from each wait's
+    // start. end == alarm: none.
+    struct Window {
+        Deadline alarm{};
+        Deadline end{};
     };
     // The shortest lead: a timer's slack (50 us by default) plus a wake-up of a halted vCPU.
     static constexpr std::chrono::nanoseconds kMinLead{100'000};
@@ -231,9 +241,41 @@ public:
     // reply more than 10 us behind the first needed a futex wake (10 ms steps on the 16-core
     // machine: the executor slept 2.0 times per all-rank step at W=2, 6.6 at W=8; reply -> collected
     // 81 us against a spinner's 39). Not copied, not handed back.
-    void stop_predicting(std::chrono::nanoseconds later_budget) noexcept {
+    //
+    // Once the spread itself is longer than spin_max (steps of ~10 ms whose workers finish ms apart),
+    // sleeping through every later reply left the collector asleep when the last one came, and that
+    // wake-up on the step's critical path (10 ms steps on the 16-core machine, landed form above: 6.2
+    // sleeps per all-rank step at W=8, reply -> collected 65 us against the spinner's 29). So the
+    // collector predicts the last reply as a long wait is predicted — the spread's history, from the
+    // first reply — and passes that window: the later waits sleep until it opens (an earlier reply
+    // wakes the sleep as any reply does; the collect drains it and sleeps again until the same alarm),
+    // then spin it, then sleep as usual. The same sleep, alarm and spin as a predicted wait's: no new
+    // wake path.
+    void stop_predicting(std::chrono::nanoseconds later_budget, Window later_window) noexcept {
         stopped_ = true;
         later_budget_ = later_budget;
+        later_window_ = later_window;
+    }
+    void stop_predicting(std::chrono::nanoseconds later_budget) noexcept { stop_predicting(later_budget, Window{}); }
+    // The window of a collect's later waits (stop_predicting); none before that, or none predicted.
+    [[nodiscard]] Window later_window() const noexcept { return stopped_ ? later_window_ : Window{}; }
+    // Whether the last of those waits ended by its event before the window opened. A reply that wakes
+    // the sleep is collected a wake-up after it came (~200 us on the 2-core VM): learning the spread
+    // from that moment taught a window later than the replies, which missed them the same way again
+    // (15-20 of 20 stragglers found the collector asleep in a timing test). Such a collect's sample is
+    // the alarm instead — the reply came before it, how long before is unknown — so that a window that
+    // opens too late moves earlier until it holds the reply, and a reply caught there is timed exactly.
+    void note_before_window(bool before) noexcept { before_window_ = before; }
+    [[nodiscard]] bool ended_before_window() const noexcept { return before_window_; }
+    // `prediction` placed on the clock from `origin`: its alarm, and the end of its spin window.
+    [[nodiscard]] Window on_the_clock(Prediction prediction, Deadline origin) const noexcept {
+        const Deadline alarm = origin + prediction.wake_after;
+        return {alarm, alarm + std::chrono::nanoseconds{alarm_late_ns_.load(std::memory_order_relaxed)} + prediction.spin};
+    }
+    // How late alarms go off is the machine's, not the waits': a history that predicts from another
+    // kind of wait (the replies' spread) starts from what this one measured.
+    void take_alarm_late(const SpinHistory& other) noexcept {
+        alarm_late_ns_.store(other.alarm_late_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
     // What a copy (the one a gather collect waits with) learned about this machine's alarms and
     // whether its prediction missed.
@@ -254,6 +296,8 @@ private:
     // Plain members: only a collect's own copy, local to that call, sets them (stop_predicting).
     bool stopped_ = false;                         // a collect's copy, after its first wait
     std::chrono::nanoseconds later_budget_{0};     // that copy's spin budget from then on
+    Window later_window_{};                        // and its window for the last reply, if predicted
+    bool before_window_ = false;                   // its last wait ended by its event before the window
 };
 
 // A spin longer than one futex wake must not take a CPU that another thread needs (the spinner's
@@ -711,6 +755,29 @@ template <class Ready>
                 ctx.history->record_alarm_late(window - alarm);
                 outcome = block_until(AdaptiveHybridStrategy{options.spin_for, p.spin}, ctx, ready);
                 if (outcome != WaitOutcome::ready) ctx.history->prediction_missed();
+                done = true;
+            }
+        }
+    }
+    // A gather collect's later waits, when the collector predicted its last reply (SpinHistory::
+    // stop_predicting): the same sleep until an alarm, then the spin window, at a time on the clock
+    // that all of that collect's later waits share. Before the alarm, a reply ends the sleep as any
+    // wake does (the collect drains it and comes back here); past the window, the usual budget.
+    if (const SpinHistory::Window w = ctx.history->later_window(); !done && w.end > w.alarm) {
+        ctx.history->note_before_window(false);
+        start = Clock::now();
+        if (start < w.end && w.alarm < ctx.deadline) {
+            if (start < w.alarm) {
+                WaitContext until_alarm = ctx;
+                until_alarm.deadline = w.alarm;
+                outcome = block_until(FutexStrategy{}, until_alarm, ready);
+                done = outcome != WaitOutcome::timed_out;
+                ctx.history->note_before_window(outcome == WaitOutcome::ready);
+                if (!done && ctx.end_on_signal && Clock::now() < w.alarm) return outcome;  // as above
+            }
+            if (!done) {
+                const std::chrono::nanoseconds left = w.end - Clock::now();  // what is left of the window
+                outcome = block_until(AdaptiveHybridStrategy{options.spin_for, std::max(left, options.spin_for)}, ctx, ready);
                 done = true;
             }
         }

@@ -118,10 +118,10 @@ CHECKS=(
 "neg-z-after-stamp |assertion violated .*msg\\[|$ST -DBUG_Z_AFTER_STAMP|$SAFE|-m200000 -w20|Z after the stamp: S1, the reader polls the old word first"
 "neg-no-lap        |assertion violated .*msg\\[|$ST -DBUG_NO_LAP|$SAFE|-m200000 -w20|stamps without laps: S1, a full ring's old record taken again"
 "neg-z-always      |assertion violated .*st%4|$ST -DBUG_Z_ALWAYS|$SAFE|-m200000 -w20|Z on a full ring: S2, the lagging reader's header is cleared"
-"gather-alarm      |pass|$G -DK=2 -DCAP=1 -DF=3 -DALARM|$SAFE|-m200000 -w22|the predicted wait: the collect's first sleep may end by its alarm at any moment"
+"gather-alarm      |pass|$G -DK=2 -DCAP=1 -DF=3 -DALARM|$SAFE|-m200000 -w22|the predicted waits: two of the collect's sleeps (the first wait's, the later window's) may end by an alarm at any moment"
 "gather-alarm-waitv|pass|$G -DK=2 -DCAP=1 -DF=2 -DWAITV -DALARM|$SAFE|-m200000 -w22|same over futex_waitv"
 "neg-alarm-recheck |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DALARM -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|the alarm does not hide a missing 3d: P3"
-"neg-alarm-dl      |invalid end state|$G -DK=2 -DCAP=1 -DF=2 -DALARM -DBUG_COLLECTOR_NO_RECHECK -DNO_MONITOR|$SAFE|-m200000 -w20|same, deadlock check alone: one alarm cannot rescue a lost wake-up"
+"neg-alarm-dl      |invalid end state|$G -DK=2 -DCAP=1 -DF=2 -DALARM -DBUG_COLLECTOR_NO_RECHECK -DNO_MONITOR|$SAFE|-m200000 -w20|same, deadlock check alone: the alarms cannot rescue a lost wake-up"
 )
 
 trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; echo "${s%"${s##*[![:space:]]}"}"; }

@@ -43,7 +43,7 @@
  *   pending ring, one acquire load of tail per ring (one step each).  The
  *   closed flag is not modelled (workers do not close).
  *   futex_wait / futex_waitv / futex_wake are atomic in the kernel, as in
- *   ring.pml; none of them returns early here (but for -DALARM's one alarm, below; no timeouts: the liveness
+ *   ring.pml; none of them returns early here (but for -DALARM's alarms, below; no timeouts: the liveness
  *   interval's timeout would turn a lost wake-up into a stall of up to one
  *   liveness_interval, which the model must not hide).
  *
@@ -75,7 +75,7 @@
  *                        fills the ring and waits for space while the
  *                        collector sleeps on the bell                 -> P3 / P4
  *   BUG_COLLECTOR_NO_RECHECK  wait_any without 3d                     -> P3 / P4
- *                        (also with -DALARM: the predicted wait's alarm ends one sleep early and
+ *                        (also with -DALARM: the predicted waits' alarms end sleeps early and
  *                        does not hide the lost wake-up)
  *   NO_MONITOR           drop the P3 assertions (to show P4 alone)
  */
@@ -110,7 +110,10 @@ bit  collector_sleeping; /* DoorbellLine.collector_sleeping, bit 0 */
 /* ---------------- kernel state ---------------- */
 bit  c_blocked;        /* the collector is queued (futex_wait on the bell / futex_waitv) */
 #ifdef ALARM
-bit  alarm_left = 1;   /* the collect's first wait is a predicted one: its sleep may end by its alarm */
+#ifndef ALARMS
+#define ALARMS 2       /* the first wait's alarm and the later waits' window (gather.cpp) */
+#endif
+byte alarms_left = ALARMS;  /* a predicted wait's sleep may end by its alarm */
 #endif
 bit  w_blocked[K];     /* worker w is queued in futex_wait(&space_seq[w]) */
 
@@ -240,16 +243,18 @@ inline any_ready() {
     od
 }
 
-/* 3e ends: a futex_wake dequeued the collector (or it never queued). With -DALARM the first sleep of
- * the collect may also end by its own timeout (the predicted wait of wait.hpp: sleep until shortly
- * before the expected reply, then spin): once, at any moment, then the collector drains and waits
- * again without an alarm. The alarm must not be what delivers a reply: P3 is asserted when the
- * collector queues, and after the one alarm nothing else ends a sleep. */
+/* 3e ends: a futex_wake dequeued the collector (or it never queued). With -DALARM a sleep of the
+ * collect may also end by its own timeout, ALARMS times in all, each at any moment: the first wait's
+ * alarm (the predicted wait of wait.hpp: sleep until shortly before the expected reply, then spin)
+ * and the later waits' shared window (SpinHistory::stop_predicting: sleep until shortly before the
+ * last reply predicted from the spread), after which the collector drains and waits again. An alarm
+ * must not be what delivers a reply: P3 is asserted when the collector queues, and once the alarms
+ * are spent nothing else ends a sleep. */
 #ifdef ALARM
 #define DEQUEUED()                                                              \
     if                                                                          \
     :: !c_blocked -> skip                                                       \
-    :: atomic { c_blocked && alarm_left -> c_blocked = 0; alarm_left = 0 }      \
+    :: atomic { c_blocked && alarms_left > 0 -> c_blocked = 0; alarms_left-- }  \
     fi
 #else
 #define DEQUEUED() !c_blocked
