@@ -262,6 +262,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     // brought a reply, until every reply is in; SpinHistory::stop_predicting) — or, for a spread
     // longer than the spin, sleeps until the window predicted for the last reply and spins that.
     SpinHistory this_collect(reply_waits_);
+    const bool awaited_several = pending.size() >= 2;  // this call's ranks, less the replies kept for it
     Deadline first_wait{};
     Deadline first_reply{};
     try {
@@ -271,21 +272,24 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
             const bool first = first_wait == Deadline{};
             if (first) first_wait = Clock::now();
             // ONE wait for the whole pending set.
+            this_collect.note_before_window(false);  // it says what the last wait saw
             const WaitOutcome o = wait_any(pending, lazy_deadline.deadline(), this_collect);
             if (first && options_.wait.adaptive()) {
                 // Only the first wait is predicted (the history is of whole collects); what it
                 // learned (alarm lateness, a missed window) goes back now, whatever ends this collect:
                 // a caller collecting in slices must see a missed window in its next slice.
                 reply_waits_.take_prediction_state(this_collect);
-                // The last reply, predicted from the spread when that is longer than the spin: a
-                // window on the clock, counted from this first reply (SpinHistory::stop_predicting).
+                // The last reply, predicted from the spread when that is typically longer than the
+                // spin (only then: a spread within it is spun through, as before): a window on the
+                // clock, counted from this first reply (SpinHistory::stop_predicting).
                 SpinHistory::Window last_reply{};
                 if (o == WaitOutcome::ready) {
                     first_reply = Clock::now();
                     reply_spread_.take_alarm_late(reply_waits_);
-                    if (const SpinHistory::Prediction p = reply_spread_.predicted(options_.wait.spin_max);
-                        p.wake_after.count() > 0)
-                        last_reply = reply_spread_.on_the_clock(p, first_reply);
+                    if (reply_spread_.typical() > options_.wait.spin_max)
+                        if (const SpinHistory::Prediction p = reply_spread_.predicted(options_.wait.spin_max);
+                            p.wake_after.count() > 0)
+                            last_reply = reply_spread_.on_the_clock(p, first_reply);
                 }
                 this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, options_.wait.spin_max),
                                              last_reply);
@@ -305,9 +309,16 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     if (first_wait != Deadline{} && options_.wait.adaptive()) {
         const Deadline all_in = Clock::now();
         reply_waits_.record(all_in - first_wait, options_.wait.spin_max);
-        // (A last reply that woke the sleep before its window counts as at the alarm: stop_predicting.)
-        const Deadline last = this_collect.ended_before_window() ? this_collect.later_window().alarm : all_in;
-        if (first_reply != Deadline{}) reply_spread_.record(last - first_reply, options_.wait.spin_max);
+        // The spread: only of collects that awaited several replies (a single-rank collect's "spread"
+        // of zero would teach an all-rank collect of the same executor that its replies come
+        // together). A last reply that woke the sleep before its window counts as at the alarm when
+        // the window was near (the wake-up's latency would teach a window that opens after the
+        // replies), and as when it was collected when the window was far off (a spread that an
+        // outlier stretched comes back in a few collects instead of a lead per collect).
+        const SpinHistory::Window w = this_collect.later_window();
+        const bool near_window = w.alarm - all_in <= w.end - w.alarm;
+        const Deadline last = this_collect.ended_before_window() && near_window ? w.alarm : all_in;
+        if (first_reply != Deadline{} && awaited_several) reply_spread_.record(last - first_reply, options_.wait.spin_max);
     }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;

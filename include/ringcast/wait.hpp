@@ -133,7 +133,8 @@ struct WaitOptions {
 //                         last reply (on the clock, from the first reply), spin it, then sleep
 //
 // Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
-// (stop_predicting's two plain members are set only on a collect's own copy, local to that call.)
+// (The plain members below — stopped_, later_budget_, later_window_, before_window_ — are set only on
+// a collect's own copy, local to that call: by the collect, and by block_until in that call's thread.)
 class SpinHistory {
 public:
     // The prediction of a long wait: sleep until `wake_after` from the wait's start, then spin for at
@@ -259,12 +260,14 @@ public:
     void stop_predicting(std::chrono::nanoseconds later_budget) noexcept { stop_predicting(later_budget, Window{}); }
     // The window of a collect's later waits (stop_predicting); none before that, or none predicted.
     [[nodiscard]] Window later_window() const noexcept { return stopped_ ? later_window_ : Window{}; }
-    // Whether the last of those waits ended by its event before the window opened. A reply that wakes
-    // the sleep is collected a wake-up after it came (~200 us on the 2-core VM): learning the spread
-    // from that moment taught a window later than the replies, which missed them the same way again
-    // (15-20 of 20 stragglers found the collector asleep in a timing test). Such a collect's sample is
-    // the alarm instead — the reply came before it, how long before is unknown — so that a window that
-    // opens too late moves earlier until it holds the reply, and a reply caught there is timed exactly.
+    // Whether the last of those waits found its event when its sleep until the window's alarm ended
+    // (the event came before the window, or while the alarm's wake-up ran). A reply that wakes the
+    // sleep is collected a wake-up after it came (~200 us on the 2-core VM): learning the spread from
+    // that moment taught a window later than the replies, which missed them the same way again (15-20
+    // of 20 stragglers found the collector asleep in a timing test). The collector counts such a
+    // collect at the alarm instead when the window was near (gather.cpp) — the reply came before it,
+    // how long before is unknown — so that a window that opens too late moves earlier until it holds
+    // the reply, and a reply caught there is timed exactly. The collect resets it before each wait.
     void note_before_window(bool before) noexcept { before_window_ = before; }
     [[nodiscard]] bool ended_before_window() const noexcept { return before_window_; }
     // `prediction` placed on the clock from `origin`: its alarm, and the end of its spin window.
@@ -737,8 +740,9 @@ template <class Ready>
     // so an early event wakes it as any sleep — whose deadline is the waiter's own alarm, then the spin
     // window, then (the prediction missed) the usual spin_for + sleep. No new wake path: the alarm is
     // a sleep that returns by its timeout before the event, then the usual re-check. The model checks
-    // it: ring.pml's -DSPURIOUS checks let any futex wait return early; gather.pml's -DALARM ends the
-    // collect's first sleep at any moment, with must-fail partners (tests/model/check.sh).
+    // it: ring.pml's -DSPURIOUS checks let any futex wait return early; gather.pml's -DALARM ends two
+    // of a collect's sleeps (this one's and the later waits' window's, below) at any moment, with
+    // must-fail partners (tests/model/check.sh).
     if (const SpinHistory::Prediction p = ctx.history->predicted(options.spin_max); p.wake_after.count() > 0) {
         start = Clock::now();
         const Deadline alarm = start + p.wake_after;

@@ -223,6 +223,65 @@ TEST(AdaptiveWait, ACollectSleepsThroughAStragglerAndWakesForItsPredictedReply) 
                                      << " — the collector spun through a straggler instead of sleeping";
 }
 
+// The later waits' window itself (block_until with a collect's copy after stop_predicting, the path
+// gather.cpp takes once the spread is longer than the spin): an event that comes before the window
+// wakes the sleep at once (the waker finds it asleep) and says so; one that comes inside the window
+// finds the waiter spinning (no wake call). `event_at` after the wait begins; the window opens at
+// 5 ms and ends at 9 ms.
+struct WindowedWait {
+    WaitOutcome outcome = WaitOutcome::cancelled;
+    std::uint64_t wake_calls = 0;
+    bool before_window = false;
+    std::chrono::nanoseconds took{0};
+};
+
+WindowedWait windowed_wait(std::chrono::microseconds event_at) {
+    std::atomic<std::uint32_t> seq{0};
+    std::atomic<std::uint64_t> sleeping{0}, waits{0}, wakes{0};
+    std::atomic<bool> flag{false};
+    const SleepSite site{&seq, &sleeping, 1, 0, &waits};
+    WaitOptions o;  // the defaults: adaptive
+    SpinHistory h;
+    const Deadline start = Clock::now();
+    h.stop_predicting(o.spin_for, SpinHistory::Window{start + 5ms, start + 9ms});
+    WaitContext ctx{{&site, 1}};
+    ctx.history = &h;
+    ctx.deadline = start + 10s;
+    std::thread waker([&] {
+        std::this_thread::sleep_until(start + event_at);
+        flag.exchange(true, std::memory_order_seq_cst);  // w1
+        notify_sleepers(site, wakes);                    // w2..w3: counts a wake call only if asleep
+    });
+    WindowedWait r;
+    r.outcome = block_until(o, ctx, [&] { return flag.load(std::memory_order_acquire); });
+    r.took = Clock::now() - start;
+    waker.join();
+    r.wake_calls = wakes.load();
+    r.before_window = h.ended_before_window();
+    return r;
+}
+
+TEST(AdaptiveWait, ALaterWaitSleepsUntilItsWindowAndSpinsThere) {
+    const WindowedWait early = windowed_wait(1000us);
+    EXPECT_EQ(early.outcome, WaitOutcome::ready);
+    EXPECT_EQ(early.wake_calls, 1u) << "an event before the window finds the waiter asleep";
+    EXPECT_TRUE(early.before_window);
+    EXPECT_LT(early.took, 4ms) << "woken by the event, not by the alarm";
+    // Inside the window (6.5 ms: 1.5 ms after it opens, 2.5 ms before it ends). Up to three runs: an
+    // alarm delayed by more than 1.5 ms (a loaded machine) opens the window after the event.
+    std::vector<std::uint64_t> asleep;
+    WindowedWait inside;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        inside = windowed_wait(6500us);
+        asleep.push_back(inside.wake_calls);
+        if (inside.wake_calls == 0) break;
+    }
+    std::printf("event inside the window: wake calls per run %s\n", listed(asleep).c_str());
+    EXPECT_EQ(inside.outcome, WaitOutcome::ready);
+    EXPECT_EQ(inside.wake_calls, 0u) << "the waiter slept through its window, per run: " << listed(asleep);
+    EXPECT_FALSE(inside.before_window);
+}
+
 // The polite spin: a waiter whose budget is long (its waits have been ~0.9 ms) shares its CPU with a
 // busy thread. Its first yield hands that thread a timeslice, and it sleeps without spinning on: a
 // spin that did not yield took 1.8 ms of CPU here, its whole budget. Measured in the waiter's own CPU
