@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# A/B of the later-window change: b71a55b (o) vs working tree (n), 10 ms steps, alternated in one call.
+set -u
+mkdir -p /tmp/old && tar xzf .old/old.tgz -C /tmp/old
+py=python3
+opts="-DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BENCH_ZMQ=OFF -DPython_EXECUTABLE=$(command -v $py) -Dpybind11_DIR=$($py -m pybind11 --cmakedir)"
+(cmake -S /tmp/old -B /tmp/bo $opts >/tmp/co.log 2>&1 && cmake --build /tmp/bo -j8 >>/tmp/co.log 2>&1 || tail -20 /tmp/co.log) &
+(cmake -S . -B /tmp/bn $opts >/tmp/cn.log 2>&1 && cmake --build /tmp/bn -j8 >>/tmp/cn.log 2>&1 || tail -20 /tmp/cn.log) &
+wait
+echo "built $(date +%T)"
+for i in 1 2 3; do for w in ${WS:-2 8}; do for v in o n; do
+  d=$OUT/r$i-w$w-$v; mkdir -p $d
+  PYTHONPATH=/tmp/b$v/python timeout 200 $py bench/showdown/showdown.py --workers $w --steps 150 --repeats 1 --work-ms 10 --variants ac --out $d > $d/showdown.txt 2>&1
+  echo "== round $i W=$w $v $(date +%T)"; grep -E "^\((a|c)\).*(sync|async) " $d/showdown.txt | awk '{print}' | cut -c1-150
+done; done; done
