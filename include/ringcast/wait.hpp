@@ -768,7 +768,6 @@ template <class Ready>
     // that all of that collect's later waits share. Before the alarm, a reply ends the sleep as any
     // wake does (the collect drains it and comes back here); past the window, the usual budget.
     if (const SpinHistory::Window w = ctx.history->later_window(); !done && w.end > w.alarm) {
-        ctx.history->note_before_window(false);
         start = Clock::now();
         if (start < w.end && w.alarm < ctx.deadline) {
             if (start < w.alarm) {
