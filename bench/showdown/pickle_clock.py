@@ -51,10 +51,14 @@ def timed_pickle_module():
 
 
 def install(module_names):
-    """Replaces the `pickle` global of each named (imported) module with the timed stand-in."""
+    """Replaces the `pickle` global of each named (imported) module with the timed stand-in; ringcast's
+    compiled module, which pickles inside its one-call paths, gets the timed dumps/loads too."""
     timed = timed_pickle_module()
     for name in module_names:
         module = sys.modules[name]
         if getattr(module, "pickle", None) is not pickle:
             raise RuntimeError(f"--trace: {name} does not use the pickle module by that name")
         module.pickle = timed
+    core = sys.modules.get("ringcast._core")
+    if core is not None:
+        core._set_pickle_functions(_timed_dumps, _timed_loads)

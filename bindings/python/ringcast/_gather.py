@@ -306,7 +306,7 @@ class ReplyGather:
             return
         if self._worker is None:
             raise RuntimeError("reply: only a worker (create_from_handle) replies")
-        self._worker.reply(tag, pickle.dumps(obj, protocol=5), timeout)
+        self._worker.reply_object(tag, obj, timeout)  # pickles and copies in one call
 
     # ---- executor side --------------------------------------------------------------------------
     def collect(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
@@ -343,13 +343,13 @@ class ReplyGather:
         """
         if self._collector is None:
             raise RuntimeError("collect: only the executor side (the constructor's) collects")
-        wanted = _ranks_list(ranks, self.n_ranks)
+        # One binding call that waits, copies and unpickles; () asks for every rank.
+        wanted = () if ranks is None else _ranks_list(ranks, self.n_ranks)
         try:
-            parts = self._collector.collect(tag, wanted, timeout)
+            return self._collector.collect_objects(tag, wanted, timeout)
         except _core.ClosedError as e:
-            self._raise_if_remote_lost(e, wanted)
+            self._raise_if_remote_lost(e, list(wanted) or list(range(self.n_ranks)))
             raise
-        return [pickle.loads(b) for b in parts]
 
     def _raise_if_remote_lost(self, err: BaseException, wanted: List[int]) -> None:
         # The bridge lists a rank in lost_ranks() BEFORE it closes the rank's reply ring, so a collect
@@ -468,7 +468,7 @@ class PendingReplies:
         if self._taken:
             raise RuntimeError(f"result() of collect(tag={self.tag}) was already taken")
         try:
-            parts = self._collector.collect_result()  # raises TimeoutError / StaleReplyError / ... as collect()
+            replies = self._collector.collect_result_objects()  # raises TimeoutError / StaleReplyError / ... as collect()
         except KeyboardInterrupt:
             raise  # still pending: result() may be called again
         except _core.ClosedError as e:
@@ -480,7 +480,7 @@ class PendingReplies:
             self._taken = True  # the collect ended with this error
             raise
         self._taken = True
-        return [pickle.loads(b) for b in parts]
+        return replies
 
     def __await__(self) -> Generator[Any, None, List[Any]]:
         """``replies = await gather.collect_async(tag, ranks, timeout)``: waits on the running asyncio

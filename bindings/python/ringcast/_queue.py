@@ -298,6 +298,7 @@ class MessageQueue:
     # Set by the constructor or create_from_handle: a writer has _writer, a reader _reader, the other one
     # is None (_require_writer/_require_reader check the role first).
     _writer: Any
+    _send_object: Any = None  # the writer's Writer.send_object, where enqueue may use it
     _reader: Any
     _finalizer: Any
 
@@ -387,6 +388,10 @@ class MessageQueue:
         self.max_chunks = max_chunks
         self._oob_threshold = oob_threshold
         self._max_parts = self._writer.max_parts
+        # enqueue's one-call path pickles inside the binding with the same rule as dumps_out_of_band;
+        # a subclass with its own _pickle (ringcast.vllm's tensor pickler) keeps the Python path.
+        self._writer.set_out_of_band(oob_threshold, self._max_parts - 1)
+        self._send_object = self._writer.send_object if type(self)._pickle is pickle5 else None
         self.handle = Handle(
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
             max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,
@@ -567,11 +572,13 @@ class MessageQueue:
             pickle.PicklingError, TypeError, AttributeError: what pickle raises for an object
                 it cannot pickle (nothing is sent).
         """
-        # The hot path of every step: checks inlined, one pickling call, one binding call.
+        # The hot path of every step: checks inlined, then one binding call that pickles and copies.
         if not self._is_writer:
             self._require_writer("enqueue")
         if _gpu.may_hold_device_arrays():  # torch/cupy loaded: CUDA arrays go by DMA (docs/gpu.md)
             return _gpu.enqueue(self, obj, timeout)
+        if self._send_object is not None:
+            return self._send_object(obj, timeout)
         self._writer.send(dumps_out_of_band(obj, self._oob_threshold, self._max_parts - 1, self._pickle), timeout)
 
     def dequeue(self, timeout: Optional[float] = None, indefinite: bool = False, device: Any = None) -> Any:
@@ -603,9 +610,15 @@ class MessageQueue:
             self._require_reader("dequeue")
         if self._gpu_pending is not None:  # a device message a timed-out dequeue left half received
             return _gpu.resume(self, timeout)
-        parts = self._reader.recv(timeout)
-        if len(parts) == 1:  # the common case: one pickle, no out-of-band buffers, no device arrays
-            return pickle.loads(parts[0])
+        if self._is_local_reader:  # one binding call: waits, unpickles (in place when one record)
+            obj = self._reader.recv_object(timeout)
+            if type(obj) is not _core.MultipartMessage:
+                return obj
+            parts = obj.parts
+        else:
+            parts = self._reader.recv(timeout)
+            if len(parts) == 1:  # one pickle, no out-of-band buffers, no device arrays
+                return pickle.loads(parts[0])
         if _gpu.is_device_message(parts):
             return _gpu.receive(self, parts, timeout, device)
         return self._loads(parts)

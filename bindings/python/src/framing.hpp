@@ -8,7 +8,8 @@
 //   A message that fits one record is `whole`; a longer one is `first` (holds the whole stream header),
 //   `middle`*, `last`. The writer never builds the stream in memory: it copies header and parts straight
 //   into the reserved records (no intermediate concatenation), and the reader copies each record
-//   straight into the final Python objects (part 0: bytes, others: bytearray). The binding does its own
+//   straight into the final Python objects (part 0: bytes, others: bytearray) — except a one-part
+//   message in one record, which Reader.recv_object unpickles where it lies (kOnePartHeader below). The binding does its own
 //   fragmentation instead of the core's Writer::write() fragments because a timed-out core write() of a
 //   fragmented message withdraws the whole message, so bounded wait slices would restart it forever,
 //   and because core fragments are reassembled into the reader's buffer (a second copy).
@@ -18,8 +19,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +44,35 @@ enum class Frame : std::uint64_t { whole = 1, first = 2, middle = 3, last = 4, a
 constexpr std::uint64_t make_tag(std::uint64_t seq, Frame f) { return (seq << 8) | static_cast<std::uint64_t>(f); }
 constexpr Frame tag_frame(std::uint64_t tag) { return static_cast<Frame>(tag & 0xff); }
 constexpr std::uint64_t tag_seq(std::uint64_t tag) { return tag >> 8; }
+
+// The common message: one `bytes` part (a pickle without out-of-band buffers) in one `whole` record.
+// Its stream header is 16 bytes: magic | nparts = 1 | length with kPartIsBytes. The one-call paths
+// (Writer.send_object, Reader.recv_object) write and read it directly; the general code below reads
+// and writes the same bytes, so either side may take either path.
+inline constexpr std::size_t kOnePartHeader = 16;
+
+inline void write_one_part_header(std::byte* dst, std::uint64_t len) {
+    const std::uint32_t magic = kFrameMagic, nparts = 1;
+    const std::uint64_t word = len | kPartIsBytes;
+    std::memcpy(dst, &magic, 4);
+    std::memcpy(dst + 4, &nparts, 4);
+    std::memcpy(dst + 8, &word, 8);
+}
+
+// The pickle inside a `whole` record that holds exactly one `bytes` part; empty optional for every
+// other record (several parts, a bytearray part, or a malformed header, which the general path
+// then reports as corrupt).
+[[nodiscard]] inline std::optional<std::span<const std::byte>> one_part_payload(std::span<const std::byte> record) {
+    if (record.size() < kOnePartHeader) return std::nullopt;
+    std::uint32_t magic = 0, nparts = 0;
+    std::uint64_t word = 0;
+    std::memcpy(&magic, record.data(), 4);
+    std::memcpy(&nparts, record.data() + 4, 4);
+    std::memcpy(&word, record.data() + 8, 8);
+    if (magic != kFrameMagic || nparts != 1 || word != ((record.size() - kOnePartHeader) | kPartIsBytes))
+        return std::nullopt;
+    return record.subspan(kOnePartHeader);
+}
 
 // Writer side: the logical stream of one message (header, then the parts' own buffers), copied out
 // record by record. Built and destroyed with the GIL held (it exports and releases Python buffers).

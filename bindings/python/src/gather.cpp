@@ -3,6 +3,7 @@
 
 #include "args.hpp"
 #include "errors.hpp"
+#include "pickling.hpp"
 
 using namespace std::chrono_literals;
 
@@ -33,6 +34,16 @@ PyGatherCollector::~PyGatherCollector() {
 
 py::list PyGatherCollector::collect(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                     const std::optional<double>& timeout) {
+    return collect_as(tag, std::move(ranks), timeout, false);
+}
+
+py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                            const std::optional<double>& timeout) {
+    return collect_as(tag, std::move(ranks), timeout, true);
+}
+
+py::list PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                       const std::optional<double>& timeout, bool unpickle) {
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect: a collect_async is pending on this ReplyGather; call its "
                                           "result() first"};
@@ -40,7 +51,7 @@ py::list PyGatherCollector::collect(std::uint64_t tag, std::vector<std::uint32_t
     check_usable("collect");
     Collect c = begin(tag, std::move(ranks), timeout);
     Gil gil;
-    return finish(c, gil);
+    return finish(c, gil, unpickle);
 }
 
 void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
@@ -69,14 +80,17 @@ bool PyGatherCollector::collect_done() {
     return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
 }
 
-py::list PyGatherCollector::collect_result() {
+py::list PyGatherCollector::collect_result() { return result(false); }
+py::list PyGatherCollector::collect_result_objects() { return result(true); }
+
+py::list PyGatherCollector::result(bool unpickle) {
     if (!async_) throw Failure{PyExc_RuntimeError, "result(): no collect_async is pending"};
     Busy busy(*this);
     std::unique_ptr<Collect> c = std::move(async_);
     if (c->error) std::rethrow_exception(c->error);
     Gil gil;
     try {
-        return finish(*c, gil);
+        return finish(*c, gil, unpickle);
     } catch (py::error_already_set& e) {  // Ctrl-C while waiting: still pending, result() may be retried
         if (e.matches(PyExc_KeyboardInterrupt)) async_ = std::move(c);
         throw;
@@ -111,31 +125,29 @@ Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t) {
     return last.status;
 }
 
-py::list PyGatherCollector::finish(Collect& c, Gil& gil) {
+py::list PyGatherCollector::finish(Collect& c, Gil& gil, bool unpickle) {
     Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns);
     if (s == Status::timed_out && c.deadline != kPollOnly && Clock::now() < c.deadline)
         s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t); });
     gil.acquire();
-    return replies_or_raise(s, c.tag, c.ranks, c.pending, c.got, c.timeout_text);
+    return replies_or_raise(s, c, unpickle);
 }
 
-py::list PyGatherCollector::replies_or_raise(Status s, std::uint64_t tag, const std::vector<std::uint32_t>& ranks,
-                                             const std::vector<std::uint32_t>& missing,
-                                             const std::vector<std::optional<std::vector<std::byte>>>& got,
-                                             const std::string& timeout_txt) const {
+py::list PyGatherCollector::replies_or_raise(Status s, const Collect& c, bool unpickle) const {
     if (s != Status::ok) {
         GatherResult r;
         r.status = s;
-        r.missing = missing;
-        const std::string what = "collect(tag=" + std::to_string(tag) + ") on '" + name_ + "': " + r.describe();
-        if (s == Status::timed_out) throw TimedOut{what + " (timeout " + timeout_txt + ")"};
+        r.missing = c.pending;
+        const std::string what = "collect(tag=" + std::to_string(c.tag) + ") on '" + name_ + "': " + r.describe();
+        if (s == Status::timed_out) throw TimedOut{what + " (timeout " + c.timeout_text + ")"};
         if (s == Status::cancelled) throw Closed{what + " (shut down)"};
         throw Closed{what + " (those workers closed their reply rings)"};
     }
-    py::list out(ranks.size());
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-        const auto& v = got[ranks[i]];
-        out[i] = py::bytes(reinterpret_cast<const char*>(v->data()), v->size());
+    py::list out(c.ranks.size());
+    for (std::size_t i = 0; i < c.ranks.size(); ++i) {
+        const std::vector<std::byte>& v = *c.got[c.ranks[i]];
+        if (unpickle) out[i] = loads_in_place(v);  // the collect's own copy: nothing to release after
+        else out[i] = py::bytes(reinterpret_cast<const char*>(v.data()), v.size());
     }
     return out;
 }
@@ -154,7 +166,22 @@ void PyGatherWorker::reply(std::uint64_t tag, py::buffer data, const std::option
     Busy busy(*this);
     check_usable("reply");
     PyBuf buf(data);
-    const std::span<const std::byte> bytes(buf.data(), buf.size());
+    reply_bytes(tag, std::span<const std::byte>(buf.data(), buf.size()), timeout);
+}
+
+void PyGatherWorker::reply_object(std::uint64_t tag, py::handle obj, const std::optional<double>& timeout) {
+    check_usable("reply");
+    const py::bytes pickle = dumps_in_band(obj);
+    Busy busy(*this);
+    // `pickle` is immutable and outlives the GIL-released wait below: its bytes stay readable.
+    reply_bytes(tag,
+                std::span<const std::byte>(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(pickle.ptr())),
+                                           static_cast<std::size_t>(PyBytes_GET_SIZE(pickle.ptr()))),
+                timeout);
+}
+
+void PyGatherWorker::reply_bytes(std::uint64_t tag, std::span<const std::byte> bytes,
+                                 const std::optional<double>& timeout) {
     Gil gil;
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Status s = worker_->reply(tag, bytes, 0ns);  // probe: room now → no GIL release

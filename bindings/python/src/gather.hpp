@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ public:
 
     // Replies (bytes) for `ranks` (empty: all), in the order of `ranks`.
     py::list collect(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+    // collect in one call: the replies unpickled here (pickling.hpp), from the copies the core made,
+    // without a bytes object per reply. Raises as collect(), and what pickle.loads raises (the
+    // replies are consumed either way, as when collect() returned and unpickling them raised).
+    py::list collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                             const std::optional<double>& timeout);
 
     // ---- collect_async: collect() split in two --------------------------------------------------
     // Today's async executors run a Python thread that blocks in collect while the main thread
@@ -49,6 +55,7 @@ public:
     // a closed ring, the deadline passed).
     [[nodiscard]] bool collect_done();
     py::list collect_result();
+    py::list collect_result_objects();  // collect_result(), unpickled as collect_objects() does
     // For an event loop awaiting the pending collect (ringcast.aio, events.cpp): the ranks it still
     // misses (empty: none pending) and its deadline (kNoDeadline: none), so the loop arms for exactly
     // those ranks — arming for a rank already in could find its next reply and report "ready" forever.
@@ -79,11 +86,12 @@ private:
     // One core collect over what is still pending, waiting at most t; keeps what came.
     Status attempt(Collect& c, std::chrono::nanoseconds t);
     // Probe with the GIL held (no release when everything is there), then one sliced wait for the rest.
-    py::list finish(Collect& c, detail::Gil& gil);
-    py::list replies_or_raise(Status s, std::uint64_t tag, const std::vector<std::uint32_t>& ranks,
-                              const std::vector<std::uint32_t>& missing,
-                              const std::vector<std::optional<std::vector<std::byte>>>& got,
-                              const std::string& timeout_txt) const;
+    // `unpickle`: the replies as objects, else as bytes.
+    py::list finish(Collect& c, detail::Gil& gil, bool unpickle);
+    py::list replies_or_raise(Status s, const Collect& c, bool unpickle) const;
+    py::list result(bool unpickle);  // collect_result / collect_result_objects
+    py::list collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
+                        bool unpickle);
 
     std::string name_;
     std::unique_ptr<GatherCollector> collector_;
@@ -97,10 +105,15 @@ public:
                    double spin_max_us, double liveness_s);
 
     void reply(std::uint64_t tag, py::buffer data, const std::optional<double>& timeout);
+    // reply in one call: pickles `obj` (protocol 5, in-band) here, then reply()'s path. The pickling
+    // runs before the one-thread check (as a pickle made in Python would); nothing is sent if it raises.
+    void reply_object(std::uint64_t tag, py::handle obj, const std::optional<double>& timeout);
     void close();
     [[nodiscard]] std::uint32_t rank() const { return worker_->rank(); }
 
 private:
+    void reply_bytes(std::uint64_t tag, std::span<const std::byte> bytes, const std::optional<double>& timeout);
+
     std::string name_;
     std::unique_ptr<GatherWorker> worker_;
 };

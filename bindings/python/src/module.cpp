@@ -4,6 +4,7 @@
 //   gil.{hpp,cpp}       the GIL rules, Gil holder, GIL probe, signal checks, Endpoint and its sliced wait
 //   args.{hpp,cpp}      timeouts, wait options, liveness intervals, exported buffers
 //   framing.{hpp,cpp}   the binding's wire format: writer-side copy out, reader-side reassembly
+//   pickling.{hpp,cpp}  pickle.dumps/loads called from C++: the one-call paths (send_object, ...)
 //   queue.hpp, queue_writer.cpp, queue_reader.cpp   Writer / Reader
 //   gather.{hpp,cpp}    GatherCollector (collect, collect_async) / GatherWorker
 //   events.cpp          eventfd arming of the endpoints for event loops (ringcast.aio)
@@ -19,6 +20,7 @@
 #include "framing.hpp"
 #include "gather.hpp"
 #include "gil.hpp"
+#include "pickling.hpp"
 #include "queue.hpp"
 #include "ringcast/ring.hpp"
 
@@ -45,6 +47,7 @@ PYBIND11_MODULE(_core, m) {
     register_remote(m);  // remote.cpp: ZeroMQ remote readers / replies (HAVE_REMOTE = False without ZeroMQ)
     register_events(m);  // events.cpp: wake_fd / arm / disarm for event loops (ringcast.aio)
 
+    init_pickling();
     g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
     m.attr("MAX_PARTS") = kMaxParts;
@@ -102,6 +105,9 @@ PYBIND11_MODULE(_core, m) {
             g_sleeps_holding_gil = 0;
         },
         "Resets both counters of gil_probe() to 0.");
+    m.def("_set_pickle_functions", &set_pickle_functions, py::arg("dumps"), py::arg("loads"),
+          "BENCHMARKS ONLY: the pickle.dumps / pickle.loads stand-ins the one-call paths (send_object,\n"
+          "recv_object, reply_object, collect_objects) call, e.g. timed wrappers (the showdown's --trace).");
     m.def(
         "_set_release_gil", [](bool on) { g_release_gil = on; },
         "TEST ONLY: False keeps the GIL while blocked (the negative control of the GIL probe)");
@@ -120,6 +126,13 @@ PYBIND11_MODULE(_core, m) {
              "Sends one message made of `parts` (buffer objects, 1..max_parts), each copied straight into the\n"
              "ring; a send interrupted half way is withdrawn. Raises TimeoutError (the slowest reader held the\n"
              "ring), ClosedError, PeerDeadError (a dead reader: rank and pid), ValueError, RuntimeError.")
+        .def("send_object", &PyWriter::send_object, py::arg("obj"), py::arg("timeout") = py::none(),
+             "enqueue in one call: pickles `obj` (protocol 5; buffers of at least the out-of-band threshold\n"
+             "travel as parts of their own) and sends it as send() would. Raises as send(), and what pickle\n"
+             "raises (nothing is sent).")
+        .def("set_out_of_band", &PyWriter::set_out_of_band, py::arg("threshold"), py::arg("max_buffers"),
+             "The out-of-band rule of send_object: contiguous buffers of >= threshold bytes, at most max_buffers\n"
+             "of them, leave the pickle (defaults 4096 and 0: none).")
         .def("reserve_raw", &PyWriter::reserve_raw, py::arg("size"), py::arg("timeout") = py::none(),
              "acquire_write: a writable memoryview of `size` bytes in the ring, published by commit_raw().\n"
              "Raises TimeoutError, ClosedError, PeerDeadError, ValueError (size > max_reserve), RuntimeError.")
@@ -155,6 +168,10 @@ PYBIND11_MODULE(_core, m) {
              "The parts of the next message (bytes/bytearray). Raises TimeoutError, ClosedError (the writer\n"
              "shut down and all was read, or this reader was shut down), PeerDeadError (the writer died),\n"
              "RingcastError (the next message is an acquire_write chunk), ValueError, RuntimeError.")
+        .def("recv_object", &PyReader::recv_object, py::arg("timeout") = py::none(),
+             "dequeue in one call: the next message unpickled (a one-record message straight from the ring);\n"
+             "a message with out-of-band parts comes back as a MultipartMessage (its .parts as recv() returns\n"
+             "them). Raises as recv(), and what pickle.loads raises (the message is consumed either way).")
         .def("recv_many", &PyReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none(),
              "Up to max_n messages (lists of parts): waits for the first as recv() does, then takes whatever\n"
              "else is complete and ready, in the same call. Raises as recv(); ValueError if max_n is 0.")
@@ -174,6 +191,12 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("creation_time_ns", &PyReader::creation_time_ns, "When the segment was created.")
         .def_property_readonly("waits", &PyReader::waits, "How many times this reader slept in the kernel.");
 
+    py::class_<MultipartMessage>(m, "MultipartMessage",
+                                 "What Reader.recv_object returns for a message with out-of-band parts.")
+        .def(py::init([](py::list parts) { return MultipartMessage{std::move(parts)}; }), py::arg("parts"),
+             "Wraps a message's parts (recv_object makes these; Python code has no need to).")
+        .def_readonly("parts", &MultipartMessage::parts, "The message's parts, as Reader.recv returns them.");
+
     py::class_<PyGatherCollector>(m, "GatherCollector",
                                   "The executor side of a ReplyGather: creates one reply ring per worker rank and\n"
                                   "the doorbell, and collects replies with one wait for all ranks.")
@@ -189,6 +212,9 @@ PYBIND11_MODULE(_core, m) {
              "for the whole set. Raises TimeoutError naming the missing ranks, StaleReplyError (another tag;\n"
              "the good replies taken are kept for the next collect of `tag`), PeerDeadError (a dead worker:\n"
              "rank and pid), ClosedError (a worker closed, or shut down), RuntimeError (a collect is pending).")
+        .def("collect_objects", &PyGatherCollector::collect_objects, py::arg("tag"), py::arg("ranks"),
+             py::arg("timeout") = py::none(),
+             "collect in one call: the replies unpickled. Raises as collect(), and what pickle.loads raises.")
         .def("collect_start", &PyGatherCollector::collect_start, py::arg("tag"), py::arg("ranks"),
              py::arg("timeout") = py::none(),
              "collect_async: starts collect(tag, ranks, timeout) and returns at once; the timeout runs from\n"
@@ -198,6 +224,8 @@ PYBIND11_MODULE(_core, m) {
         .def("collect_result", &PyGatherCollector::collect_result,
              "The started collect's replies, waiting (GIL released) for missing ones; raises what collect()\n"
              "would (TimeoutError, StaleReplyError, PeerDeadError, ClosedError), RuntimeError if none started.")
+        .def("collect_result_objects", &PyGatherCollector::collect_result_objects,
+             "collect_result(), the replies unpickled.")
         .def("shutdown", &PyGatherCollector::shutdown,
              "Wakes a collect blocked in another thread (ClosedError); later calls raise ClosedError.")
         .def_property_readonly("name", &PyGatherCollector::name, "The gather's base name.")
@@ -214,6 +242,10 @@ PYBIND11_MODULE(_core, m) {
         .def("reply", &PyGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none(),
              "Sends `data` (a buffer) as the reply to request `tag`; blocks (GIL released) only while the ring\n"
              "is full. Raises TimeoutError, ClosedError, PeerDeadError (the executor died), RuntimeError.")
+        .def("reply_object", &PyGatherWorker::reply_object, py::arg("tag"), py::arg("obj"),
+             py::arg("timeout") = py::none(),
+             "reply in one call: pickles `obj` (protocol 5) and sends it as reply() would. Raises as reply(),\n"
+             "and what pickle raises (nothing is sent).")
         .def("close", &PyGatherWorker::close,
              "Closes this rank's reply ring: a collect waiting for it raises ClosedError naming the rank.")
         .def_property_readonly("rank", &PyGatherWorker::rank, "This worker's rank.");

@@ -33,6 +33,20 @@ public:
     // One message made of `parts` (buffer objects). Each part is copied straight into the ring.
     void send(const py::sequence& parts, std::optional<double> timeout);
 
+    // enqueue in one call: pickles `obj` (pickling.hpp: protocol 5, the out-of-band rule set below)
+    // and sends it. A pickle without out-of-band buffers that fits one record — a step's request —
+    // goes straight from the pickle's bytes into the record (no parts list, no stream object);
+    // anything else takes send()'s path. The pickling runs before the one-thread check, as a pickle
+    // made in Python before send() would: a __reduce__ that enqueues on this queue sends its message
+    // first, not a deadlock or a torn stream. Nothing is sent if pickling raises.
+    // Thread-safety: as send().
+    void send_object(py::handle obj, std::optional<double> timeout);
+    // The out-of-band rule of send_object (MessageQueue sets its oob_threshold and max_parts - 1).
+    void set_out_of_band(std::size_t threshold, std::size_t max_buffers) {
+        oob_threshold_ = threshold;
+        oob_max_buffers_ = max_buffers;
+    }
+
     // acquire_write: a span of `size` bytes in the ring, published by commit_raw().
     py::memoryview reserve_raw(std::size_t size, std::optional<double> timeout);
 
@@ -80,6 +94,8 @@ private:
     // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
     std::span<std::byte> reserve(detail::Gil& gil, std::size_t n, Deadline deadline,
                                  const std::optional<double>& timeout);
+    // send() of one `bytes` part that fits one record: header and pickle copied into it directly.
+    void send_whole(const py::bytes& data, std::optional<double> timeout);
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
     void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout);
     // Publishes the pending message's records while the ring has room (zero-timeout reserves).
@@ -102,6 +118,8 @@ private:
     std::unique_ptr<detail::OutgoingMessage> pending_;
     std::uint64_t pending_seq_ = 0;
     std::uint64_t pending_sent_ = 0;
+    std::size_t oob_threshold_ = 4096;  // MessageQueue's OOB_THRESHOLD until set_out_of_band()
+    std::size_t oob_max_buffers_ = 0;   // none out of band until set_out_of_band()
 };
 
 class PyReader : public detail::Endpoint {
@@ -114,6 +132,17 @@ public:
 
     // The parts of the next message (bytes, bytearray, ...).
     py::list recv(std::optional<double> timeout);
+
+    // dequeue in one call: the next message, unpickled. A one-part message in one record (what
+    // send_object sends for a step's request) is unpickled where it lies in the ring — no bytes copy —
+    // and its record freed after, whether or not unpickling succeeds (the message is consumed, as
+    // when recv() returned and pickle.loads raised). A one-part message of several records is
+    // received as recv() does and unpickled here. A message with out-of-band parts comes back as a
+    // MultipartMessage holding its parts (Python rebuilds those: buffers, device arrays); no state is
+    // kept here between the two, so an exception in between loses nothing else.
+    // Raises as recv(), and what pickle.loads raises.
+    // Thread-safety: as recv().
+    py::object recv_object(std::optional<double> timeout);
 
     // Up to max_n messages: waits (up to timeout) for the first, then takes whatever else is complete
     // and ready without waiting — all under this one call, so a woken thread pays one GIL acquisition
@@ -162,6 +191,12 @@ private:
     std::string name_;
     detail::Reassembly assembly_;
     bool raw_peeked_ = false;
+};
+
+// recv_object's answer for a message of several parts: ringcast._core.MultipartMessage (a type no
+// unpickled object has: it cannot be pickled).
+struct MultipartMessage {
+    py::list parts;
 };
 
 }  // namespace ringcast::python

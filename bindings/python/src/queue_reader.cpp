@@ -1,6 +1,7 @@
 // PyReader: the receiving end of a queue (see queue.hpp).
 #include "args.hpp"
 #include "errors.hpp"
+#include "pickling.hpp"
 #include "queue.hpp"
 
 using namespace std::chrono_literals;
@@ -33,6 +34,35 @@ py::list PyReader::recv(std::optional<double> timeout) {
     std::vector<py::object> parts = receive(gil, deadline, false, timeout);
     gil.acquire();
     return to_list(std::move(parts));
+}
+
+py::object PyReader::recv_object(std::optional<double> timeout) {
+    check_usable("dequeue");
+    Busy busy(*this);
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    if (!assembly_.active()) {
+        const Message m = next_record(gil, deadline, timeout, false);
+        if (m.status == Status::ok && tag_frame(m.tag) == Frame::whole) {
+            if (const auto pickle = one_part_payload(m.bytes)) {
+                gil.acquire();
+                // The record stays ours (the writer cannot reuse it) until release(): unpickle in
+                // place, then free it — also when unpickling raises: the message is consumed.
+                struct ReleaseRecord {
+                    Reader& reader;
+                    ~ReleaseRecord() { reader.release(); }
+                } release{*reader_};
+                return loads_in_place(*pickle);
+            }
+        }
+        // Anything else (timed out, several parts, several records, an abort or raw record first):
+        // receive() below peeks the same record again (peek() before release() returns it again) and
+        // handles it as recv() does.
+    }
+    std::vector<py::object> parts = receive(gil, deadline, false, timeout);
+    gil.acquire();
+    if (parts.size() == 1) return loads(parts[0]);
+    return py::cast(MultipartMessage{to_list(std::move(parts))});
 }
 
 py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {

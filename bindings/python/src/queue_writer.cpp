@@ -3,6 +3,7 @@
 
 #include "args.hpp"
 #include "errors.hpp"
+#include "pickling.hpp"
 #include "queue.hpp"
 
 using namespace std::chrono_literals;
@@ -82,6 +83,35 @@ void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
     }
     gil.acquire();
     msg.release_buffers();  // PyBuffer_Release needs the GIL
+}
+
+void PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
+    check_usable("enqueue");
+    Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_);
+    const auto len = static_cast<std::size_t>(PyBytes_GET_SIZE(p.data.ptr()));
+    if (p.out_of_band.empty() && kOnePartHeader + len <= writer_->max_reserve()) return send_whole(p.data, timeout);
+    py::list parts(1 + p.out_of_band.size());
+    parts[0] = std::move(p.data);
+    for (std::size_t i = 0; i < p.out_of_band.size(); ++i) parts[i + 1] = p.out_of_band[i];
+    send(parts, timeout);
+}
+
+void PyWriter::send_whole(const py::bytes& data, std::optional<double> timeout) {
+    // send()'s single-record case, without its stream object: the same wire bytes (framing.hpp).
+    check_usable("enqueue");
+    Busy busy(*this);
+    refuse_if_pending("enqueue");
+    const char* src = PyBytes_AS_STRING(data.ptr());  // immutable, and `data` outlives `gil`: readable
+    const auto len = static_cast<std::size_t>(PyBytes_GET_SIZE(data.ptr()));  // without the GIL too
+    const Deadline deadline = deadline_after(to_timeout(timeout));
+    Gil gil;
+    if (broken_) finish_broken_stream(gil, deadline, timeout);
+    std::span<std::byte> dst = reserve(gil, kOnePartHeader + len, deadline, timeout);
+    write_one_part_header(dst.data(), len);
+    copy_bytes(gil, dst.data() + kOnePartHeader, src, len);
+    // One record: nothing of the message is out before this commit, so a failure above leaves no
+    // stream to abort (broken_ stays as it was).
+    writer_->commit(kOnePartHeader + len, make_tag(++seq_, Frame::whole));
 }
 
 py::memoryview PyWriter::reserve_raw(std::size_t size, std::optional<double> timeout) {

@@ -1,0 +1,52 @@
+// Pickling inside the binding: the one-call paths of a step (Writer.send_object, Reader.recv_object,
+// GatherWorker.reply_object, GatherCollector.collect_objects) pickle and unpickle here, so enqueue,
+// dequeue, reply and collect each cross from Python into C++ once per message and build no
+// intermediate Python objects (no parts list, no closure, no bytes copy of a received record).
+//
+// The rules are those of ringcast/_queue.py's dumps_out_of_band (one protocol, two implementations:
+// the Python one serves custom picklers — the vLLM plug-in's, the GPU path's — this one the default):
+//  * protocol 5; contiguous buffers of at least `threshold` bytes, at most `max_buffers` of them,
+//    leave the pickle (out of band) and are copied from the object straight into the ring; a whole
+//    `bytes` object travels as itself (the reader rebuilds a bytes, not a bytearray);
+//  * a bytes/bytearray/memoryview of at least `threshold` bytes passed as the message itself is
+//    wrapped in a PickleBuffer first (the C pickler writes those in-band before any hook runs).
+// All functions need the GIL.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <span>
+
+namespace py = pybind11;
+
+namespace ringcast::python::detail {
+
+// Looks up pickle.dumps / pickle.loads / pickle.PickleBuffer once (module import).
+void init_pickling();
+// Benchmarks only (the showdown's --trace): the dumps and loads called from here instead of pickle's,
+// same signatures (a timing wrapper around them).
+void set_pickle_functions(py::object dumps, py::object loads);
+
+// What a protocol-5 pickle of one object is on the wire: the pickle, then its out-of-band buffers.
+struct Pickled {
+    py::bytes data;
+    py::list out_of_band;  // empty in the common case (no large contiguous buffer in the object)
+};
+
+// pickle.dumps(obj, 5, buffer_callback=<the rule above>). Raises what pickle raises.
+[[nodiscard]] Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers);
+
+// pickle.dumps(obj, 5): in-band only (replies: small by design, one part).
+[[nodiscard]] py::bytes dumps_in_band(py::handle obj);
+
+// pickle.loads over `bytes` where they lie (a ring record, a collected reply), without copying them
+// into a bytes object first. The memoryview handed to pickle is released before this returns: a
+// reference kept by an object's __setstate__ could not reach the ring after the record is freed (it
+// raises ValueError instead). Raises what pickle raises.
+[[nodiscard]] py::object loads_in_place(std::span<const std::byte> bytes);
+
+// pickle.loads(data) of a bytes-like object.
+[[nodiscard]] py::object loads(py::handle data);
+
+}  // namespace ringcast::python::detail

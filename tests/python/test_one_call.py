@@ -1,0 +1,190 @@
+"""The one-call paths (Writer.send_object, Reader.recv_object, GatherWorker.reply_object,
+GatherCollector.collect_objects): pickling inside the binding keeps the wire format, the out-of-band
+rule, and what happens to a message whose pickling or unpickling fails."""
+import pickle
+
+import pytest
+
+import ringcast
+from ringcast import _core
+from ringcast._queue import dumps_out_of_band
+from _workers import np
+
+
+def _refuse_to_load(why):
+    raise RuntimeError(why)
+
+
+class LoadsBadly:
+    """Pickles fine; unpickling it raises (as a class missing in the reader's process would)."""
+
+    def __reduce__(self):
+        return (_refuse_to_load, ("rebuilt nowhere",))
+
+
+class EnqueuesWhilePickled:
+    """Pickling it enqueues `inner` on `queue` first (a __reduce__ that sends: nested pickling)."""
+
+    def __init__(self, queue, inner):
+        self.queue, self.inner = queue, inner
+
+    def __reduce__(self):
+        self.queue.enqueue(self.inner, timeout=5)
+        return (str, ("outer",))
+
+
+def test_either_path_reads_what_the_other_wrote(queue_pair):
+    q, (r,) = queue_pair(1)
+    obj = {"step": 3, "ids": list(range(50))}
+    q._writer.send([pickle.dumps(obj, protocol=5)], 5)  # the general writer path
+    assert r._reader.recv_object(5) == obj
+    q._writer.send_object(obj, 5)  # the one-call writer path
+    assert r._reader.recv(5) == [pickle.dumps(obj, protocol=5)]  # the same wire bytes: one bytes part
+
+
+@pytest.mark.skipif(np is None, reason="numpy absent")
+def test_out_of_band_parts_come_back_as_a_multipart_message(queue_pair):
+    q, (r,) = queue_pair(1)
+    # (a nested bytes goes out of band only when wrapped: the C pickler writes bytes in-band)
+    obj = {"a": np.arange(5000), "b": [np.ones(3000), pickle.PickleBuffer(b"x" * 10_000)], "small": np.arange(3)}
+    q._writer.send_object(obj, 5)
+    got = r._reader.recv_object(5)
+    assert type(got) is _core.MultipartMessage
+    expected = dumps_out_of_band(obj, ringcast._queue.OOB_THRESHOLD, q._max_parts - 1)
+    assert [bytes(p) for p in got.parts] == [bytes(p) for p in expected]
+    assert len(got.parts) == 4  # the pickle and the three buffers of >= 4096 bytes
+    assert type(got.parts[3]) is bytes  # a whole bytes object travels as itself
+
+
+@pytest.mark.skipif(np is None, reason="numpy absent")
+def test_the_out_of_band_limit_keeps_further_buffers_in_the_pickle(queue_pair):
+    q, (r,) = queue_pair(1)
+    q._writer.set_out_of_band(4096, 2)
+    arrays = [np.full(2000, i) for i in range(4)]
+    q._writer.send_object(arrays, 5)
+    parts = r._reader.recv(5)
+    assert len(parts) == 3  # the pickle, then the first two arrays; the other two stayed in-band
+    rebuilt = pickle.loads(parts[0], buffers=parts[1:])
+    assert all((a == b).all() for a, b in zip(arrays, rebuilt))
+    q._writer.set_out_of_band(10**9, 100)  # no buffer reaches the threshold: one part
+    q._writer.send_object(arrays, 5)
+    assert len(r._reader.recv(5)) == 1
+
+
+@pytest.mark.parametrize("size", [100, 300_000])  # one record; several records (a 64 KiB ring)
+def test_a_message_that_cannot_be_unpickled_is_consumed_and_the_next_arrives(queue_pair, size):
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    import threading
+    t = threading.Thread(target=lambda: [q.enqueue([LoadsBadly(), "p" * size], timeout=10),
+                                         q.enqueue("next", timeout=10)])
+    t.start()
+    with pytest.raises(RuntimeError, match="rebuilt nowhere"):
+        r.dequeue(timeout=10)
+    assert r.dequeue(timeout=10) == "next"
+    t.join()
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+
+
+def test_an_object_that_cannot_be_pickled_sends_nothing(queue_pair):
+    q, (r,) = queue_pair(1)
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        q.enqueue({"f": lambda: 0}, timeout=5)
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+    q.enqueue("after", timeout=5)
+    assert r.dequeue(timeout=5) == "after"
+
+
+@pytest.mark.skipif(np is None, reason="numpy absent")
+def test_pickling_that_enqueues_keeps_each_messages_out_of_band_buffers(queue_pair):
+    # The out-of-band state is the pickling thread's: the inner enqueue must use its own and the
+    # outer pickle get its own back (its array, pickled after the inner call returned, leaves it).
+    q, (r,) = queue_pair(1)
+    q2, (r2,) = queue_pair(1)
+    inner, outer_array = np.arange(6000), np.arange(7000) * 2
+    q._writer.send_object([EnqueuesWhilePickled(q2, {"inner": inner}), outer_array], 5)
+    got_inner = r2._reader.recv_object(5)
+    assert type(got_inner) is _core.MultipartMessage and len(got_inner.parts) == 2
+    got_outer = r._reader.recv_object(5)
+    assert type(got_outer) is _core.MultipartMessage and len(got_outer.parts) == 2
+    outer = pickle.loads(got_outer.parts[0], buffers=got_outer.parts[1:])
+    assert outer[0] == "outer" and (outer[1] == outer_array).all()
+
+
+def test_pickling_that_enqueues_on_the_same_queue_sends_that_message_first(queue_pair):
+    q, (r,) = queue_pair(1)
+    q.enqueue([EnqueuesWhilePickled(q, "first"), "second"], timeout=5)
+    assert r.dequeue(timeout=5) == "first"
+    assert r.dequeue(timeout=5) == ["outer", "second"]
+
+
+def test_received_objects_do_not_point_into_the_ring(queue_pair):
+    # recv_object unpickles straight from the ring record; what it returns must own its memory.
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    sent = {"b": b"abc" * 300, "ba": bytearray(b"def" * 300), "s": "ghi" * 300}
+    q.enqueue(sent, timeout=5)
+    got = r.dequeue(timeout=5)
+    for i in range(200):  # wraps the 64 KiB ring many times over the first record's bytes
+        q.enqueue({"b": bytes([i % 256]) * 900, "ba": bytearray(900), "s": "x" * 900}, timeout=5)
+        r.dequeue(timeout=5)
+    assert got == sent
+
+
+def test_the_one_call_paths_pickle_with_the_functions_set_for_benchmarks(queue_pair):
+    calls = []
+
+    def dumps(*args, **kwargs):
+        calls.append("dumps")
+        return pickle.dumps(*args, **kwargs)
+
+    def loads(*args, **kwargs):
+        calls.append("loads")
+        return pickle.loads(*args, **kwargs)
+
+    q, (r,) = queue_pair(1)
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    _core._set_pickle_functions(dumps, loads)
+    try:
+        q.enqueue({"a": 1}, timeout=5)
+        assert r.dequeue(timeout=5) == {"a": 1}
+        w.reply(1, "r", timeout=5)
+        assert g.collect(1, timeout=5) == ["r"]
+    finally:
+        _core._set_pickle_functions(pickle.dumps, pickle.loads)
+        g.close()
+    assert calls == ["dumps", "loads", "dumps", "loads"]
+
+
+def test_a_reply_that_cannot_be_unpickled_fails_its_collect_only():
+    g = ringcast.ReplyGather(2)
+    ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), i) for i in range(2)]
+    try:
+        ws[0].reply(1, LoadsBadly(), timeout=5)
+        ws[1].reply(1, "fine", timeout=5)
+        with pytest.raises(RuntimeError, match="rebuilt nowhere"):
+            g.collect(1, timeout=5)
+        ws[0].reply(2, "a", timeout=5)
+        ws[1].reply(2, "b", timeout=5)
+        assert g.collect(2, timeout=5) == ["a", "b"]
+        ws[0].reply(3, LoadsBadly(), timeout=5)
+        ws[1].reply(3, "c", timeout=5)
+        with pytest.raises(RuntimeError, match="rebuilt nowhere"):
+            g.collect_async(3, timeout=5).result()
+    finally:
+        g.close()
+
+
+def test_a_reply_that_cannot_be_pickled_sends_nothing():
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    try:
+        with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+            w.reply(1, lambda: 0, timeout=5)
+        with pytest.raises(TimeoutError):
+            g.collect(1, timeout=0)
+        w.reply(1, "after", timeout=5)
+        assert g.collect(1, timeout=5) == ["after"]
+    finally:
+        g.close()
