@@ -60,5 +60,5 @@ def install(module_names):
             raise RuntimeError(f"--trace: {name} does not use the pickle module by that name")
         module.pickle = timed
     core = sys.modules.get("ringcast._core")
-    if core is not None:
+    if hasattr(core, "_set_pickle_functions"):  # a module built before the one-call paths pickles in Python only
         core._set_pickle_functions(_timed_dumps, _timed_loads)
