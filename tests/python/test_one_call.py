@@ -22,6 +22,33 @@ class LoadsBadly:
         return (_refuse_to_load, ("rebuilt nowhere",))
 
 
+def _dequeue_while_unpickled(tag):
+    return (tag, _READER[0].dequeue(timeout=5))
+
+
+_READER = [None]
+
+
+class DequeuesWhileUnpickled:
+    """Unpickling it dequeues the next message from the reader it came from."""
+
+    def __reduce__(self):
+        return (_dequeue_while_unpickled, ("outer",))
+
+
+def _enqueue_while_unpickled(n):
+    _WRITER[0].enqueue(b"y" * 12_000, timeout=1)  # needs the room of the record it came in
+    return n
+
+
+_WRITER = [None]
+
+
+class EnqueuesWhileUnpickled:
+    def __reduce__(self):
+        return (_enqueue_while_unpickled, (14_000,))
+
+
 class EnqueuesWhilePickled:
     """Pickling it enqueues `inner` on `queue` first (a __reduce__ that sends: nested pickling)."""
 
@@ -39,7 +66,10 @@ def test_either_path_reads_what_the_other_wrote(queue_pair):
     q._writer.send([pickle.dumps(obj, protocol=5)], 5)  # the general writer path
     assert r._reader.recv_object(5) == obj
     q._writer.send_object(obj, 5)  # the one-call writer path
-    assert r._reader.recv(5) == [pickle.dumps(obj, protocol=5)]  # the same wire bytes: one bytes part
+    parts = r._reader.recv(5)
+    assert parts == [pickle.dumps(obj, protocol=5)] and type(parts[0]) is bytes  # the same wire: one bytes part
+    q._writer.send([bytearray(pickle.dumps(obj, protocol=5))], 5)  # a one-part message that is no bytes
+    assert r._reader.recv_object(5) == obj
 
 
 @pytest.mark.skipif(np is None, reason="numpy absent")
@@ -188,3 +218,69 @@ def test_a_reply_that_cannot_be_pickled_sends_nothing():
         assert g.collect(1, timeout=5) == ["after"]
     finally:
         g.close()
+
+
+def test_unpickling_may_dequeue_from_the_same_reader(queue_pair):
+    # The message is taken and this reader free again before its unpickling runs (as recv() + pickle.loads).
+    q, (r,) = queue_pair(1)
+    _READER[0] = r
+    try:
+        q.enqueue(DequeuesWhileUnpickled(), timeout=5)
+        q.enqueue("inner", timeout=5)
+        assert r.dequeue(timeout=5) == ("outer", "inner")
+        with pytest.raises(TimeoutError):
+            r.dequeue(timeout=0)
+    finally:
+        _READER[0] = None
+
+
+def test_unpickling_may_enqueue_on_a_full_ring_behind_its_own_record(queue_pair):
+    # A 64 KiB ring filled behind the message: its unpickling can enqueue only once its record is freed.
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    _WRITER[0] = q
+    try:
+        q.enqueue([EnqueuesWhileUnpickled(), "p" * 14_000], timeout=5)
+        with pytest.raises(TimeoutError):
+            while True:
+                q.enqueue(b"z" * 12_000, timeout=0.05)
+        assert r.dequeue(timeout=5) == [14_000, "p" * 14_000]
+    finally:
+        _WRITER[0] = None
+
+
+def test_an_empty_reply_fails_to_unpickle_as_pickle_says():
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    try:
+        w._worker.reply(1, b"", 5)
+        with pytest.raises(EOFError):
+            g.collect(1, timeout=5)
+        w.reply(2, "after", timeout=5)
+        assert g.collect(2, timeout=5) == ["after"]
+    finally:
+        g.close()
+
+
+def test_a_stand_in_dumps_that_returns_no_bytes_is_refused(queue_pair):
+    q, (r,) = queue_pair(1)
+    _core._set_pickle_functions(lambda *a, **k: bytearray(pickle.dumps(*a, **k)), pickle.loads)
+    try:
+        with pytest.raises(TypeError, match="not bytes"):
+            q.enqueue({"a": 1}, timeout=5)
+    finally:
+        _core._set_pickle_functions(pickle.dumps, pickle.loads)
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+
+
+@pytest.mark.skipif(np is None, reason="numpy absent")
+@pytest.mark.parametrize("threshold, out_of_band", [(-1, 2), (0, 2), (8000.5, 1), (8001, 1), (8002, 0),
+                                                     (float("inf"), 0), (10**30, 0)])
+def test_any_threshold_the_python_rule_takes_gives_the_same_parts(queue_pair, threshold, out_of_band):
+    # 8001 and 8000-byte arrays: `nbytes < threshold` keeps a buffer in the pickle, in both implementations.
+    q, (r,) = queue_pair(1, oob_threshold=threshold)
+    obj = [np.zeros(8001, dtype=np.uint8), np.zeros(1000, dtype=np.float64)]
+    q.enqueue(obj, timeout=5)
+    parts = r._reader.recv(5)
+    assert len(parts) == 1 + out_of_band
+    assert len(dumps_out_of_band(obj, threshold, 100)) == 1 + out_of_band

@@ -9,6 +9,7 @@ exception: its memoryview is valid only inside the with-block.
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import time
@@ -155,6 +156,13 @@ def require_remote(what: str, connect_ip: Optional[str], peers: str, listener: s
 def pickle5(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer], bool]) -> bytes:
     """A protocol-5 pickle; buffer_callback decides which buffers leave it (False: out of band)."""
     return pickle.dumps(obj, protocol=5, buffer_callback=buffer_callback)
+
+
+def _integer_threshold(threshold: float) -> int:
+    """The compiled pickler's threshold for `oob_threshold`: a buffer of n bytes stays in-band iff n is below it."""
+    if threshold <= 0:
+        return 0
+    return 1 << 62 if threshold >= 1 << 62 else math.ceil(threshold)
 
 
 def dumps_out_of_band(obj: Any, threshold: int, max_buffers: int,
@@ -388,10 +396,12 @@ class MessageQueue:
         self.max_chunks = max_chunks
         self._oob_threshold = oob_threshold
         self._max_parts = self._writer.max_parts
-        # enqueue's one-call path pickles inside the binding with the same rule as dumps_out_of_band;
-        # a subclass with its own _pickle (ringcast.vllm's tensor pickler) keeps the Python path.
-        self._writer.set_out_of_band(oob_threshold, self._max_parts - 1)
-        self._send_object = self._writer.send_object if type(self)._pickle is pickle5 else None
+        # enqueue's one-call path pickles inside the binding with the same rule as dumps_out_of_band
+        # (`nbytes < oob_threshold` stays in-band: the same as an integer threshold of the ceiling, 0 for
+        # one <= 0); a _pickle of its own (ringcast.vllm's tensor pickler), as the queue has it when
+        # made, keeps the Python path.
+        self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
+        self._send_object = self._writer.send_object if self._pickle is pickle5 else None
         self.handle = Handle(
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
             max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,

@@ -8,8 +8,8 @@
 //   A message that fits one record is `whole`; a longer one is `first` (holds the whole stream header),
 //   `middle`*, `last`. The writer never builds the stream in memory: it copies header and parts straight
 //   into the reserved records (no intermediate concatenation), and the reader copies each record
-//   straight into the final Python objects (part 0: bytes, others: bytearray) — except a one-part
-//   message in one record, which Reader.recv_object unpickles where it lies (kOnePartHeader below). The binding does its own
+//   straight into the final Python objects (part 0: bytes, others: bytearray); a one-part message in
+//   one record is written and read by the one-call paths without the stream objects (kOnePartHeader). The binding does its own
 //   fragmentation instead of the core's Writer::write() fragments because a timed-out core write() of a
 //   fragmented message withdraws the whole message, so bounded wait slices would restart it forever,
 //   and because core fragments are reassembled into the reader's buffer (a second copy).

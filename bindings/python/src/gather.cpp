@@ -34,16 +34,18 @@ PyGatherCollector::~PyGatherCollector() {
 
 py::list PyGatherCollector::collect(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                     const std::optional<double>& timeout) {
-    return collect_as(tag, std::move(ranks), timeout, false);
+    return replies(collect_as(tag, std::move(ranks), timeout), false);
 }
 
 py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                             const std::optional<double>& timeout) {
-    return collect_as(tag, std::move(ranks), timeout, true);
+    // Unpickled once this collector is free again (after the one-thread check): unpickled code may
+    // use this gather, as after collect() and a pickle.loads in Python.
+    return replies(collect_as(tag, std::move(ranks), timeout), true);
 }
 
-py::list PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks,
-                                       const std::optional<double>& timeout, bool unpickle) {
+PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                                         const std::optional<double>& timeout) {
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect: a collect_async is pending on this ReplyGather; call its "
                                           "result() first"};
@@ -51,7 +53,8 @@ py::list PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint3
     check_usable("collect");
     Collect c = begin(tag, std::move(ranks), timeout);
     Gil gil;
-    return finish(c, gil, unpickle);
+    finish(c, gil);
+    return c;
 }
 
 void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
@@ -80,21 +83,22 @@ bool PyGatherCollector::collect_done() {
     return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
 }
 
-py::list PyGatherCollector::collect_result() { return result(false); }
-py::list PyGatherCollector::collect_result_objects() { return result(true); }
+py::list PyGatherCollector::collect_result() { return replies(result(), false); }
+py::list PyGatherCollector::collect_result_objects() { return replies(result(), true); }
 
-py::list PyGatherCollector::result(bool unpickle) {
+PyGatherCollector::Collect PyGatherCollector::result() {
     if (!async_) throw Failure{PyExc_RuntimeError, "result(): no collect_async is pending"};
     Busy busy(*this);
     std::unique_ptr<Collect> c = std::move(async_);
     if (c->error) std::rethrow_exception(c->error);
     Gil gil;
     try {
-        return finish(*c, gil, unpickle);
+        finish(*c, gil);
     } catch (py::error_already_set& e) {  // Ctrl-C while waiting: still pending, result() may be retried
         if (e.matches(PyExc_KeyboardInterrupt)) async_ = std::move(c);
         throw;
     }
+    return std::move(*c);
 }
 
 void PyGatherCollector::shutdown() {
@@ -125,29 +129,27 @@ Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t) {
     return last.status;
 }
 
-py::list PyGatherCollector::finish(Collect& c, Gil& gil, bool unpickle) {
+void PyGatherCollector::finish(Collect& c, Gil& gil) {
     Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns);
     if (s == Status::timed_out && c.deadline != kPollOnly && Clock::now() < c.deadline)
         s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t); });
     gil.acquire();
-    return replies_or_raise(s, c, unpickle);
+    if (s == Status::ok) return;
+    GatherResult r;
+    r.status = s;
+    r.missing = c.pending;
+    const std::string what = "collect(tag=" + std::to_string(c.tag) + ") on '" + name_ + "': " + r.describe();
+    if (s == Status::timed_out) throw TimedOut{what + " (timeout " + c.timeout_text + ")"};
+    if (s == Status::cancelled) throw Closed{what + " (shut down)"};
+    throw Closed{what + " (those workers closed their reply rings)"};
 }
 
-py::list PyGatherCollector::replies_or_raise(Status s, const Collect& c, bool unpickle) const {
-    if (s != Status::ok) {
-        GatherResult r;
-        r.status = s;
-        r.missing = c.pending;
-        const std::string what = "collect(tag=" + std::to_string(c.tag) + ") on '" + name_ + "': " + r.describe();
-        if (s == Status::timed_out) throw TimedOut{what + " (timeout " + c.timeout_text + ")"};
-        if (s == Status::cancelled) throw Closed{what + " (shut down)"};
-        throw Closed{what + " (those workers closed their reply rings)"};
-    }
+py::list PyGatherCollector::replies(const Collect& c, bool unpickle) {
     py::list out(c.ranks.size());
     for (std::size_t i = 0; i < c.ranks.size(); ++i) {
         const std::vector<std::byte>& v = *c.got[c.ranks[i]];
-        if (unpickle) out[i] = loads_in_place(v);  // the collect's own copy: nothing to release after
-        else out[i] = py::bytes(reinterpret_cast<const char*>(v.data()), v.size());
+        py::bytes data(reinterpret_cast<const char*>(v.data()), static_cast<py::ssize_t>(v.size()));
+        out[i] = unpickle ? loads(data) : py::object(std::move(data));
     }
     return out;
 }

@@ -31,9 +31,9 @@ public:
 
     // Replies (bytes) for `ranks` (empty: all), in the order of `ranks`.
     py::list collect(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
-    // collect in one call: the replies unpickled here (pickling.hpp), from the copies the core made,
-    // without a bytes object per reply. Raises as collect(), and what pickle.loads raises (the
-    // replies are consumed either way, as when collect() returned and unpickling them raised).
+    // collect in one call: the replies unpickled here (pickling.hpp) once the collect is over and
+    // this collector free again. Raises as collect(), and what pickle.loads raises (the replies are
+    // consumed either way, as when collect() returned and unpickling them raised).
     py::list collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                              const std::optional<double>& timeout);
 
@@ -85,13 +85,14 @@ private:
     Collect begin(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
     // One core collect over what is still pending, waiting at most t; keeps what came.
     Status attempt(Collect& c, std::chrono::nanoseconds t);
-    // Probe with the GIL held (no release when everything is there), then one sliced wait for the rest.
-    // `unpickle`: the replies as objects, else as bytes.
-    py::list finish(Collect& c, detail::Gil& gil, bool unpickle);
-    py::list replies_or_raise(Status s, const Collect& c, bool unpickle) const;
-    py::list result(bool unpickle);  // collect_result / collect_result_objects
-    py::list collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
-                        bool unpickle);
+    // Probe with the GIL held (no release when everything is there), then one sliced wait for the rest;
+    // returns with every reply in, else raises (timeout, closed, shut down) with the GIL held.
+    void finish(Collect& c, detail::Gil& gil);
+    // collect() / collect_result() up to the replies: the finished collect, this collector free again.
+    Collect collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+    Collect result();
+    // The replies of a finished collect in the order asked: bytes, or unpickled (`unpickle`).
+    static py::list replies(const Collect& c, bool unpickle);
 
     std::string name_;
     std::unique_ptr<GatherCollector> collector_;

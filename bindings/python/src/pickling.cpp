@@ -1,6 +1,7 @@
 #include "pickling.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace ringcast::python::detail {
 
@@ -19,6 +20,9 @@ PyObject* g_out_of_band_callback = nullptr;  // the buffer_callback below, as a 
 // what this file saves), so the state of the dumps in progress is this thread's: set by OutOfBand
 // below for the duration of one pickle.dumps call, restored after it (a __reduce__ that enqueues on
 // another queue pickles inside our pickling: the inner call sees its own state, ours comes back).
+// That needs nested calls to end in reverse order, as calls on one thread's stack do; a greenlet that
+// switched to another enqueue inside a __reduce__ and came back in another order would break it (no
+// such use is known; the state is only read inside the dumps call that set it).
 struct OutOfBandState {
     std::size_t threshold;
     std::size_t max_buffers;
@@ -47,6 +51,11 @@ PyObject* out_of_band_callback(PyObject*, PyObject* pb) {
         PyErr_Clear();
         Py_RETURN_TRUE;
     }
+    if (!PyMemoryView_Check(raw)) {  // only a stand-in pickler passes something else than a PickleBuffer
+        PyErr_Format(PyExc_TypeError, "buffer_callback: raw() returned %.100s, not a memoryview", Py_TYPE(raw)->tp_name);
+        Py_DECREF(raw);
+        return nullptr;
+    }
     const Py_buffer* view = PyMemoryView_GET_BUFFER(raw);
     if (static_cast<std::size_t>(view->len) < s->threshold) {
         Py_DECREF(raw);
@@ -65,6 +74,15 @@ PyMethodDef g_callback_def = {"_ringcast_out_of_band", out_of_band_callback, MET
 PyObject* call_or_throw(PyObject* result) {
     if (result == nullptr) throw py::error_already_set();
     return result;
+}
+
+// What dumps returned, as bytes: the callers read it with PyBytes_AS_STRING (a stand-in dumps set by
+// set_pickle_functions could return anything).
+py::bytes bytes_or_throw(PyObject* result) {
+    auto out = py::reinterpret_steal<py::object>(call_or_throw(result));
+    if (!PyBytes_CheckExact(out.ptr()))
+        throw py::type_error(std::string("pickle.dumps returned ") + Py_TYPE(out.ptr())->tp_name + ", not bytes");
+    return py::reinterpret_steal<py::bytes>(out.release());
 }
 
 }  // namespace
@@ -99,43 +117,13 @@ Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max
     OutOfBandState state{threshold, max_buffers, p.out_of_band.ptr()};
     OutOfBand scope(&state);
     PyObject* args[] = {message.ptr(), g_protocol5, g_out_of_band_callback};
-    p.data = py::reinterpret_steal<py::bytes>(call_or_throw(PyObject_Vectorcall(g_dumps, args, 2, g_callback_kwnames)));
+    p.data = bytes_or_throw(PyObject_Vectorcall(g_dumps, args, 2, g_callback_kwnames));
     return p;
 }
 
 py::bytes dumps_in_band(py::handle obj) {
     PyObject* args[] = {obj.ptr(), g_protocol5};
-    return py::reinterpret_steal<py::bytes>(call_or_throw(PyObject_Vectorcall(g_dumps, args, 2, nullptr)));
-}
-
-py::object loads_in_place(std::span<const std::byte> bytes) {
-    // PyMemoryView_FromMemory wants a char* even for a read-only view (PyBUF_READ: Python cannot write).
-    PyObject* view = call_or_throw(PyMemoryView_FromMemory(
-        const_cast<char*>(reinterpret_cast<const char*>(bytes.data())), static_cast<Py_ssize_t>(bytes.size()),
-        PyBUF_READ));
-    PyObject* result = PyObject_CallOneArg(g_loads, view);
-    // CPython's unpickler holds its input only while loads() runs and hands it to no user code (its
-    // bytes/bytearray opcodes copy), so normally this function holds the last reference. Should
-    // anything else hold one, release() makes every later access raise ValueError instead of reading
-    // a record the caller frees next; if even that is refused (a live export of the view), the
-    // message cannot be delivered safely and that is the error raised.
-    if (Py_REFCNT(view) > 1) {
-        PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
-        PyErr_Fetch(&type, &value, &trace);  // loads' own error, if any: no call may run with it set
-        PyObject* released = PyObject_CallMethod(view, "release", nullptr);
-        if (released == nullptr) {
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(trace);
-            Py_XDECREF(result);
-            Py_DECREF(view);
-            throw py::error_already_set();  // BufferError from release(): names the live export
-        }
-        Py_DECREF(released);
-        PyErr_Restore(type, value, trace);
-    }
-    Py_DECREF(view);
-    return py::reinterpret_steal<py::object>(call_or_throw(result));
+    return bytes_or_throw(PyObject_Vectorcall(g_dumps, args, 2, nullptr));
 }
 
 py::object loads(py::handle data) {

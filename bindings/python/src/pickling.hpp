@@ -1,7 +1,7 @@
 // Pickling inside the binding: the one-call paths of a step (Writer.send_object, Reader.recv_object,
 // GatherWorker.reply_object, GatherCollector.collect_objects) pickle and unpickle here, so enqueue,
 // dequeue, reply and collect each cross from Python into C++ once per message and build no
-// intermediate Python objects (no parts list, no closure, no bytes copy of a received record).
+// intermediate Python objects (no parts list, no closure, no list of received parts).
 //
 // The rules are those of ringcast/_queue.py's dumps_out_of_band (one protocol, two implementations:
 // the Python one serves custom picklers — the vLLM plug-in's, the GPU path's — this one the default):
@@ -16,7 +16,6 @@
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
-#include <span>
 
 namespace py = pybind11;
 
@@ -39,12 +38,6 @@ struct Pickled {
 
 // pickle.dumps(obj, 5): in-band only (replies: small by design, one part).
 [[nodiscard]] py::bytes dumps_in_band(py::handle obj);
-
-// pickle.loads over `bytes` where they lie (a ring record, a collected reply), without copying them
-// into a bytes object first. The memoryview handed to pickle is released before this returns: a
-// reference kept by an object's __setstate__ could not reach the ring after the record is freed (it
-// raises ValueError instead). Raises what pickle raises.
-[[nodiscard]] py::object loads_in_place(std::span<const std::byte> bytes);
 
 // pickle.loads(data) of a bytes-like object.
 [[nodiscard]] py::object loads(py::handle data);

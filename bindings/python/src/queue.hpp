@@ -134,12 +134,13 @@ public:
     py::list recv(std::optional<double> timeout);
 
     // dequeue in one call: the next message, unpickled. A one-part message in one record (what
-    // send_object sends for a step's request) is unpickled where it lies in the ring — no bytes copy —
-    // and its record freed after, whether or not unpickling succeeds (the message is consumed, as
-    // when recv() returned and pickle.loads raised). A one-part message of several records is
-    // received as recv() does and unpickled here. A message with out-of-band parts comes back as a
-    // MultipartMessage holding its parts (Python rebuilds those: buffers, device arrays); no state is
-    // kept here between the two, so an exception in between loses nothing else.
+    // send_object sends for a step's request) is copied from its record into one bytes object (no
+    // parts list, no reassembly state); a one-part message of
+    // several records is received as recv() does. Either is unpickled here after the records are
+    // released and the one-thread check is over, so a message whose unpickling raises is consumed
+    // (as when recv() returned and pickle.loads raised) and unpickled code may use this queue. A
+    // message with out-of-band parts comes back as a MultipartMessage holding its parts (Python
+    // rebuilds those: buffers, device arrays); no state is kept here between the two.
     // Raises as recv(), and what pickle.loads raises.
     // Thread-safety: as recv().
     py::object recv_object(std::optional<double> timeout);
@@ -181,6 +182,9 @@ private:
     // The next record: probe first with the GIL as the caller holds it; then, unless `probe_only`,
     // sliced waits without it. Returns ok or timed_out; closed/cancelled become ClosedError.
     Message next_record(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout, bool probe_only);
+
+    // recv_object's receive: a one-part message as its one part, anything else as recv()'s parts list.
+    py::object take_message(std::optional<double> timeout);
 
     // Receives one whole message. `drain`: only what is ready now (an empty result: nothing complete);
     // a partly received message is kept for the next call.

@@ -37,6 +37,15 @@ py::list PyReader::recv(std::optional<double> timeout) {
 }
 
 py::object PyReader::recv_object(std::optional<double> timeout) {
+    // Unpickling runs once this reader is free again and the message's records are released, as
+    // after recv() and a pickle.loads in Python: unpickled code may dequeue from this reader, or
+    // enqueue on this ring from a writer in this process, without finding either held.
+    py::object message = take_message(timeout);
+    if (!PyList_CheckExact(message.ptr())) return loads(message);
+    return py::cast(MultipartMessage{py::reinterpret_steal<py::list>(message.release())});
+}
+
+py::object PyReader::take_message(std::optional<double> timeout) {
     check_usable("dequeue");
     Busy busy(*this);
     const Deadline deadline = deadline_after(to_timeout(timeout));
@@ -46,13 +55,11 @@ py::object PyReader::recv_object(std::optional<double> timeout) {
         if (m.status == Status::ok && tag_frame(m.tag) == Frame::whole) {
             if (const auto pickle = one_part_payload(m.bytes)) {
                 gil.acquire();
-                // The record stays ours (the writer cannot reuse it) until release(): unpickle in
-                // place, then free it — also when unpickling raises: the message is consumed.
-                struct ReleaseRecord {
-                    Reader& reader;
-                    ~ReleaseRecord() { reader.release(); }
-                } release{*reader_};
-                return loads_in_place(*pickle);
+                // One copy out of the record (the bytes own their memory), then the record is free
+                // and the message consumed. An allocation failure leaves the record for the next call.
+                py::bytes data(reinterpret_cast<const char*>(pickle->data()), static_cast<py::ssize_t>(pickle->size()));
+                reader_->release();
+                return data;
             }
         }
         // Anything else (timed out, several parts, several records, an abort or raw record first):
@@ -61,8 +68,8 @@ py::object PyReader::recv_object(std::optional<double> timeout) {
     }
     std::vector<py::object> parts = receive(gil, deadline, false, timeout);
     gil.acquire();
-    if (parts.size() == 1) return loads(parts[0]);
-    return py::cast(MultipartMessage{to_list(std::move(parts))});
+    if (parts.size() == 1) return std::move(parts[0]);  // bytes (or a bytearray another writer sent)
+    return to_list(std::move(parts));
 }
 
 py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
