@@ -11,6 +11,21 @@ from ringcast._queue import dumps_out_of_band
 from _workers import np
 
 
+@pytest.fixture
+def gather_pair():
+    """A ReplyGather of n ranks and its n workers (all in this process); closed afterwards."""
+    made = []
+
+    def make(n=1):
+        g = ringcast.ReplyGather(n)
+        made.append(g)
+        return g, [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(n)]
+
+    yield make
+    for g in made:
+        g.close()
+
+
 def _refuse_to_load(why):
     raise RuntimeError(why)
 
@@ -161,7 +176,7 @@ def test_received_objects_do_not_point_into_the_ring(queue_pair):
     assert got == sent
 
 
-def test_the_one_call_paths_pickle_with_the_functions_set_for_benchmarks(queue_pair):
+def test_the_one_call_paths_pickle_with_the_functions_set_for_benchmarks(queue_pair, gather_pair):
     calls = []
 
     def dumps(*args, **kwargs):
@@ -173,8 +188,7 @@ def test_the_one_call_paths_pickle_with_the_functions_set_for_benchmarks(queue_p
         return pickle.loads(*args, **kwargs)
 
     q, (r,) = queue_pair(1)
-    g = ringcast.ReplyGather(1)
-    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    g, (w,) = gather_pair(1)
     _core._set_pickle_functions(dumps, loads)
     try:
         q.enqueue({"a": 1}, timeout=5)
@@ -183,41 +197,32 @@ def test_the_one_call_paths_pickle_with_the_functions_set_for_benchmarks(queue_p
         assert g.collect(1, timeout=5) == ["r"]
     finally:
         _core._set_pickle_functions(pickle.dumps, pickle.loads)
-        g.close()
     assert calls == ["dumps", "loads", "dumps", "loads"]
 
 
-def test_a_reply_that_cannot_be_unpickled_fails_its_collect_only():
-    g = ringcast.ReplyGather(2)
-    ws = [ringcast.ReplyGather.create_from_handle(g.export_handle(), i) for i in range(2)]
-    try:
-        ws[0].reply(1, LoadsBadly(), timeout=5)
-        ws[1].reply(1, "fine", timeout=5)
-        with pytest.raises(RuntimeError, match="rebuilt nowhere"):
-            g.collect(1, timeout=5)
-        ws[0].reply(2, "a", timeout=5)
-        ws[1].reply(2, "b", timeout=5)
-        assert g.collect(2, timeout=5) == ["a", "b"]
-        ws[0].reply(3, LoadsBadly(), timeout=5)
-        ws[1].reply(3, "c", timeout=5)
-        with pytest.raises(RuntimeError, match="rebuilt nowhere"):
-            g.collect_async(3, timeout=5).result()
-    finally:
-        g.close()
+def test_a_reply_that_cannot_be_unpickled_fails_its_collect_only(gather_pair):
+    g, ws = gather_pair(2)
+    ws[0].reply(1, LoadsBadly(), timeout=5)
+    ws[1].reply(1, "fine", timeout=5)
+    with pytest.raises(RuntimeError, match="rebuilt nowhere"):
+        g.collect(1, timeout=5)
+    ws[0].reply(2, "a", timeout=5)
+    ws[1].reply(2, "b", timeout=5)
+    assert g.collect(2, timeout=5) == ["a", "b"]
+    ws[0].reply(3, LoadsBadly(), timeout=5)
+    ws[1].reply(3, "c", timeout=5)
+    with pytest.raises(RuntimeError, match="rebuilt nowhere"):
+        g.collect_async(3, timeout=5).result()
 
 
-def test_a_reply_that_cannot_be_pickled_sends_nothing():
-    g = ringcast.ReplyGather(1)
-    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
-    try:
-        with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
-            w.reply(1, lambda: 0, timeout=5)
-        with pytest.raises(TimeoutError):
-            g.collect(1, timeout=0)
-        w.reply(1, "after", timeout=5)
-        assert g.collect(1, timeout=5) == ["after"]
-    finally:
-        g.close()
+def test_a_reply_that_cannot_be_pickled_sends_nothing(gather_pair):
+    g, (w,) = gather_pair(1)
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        w.reply(1, lambda: 0, timeout=5)
+    with pytest.raises(TimeoutError):
+        g.collect(1, timeout=0)
+    w.reply(1, "after", timeout=5)
+    assert g.collect(1, timeout=5) == ["after"]
 
 
 def test_unpickling_may_dequeue_from_the_same_reader(queue_pair):
@@ -248,17 +253,13 @@ def test_unpickling_may_enqueue_on_a_full_ring_behind_its_own_record(queue_pair)
         _WRITER[0] = None
 
 
-def test_an_empty_reply_fails_to_unpickle_as_pickle_says():
-    g = ringcast.ReplyGather(1)
-    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
-    try:
-        w._worker.reply(1, b"", 5)
-        with pytest.raises(EOFError):
-            g.collect(1, timeout=5)
-        w.reply(2, "after", timeout=5)
-        assert g.collect(2, timeout=5) == ["after"]
-    finally:
-        g.close()
+def test_an_empty_reply_fails_to_unpickle_as_pickle_says(gather_pair):
+    g, (w,) = gather_pair(1)
+    w._worker.reply(1, b"", 5)
+    with pytest.raises(EOFError):
+        g.collect(1, timeout=5)
+    w.reply(2, "after", timeout=5)
+    assert g.collect(2, timeout=5) == ["after"]
 
 
 def test_a_stand_in_dumps_that_returns_no_bytes_is_refused(queue_pair):
