@@ -285,3 +285,29 @@ def test_any_threshold_the_python_rule_takes_gives_the_same_parts(queue_pair, th
     parts = r._reader.recv(5)
     assert len(parts) == 1 + out_of_band
     assert len(dumps_out_of_band(obj, threshold, 100)) == 1 + out_of_band
+
+
+def test_the_benchmark_stamps_follow_each_call_in_order_and_stay_off_by_default(queue_pair, gather_pair):
+    q, (r,) = queue_pair(1)
+    g, (w,) = gather_pair(1)
+    names = _core._STAMP_NAMES
+    _core._stamps_take()
+    q.enqueue({"a": 1}, timeout=5)
+    r.dequeue(timeout=5)
+    assert set(_core._stamps_take()) == {0}, "stamps are off unless enabled"
+    _core._stamps_enable(True)
+    try:
+        q.enqueue({"a": 1}, timeout=5)
+        assert r.dequeue(timeout=5) == {"a": 1}
+        w.reply(1, "r", timeout=5)
+        assert g.collect(1, timeout=5) == ["r"]
+        stamps = dict(zip(names, _core._stamps_take()))
+    finally:
+        _core._stamps_enable(False)
+    order = ["send_enter", "send_pickled", "send_committed", "recv_enter", "recv_seen", "recv_copied",
+             "recv_unpickled", "reply_enter", "reply_pickled", "reply_committed", "collect_enter",
+             "collect_all_in", "collect_unpickled"]
+    assert sorted(names) == sorted(order)
+    assert all(stamps[n] > 0 for n in order), stamps
+    assert [stamps[n] for n in order] == sorted(stamps[n] for n in order), stamps
+    assert set(_core._stamps_take()) == {0}, "taking clears them"

@@ -4,6 +4,7 @@
 #include "args.hpp"
 #include "errors.hpp"
 #include "pickling.hpp"
+#include "stamps.hpp"
 
 using namespace std::chrono_literals;
 
@@ -41,7 +42,12 @@ py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::
                                             const std::optional<double>& timeout) {
     // Unpickled once this collector is free again (after the one-thread check): unpickled code may
     // use this gather, as after collect() and a pickle.loads in Python.
-    return replies(collect_as(tag, std::move(ranks), timeout), true);
+    stamp(Stamp::collect_enter);
+    const Collect c = collect_as(tag, std::move(ranks), timeout);
+    stamp(Stamp::collect_all_in);
+    py::list out = replies(c, true);
+    stamp(Stamp::collect_unpickled);
+    return out;
 }
 
 PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks,
@@ -172,14 +178,17 @@ void PyGatherWorker::reply(std::uint64_t tag, py::buffer data, const std::option
 }
 
 void PyGatherWorker::reply_object(std::uint64_t tag, py::handle obj, const std::optional<double>& timeout) {
+    stamp(Stamp::reply_enter);
     check_usable("reply");
     const py::bytes pickle = dumps_in_band(obj);
+    stamp(Stamp::reply_pickled);
     Busy busy(*this);
     // `pickle` is immutable and outlives the GIL-released wait below: its bytes stay readable.
     reply_bytes(tag,
                 std::span<const std::byte>(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(pickle.ptr())),
                                            static_cast<std::size_t>(PyBytes_GET_SIZE(pickle.ptr()))),
                 timeout);
+    stamp(Stamp::reply_committed);
 }
 
 void PyGatherWorker::reply_bytes(std::uint64_t tag, std::span<const std::byte> bytes,

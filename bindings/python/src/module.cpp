@@ -5,6 +5,7 @@
 //   args.{hpp,cpp}      timeouts, wait options, liveness intervals, exported buffers
 //   framing.{hpp,cpp}   the binding's wire format: writer-side copy out, reader-side reassembly
 //   pickling.{hpp,cpp}  pickle.dumps/loads called from C++: the one-call paths (send_object, ...)
+//   stamps.{hpp,cpp}    benchmarks only: clock stamps at fixed points of the one-call paths
 //   queue.hpp, queue_writer.cpp, queue_reader.cpp   Writer / Reader
 //   gather.{hpp,cpp}    GatherCollector (collect, collect_async) / GatherWorker
 //   events.cpp          eventfd arming of the endpoints for event loops (ringcast.aio)
@@ -21,6 +22,7 @@
 #include "gather.hpp"
 #include "gil.hpp"
 #include "pickling.hpp"
+#include "stamps.hpp"
 #include "queue.hpp"
 #include "ringcast/ring.hpp"
 
@@ -46,6 +48,7 @@ PYBIND11_MODULE(_core, m) {
     register_exceptions(m);
     register_remote(m);  // remote.cpp: ZeroMQ remote readers / replies (HAVE_REMOTE = False without ZeroMQ)
     register_events(m);  // events.cpp: wake_fd / arm / disarm for event loops (ringcast.aio)
+    register_stamps(m);  // stamps.cpp: _stamps_enable / _stamps_take (benchmarks)
 
     init_pickling();
     g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();

@@ -2,6 +2,7 @@
 #include "args.hpp"
 #include "errors.hpp"
 #include "pickling.hpp"
+#include "stamps.hpp"
 #include "queue.hpp"
 
 using namespace std::chrono_literals;
@@ -40,9 +41,13 @@ py::object PyReader::recv_object(std::optional<double> timeout) {
     // Unpickling runs once this reader is free again and the message's records are released, as
     // after recv() and a pickle.loads in Python: unpickled code may dequeue from this reader, or
     // enqueue on this ring from a writer in this process, without finding either held.
+    stamp(Stamp::recv_enter);
     py::object message = take_message(timeout);
-    if (!PyList_CheckExact(message.ptr())) return loads(message);
-    return py::cast(MultipartMessage{py::reinterpret_steal<py::list>(message.release())});
+    stamp(Stamp::recv_copied);
+    if (PyList_CheckExact(message.ptr())) return py::cast(MultipartMessage{py::reinterpret_steal<py::list>(message.release())});
+    py::object obj = loads(message);
+    stamp(Stamp::recv_unpickled);
+    return obj;
 }
 
 py::object PyReader::take_message(std::optional<double> timeout) {
@@ -52,6 +57,7 @@ py::object PyReader::take_message(std::optional<double> timeout) {
     Gil gil;
     if (!assembly_.active()) {
         const Message m = next_record(gil, deadline, timeout, false);
+        stamp(Stamp::recv_seen);
         if (m.status == Status::ok && tag_frame(m.tag) == Frame::whole) {
             if (const auto pickle = one_part_payload(m.bytes)) {
                 gil.acquire();
@@ -67,6 +73,7 @@ py::object PyReader::take_message(std::optional<double> timeout) {
         // handles it as recv() does.
     }
     std::vector<py::object> parts = receive(gil, deadline, false, timeout);
+    stamp(Stamp::recv_seen);  // a message of several records: seen and copied are one span here
     gil.acquire();
     if (parts.size() == 1) return std::move(parts[0]);  // bytes (or a bytearray another writer sent)
     return to_list(std::move(parts));

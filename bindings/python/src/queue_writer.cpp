@@ -4,6 +4,7 @@
 #include "args.hpp"
 #include "errors.hpp"
 #include "pickling.hpp"
+#include "stamps.hpp"
 #include "queue.hpp"
 
 using namespace std::chrono_literals;
@@ -86,14 +87,20 @@ void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
 }
 
 void PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
+    stamp(Stamp::send_enter);
     check_usable("enqueue");
     Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_);
+    stamp(Stamp::send_pickled);
     const auto len = static_cast<std::size_t>(PyBytes_GET_SIZE(p.data.ptr()));
-    if (p.out_of_band.empty() && kOnePartHeader + len <= writer_->max_reserve()) return send_whole(p.data, timeout);
-    py::list parts(1 + p.out_of_band.size());
-    parts[0] = std::move(p.data);
-    for (std::size_t i = 0; i < p.out_of_band.size(); ++i) parts[i + 1] = p.out_of_band[i];
-    send(parts, timeout);
+    if (p.out_of_band.empty() && kOnePartHeader + len <= writer_->max_reserve()) {
+        send_whole(p.data, timeout);
+    } else {
+        py::list parts(1 + p.out_of_band.size());
+        parts[0] = std::move(p.data);
+        for (std::size_t i = 0; i < p.out_of_band.size(); ++i) parts[i + 1] = p.out_of_band[i];
+        send(parts, timeout);
+    }
+    stamp(Stamp::send_committed);
 }
 
 void PyWriter::send_whole(const py::bytes& data, std::optional<double> timeout) {

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Where the transport's share of a synchronous step goes, inside ringcast's calls: one executor process and
+one worker process run the showdown's step (the ~2 KB request, `--work-us` of busy work, a ~100 B reply)
+with the library's defaults, and the compiled module stamps fixed points of its one-call paths
+(`_core._stamps_enable`; CLOCK_MONOTONIC, comparable across the two processes). Per step:
+
+  enqueue   Python -> module | pickle | copy + publish | module -> Python
+  hand-over publish (executor) -> the worker's wait sees the record
+  dequeue   copy + release | unpickle | module -> Python           (and Python -> module before it waits)
+  reply     Python -> module | pickle | copy + publish | module -> Python
+  hand-back publish (worker) -> the executor's collect has every reply
+  collect   copy + unpickle | module -> Python
+
+"Python -> module" is from the Python line before the call to the module's first stamp (the method of
+ringcast's Python layer, pybind11's argument conversion); "module -> Python" from the last stamp to the
+Python line after the call. The step's overhead is its time less the worker's work (from the worker's
+return from dequeue to its reply call). Every part is printed as the median over steps, per run.
+
+    PYTHONPATH=<build>/python python3 bench/python/bench_step_split.py [--steps 2000] [--runs 3] [--work-us 1000]
+"""
+import argparse
+import mmap
+import os
+import platform
+import statistics
+import struct
+import sys
+import time
+
+import ringcast
+from ringcast import _core
+
+NAMES = _core._STAMP_NAMES
+IDX = {n: i for i, n in enumerate(NAMES)}
+REQUEST = {  # as bench_glue.py's and the showdown's: ~2 KB pickled, shaped like a scheduler output
+    "step": 0, "req_ids": [f"req-{i:04d}" for i in range(48)],
+    "num_tokens": {f"req-{i:04d}": i % 7 + 1 for i in range(48)},
+    "block_tables": [[i * 16 + j for j in range(8)] for i in range(24)],
+    "finished": [], "sampling": {"temperature": 0.7, "top_p": 0.95, "seed": None},
+}
+# The worker's per-step record in shared memory: its four Python clock reads and its stamps.
+WORKER_FIELDS = ("deq_call", "deq_return", "reply_call", "reply_return") + NAMES
+RECORD = struct.Struct(f"{len(WORKER_FIELDS)}q")
+
+
+def busy(us):
+    end = time.monotonic_ns() + int(us * 1000)
+    while time.monotonic_ns() < end:
+        pass
+
+
+def worker(handle, ghandle, steps, work_us, shared):
+    q = ringcast.MessageQueue.create_from_handle(handle, 0)
+    g = ringcast.ReplyGather.create_from_handle(ghandle, 0)
+    _core._stamps_enable(True)
+    for step in range(steps):
+        t0 = time.monotonic_ns()
+        req = q.dequeue()
+        t1 = time.monotonic_ns()
+        busy(work_us)
+        t2 = time.monotonic_ns()
+        g.reply(req["step"], {"step": req["step"], "tokens": list(range(16)), "rank": 0})
+        t3 = time.monotonic_ns()
+        RECORD.pack_into(shared, step * RECORD.size, t0, t1, t2, t3, *_core._stamps_take())
+    os._exit(0)
+
+
+def one_run(steps, work_us):
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=1 << 20, max_chunks=16)
+    g = ringcast.ReplyGather(1)
+    shared = mmap.mmap(-1, steps * RECORD.size)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            worker(q.export_handle(), g.export_handle(), steps, work_us, shared)
+        finally:
+            os._exit(1)
+    q.wait_until_ready(30)
+    _core._stamps_enable(True)
+    executor = []
+    for step in range(steps):
+        request = dict(REQUEST, step=step)
+        t0 = time.monotonic_ns()
+        q.enqueue(request)
+        t1 = time.monotonic_ns()
+        replies = g.collect(step, timeout=30)
+        t2 = time.monotonic_ns()
+        assert replies[0]["step"] == step
+        executor.append((t0, t1, t2, _core._stamps_take()))
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise RuntimeError(f"worker exited with status {status}")
+    q.shutdown()
+    g.close()
+    parts = {}
+    warm = steps // 10
+    for step in range(warm, steps):
+        t0, t1, t2, ex = executor[step]
+        w = dict(zip(WORKER_FIELDS, RECORD.unpack_from(shared, step * RECORD.size)))
+        e = {n: ex[IDX[n]] for n in NAMES}
+        rows = {
+            "enqueue: Python -> module": e["send_enter"] - t0,
+            "enqueue: pickle": e["send_pickled"] - e["send_enter"],
+            "enqueue: copy + publish": e["send_committed"] - e["send_pickled"],
+            "enqueue: module -> Python": t1 - e["send_committed"],
+            "hand-over: publish -> worker sees it": w["recv_seen"] - e["send_committed"],
+            "dequeue: copy + release": w["recv_copied"] - w["recv_seen"],
+            "dequeue: unpickle": w["recv_unpickled"] - w["recv_copied"],
+            "dequeue: module -> Python": w["deq_return"] - w["recv_unpickled"],
+            "reply: Python -> module": w["reply_enter"] - w["reply_call"],
+            "reply: pickle": w["reply_pickled"] - w["reply_enter"],
+            "reply: copy + publish": w["reply_committed"] - w["reply_pickled"],
+            "hand-back: publish -> collect has it": e["collect_all_in"] - w["reply_committed"],
+            "collect: copy + unpickle": e["collect_unpickled"] - e["collect_all_in"],
+            "collect: module -> Python": t2 - e["collect_unpickled"],
+            "overhead (step - work)": (t2 - t0) - (w["reply_call"] - w["deq_return"]),
+        }
+        for k, v in rows.items():
+            parts.setdefault(k, []).append(v / 1000.0)
+    return {k: statistics.median(v) for k, v in parts.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--work-us", type=float, default=1000.0)
+    a = ap.parse_args()
+    if a.steps < 20:
+        ap.error("--steps must be at least 20 (the first tenth is warm-up)")
+    runs = [one_run(a.steps, a.work_us) for _ in range(a.runs)]
+    print(f"one sync step split at the module's stamps: 1 executor + 1 worker process, {a.steps} steps x "
+          f"{a.runs} runs (first tenth left out), work {a.work_us:.0f} us, defaults; p50 us per run; "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}")
+    for k in runs[0]:
+        print(f"  {k:40s} " + " ".join(f"{r[k]:7.2f}" for r in runs))
+    named = [k for k in runs[0] if not k.startswith("overhead")]
+    sums = [sum(r[k] for k in named) for r in runs]
+    print(f"  {'sum of the parts (medians)':40s} " + " ".join(f"{x:7.2f}" for x in sums))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
