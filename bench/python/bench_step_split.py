@@ -14,7 +14,7 @@ with the library's defaults, and the compiled module stamps fixed points of its 
 "Python -> module" is from the Python line before the call to the module's first stamp (the method of
 ringcast's Python layer, pybind11's argument conversion); "module -> Python" from the last stamp to the
 Python line after the call. The step's overhead is its time less the worker's work (from the worker's
-return from dequeue to its reply call). Every part is printed as the median over steps, per run.
+return from dequeue to its reply call, which includes making the reply object). Every part is printed as the median over steps, per run.
 
     PYTHONPATH=<build>/python python3 bench/python/bench_step_split.py [--steps 2000] [--runs 3] [--work-us 1000]
 """
@@ -58,8 +58,9 @@ def worker(handle, ghandle, steps, work_us, shared):
         req = q.dequeue()
         t1 = time.monotonic_ns()
         busy(work_us)
+        reply = {"step": req["step"], "tokens": list(range(16)), "rank": 0}  # made before the clock read
         t2 = time.monotonic_ns()
-        g.reply(req["step"], {"step": req["step"], "tokens": list(range(16)), "rank": 0})
+        g.reply(req["step"], reply)
         t3 = time.monotonic_ns()
         RECORD.pack_into(shared, step * RECORD.size, t0, t1, t2, t3, *_core._stamps_take())
     os._exit(0)
