@@ -103,7 +103,7 @@ def one_run(steps, work_us):
             "enqueue: Python -> module": e["send_enter"] - t0,
             "enqueue: pickle": e["send_pickled"] - e["send_enter"],
             "enqueue: copy + publish": e["send_committed"] - e["send_pickled"],
-            "enqueue: module -> Python": t1 - e["send_committed"],
+            "enqueue: module -> Python (off the critical path)": t1 - e["send_committed"],
             "hand-over: publish -> worker sees it": w["recv_seen"] - e["send_committed"],
             "dequeue: copy + release": w["recv_copied"] - w["recv_seen"],
             "dequeue: unpickle": w["recv_unpickled"] - w["recv_copied"],
@@ -134,10 +134,12 @@ def main():
           f"{a.runs} runs (first tenth left out), work {a.work_us:.0f} us, defaults; p50 us per run; "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}")
     for k in runs[0]:
-        print(f"  {k:40s} " + " ".join(f"{r[k]:7.2f}" for r in runs))
-    named = [k for k in runs[0] if not k.startswith("overhead")]
+        print(f"  {k:50s} " + " ".join(f"{r[k]:7.2f}" for r in runs))
+    # The critical path: everything but the executor's return from enqueue (the worker is woken
+    # meanwhile); its parts add up to the overhead step by step (their medians need not).
+    named = [k for k in runs[0] if not k.startswith("overhead") and "off the critical path" not in k]
     sums = [sum(r[k] for k in named) for r in runs]
-    print(f"  {'sum of the parts (medians)':40s} " + " ".join(f"{x:7.2f}" for x in sums))
+    print(f"  {'sum of the critical path (medians)':50s} " + " ".join(f"{x:7.2f}" for x in sums))
     sys.stdout.flush()
 
 
