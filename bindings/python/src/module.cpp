@@ -172,7 +172,7 @@ PYBIND11_MODULE(_core, m) {
              "shut down and all was read, or this reader was shut down), PeerDeadError (the writer died),\n"
              "RingcastError (the next message is an acquire_write chunk), ValueError, RuntimeError.")
         .def("recv_object", &PyReader::recv_object, py::arg("timeout") = py::none(),
-             "dequeue in one call: the next message unpickled (a one-record message straight from the ring);\n"
+             "dequeue in one call: the next message, unpickled once it is out of the ring (one copy);\n"
              "a message with out-of-band parts comes back as a MultipartMessage (its .parts as recv() returns\n"
              "them). Raises as recv(), and what pickle.loads raises (the message is consumed either way).")
         .def("recv_many", &PyReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none(),
