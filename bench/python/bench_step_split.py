@@ -30,14 +30,10 @@ import time
 import ringcast
 from ringcast import _core
 
+from bench_glue import STEP as REQUEST  # ~2 KB pickled, shaped like a scheduler output (the showdown's too)
+
 NAMES = _core._STAMP_NAMES
 IDX = {n: i for i, n in enumerate(NAMES)}
-REQUEST = {  # as bench_glue.py's and the showdown's: ~2 KB pickled, shaped like a scheduler output
-    "step": 0, "req_ids": [f"req-{i:04d}" for i in range(48)],
-    "num_tokens": {f"req-{i:04d}": i % 7 + 1 for i in range(48)},
-    "block_tables": [[i * 16 + j for j in range(8)] for i in range(24)],
-    "finished": [], "sampling": {"temperature": 0.7, "top_p": 0.95, "seed": None},
-}
 # The worker's per-step record in shared memory: its four Python clock reads and its stamps.
 WORKER_FIELDS = ("deq_call", "deq_return", "reply_call", "reply_return") + NAMES
 RECORD = struct.Struct(f"{len(WORKER_FIELDS)}q")

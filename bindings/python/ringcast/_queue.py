@@ -620,7 +620,7 @@ class MessageQueue:
             self._require_reader("dequeue")
         if self._gpu_pending is not None:  # a device message a timed-out dequeue left half received
             return _gpu.resume(self, timeout)
-        if self._is_local_reader:  # one binding call: waits, unpickles (in place when one record)
+        if self._is_local_reader:  # one binding call: waits, copies out, unpickles
             obj = self._reader.recv_object(timeout)
             if type(obj) is not _core.MultipartMessage:
                 return obj

@@ -1,5 +1,6 @@
 #include "stamps.hpp"
 
+#include <cstddef>
 #include <vector>
 
 namespace ringcast::python::detail {
@@ -19,13 +20,11 @@ void register_stamps(pybind11::module_& m) {
             for (auto& s : g_stamps) out.push_back(s.exchange(0, std::memory_order_relaxed));
             return out;
         },
-        "BENCHMARKS ONLY: this process's stamps (ns; 0: not reached since the last take), in the order\n"
-        "send_enter, send_pickled, send_committed, recv_enter, recv_seen, recv_copied, recv_unpickled,\n"
-        "reply_enter, reply_pickled, reply_committed, collect_enter, collect_all_in, collect_unpickled;\n"
-        "clears them.");
-    m.attr("_STAMP_NAMES") = pybind11::make_tuple(
-        "send_enter", "send_pickled", "send_committed", "recv_enter", "recv_seen", "recv_copied", "recv_unpickled",
-        "reply_enter", "reply_pickled", "reply_committed", "collect_enter", "collect_all_in", "collect_unpickled");
+        "BENCHMARKS ONLY: this process's stamps (ns; 0: not reached since the last take), in the order of\n"
+        "_STAMP_NAMES; clears them.");
+    pybind11::tuple names(kStampNames.size());
+    for (std::size_t i = 0; i < kStampNames.size(); ++i) names[i] = pybind11::str(kStampNames[i]);
+    m.attr("_STAMP_NAMES") = names;
 }
 
 }  // namespace ringcast::python::detail

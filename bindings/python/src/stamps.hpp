@@ -35,6 +35,12 @@ enum class Stamp : unsigned {
     count
 };
 
+// The points' names, in the enum's order (_core._STAMP_NAMES, what _stamps_take's list is indexed by).
+inline constexpr std::array<const char*, static_cast<unsigned>(Stamp::count)> kStampNames{
+    "send_enter", "send_pickled", "send_committed", "recv_enter", "recv_seen", "recv_copied", "recv_unpickled",
+    "reply_enter", "reply_pickled", "reply_committed", "collect_enter", "collect_all_in", "collect_unpickled"};
+static_assert(kStampNames.back() != nullptr, "a name for every stamp point");
+
 extern std::atomic<bool> g_stamping;
 extern std::array<std::atomic<std::int64_t>, static_cast<unsigned>(Stamp::count)> g_stamps;
 
