@@ -208,7 +208,7 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
 }
 
 GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
-                                      std::chrono::nanoseconds timeout) {
+                                      std::chrono::nanoseconds timeout, const EarlyReply& on_early_reply) {
     Timeout lazy_deadline(timeout);
     GatherResult result;
     result.replies.resize(readers_.size());
@@ -251,6 +251,12 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
             else kept_[r] = std::move(result.replies[r]);
         }
     };
+    // Replies already handed to on_early_reply (or kept from an earlier call): handed at most once.
+    std::vector<bool> handed;
+    if (on_early_reply) {
+        handed.resize(readers_.size());
+        for (std::uint32_t r = 0; r < readers_.size(); ++r) handed[r] = result.replies[r].has_value();
+    }
     std::vector<std::uint32_t> closed_ranks;
     // The adaptive spin learns how long a whole collect waits, not each of its waits: after the first
     // reply of a step the others follow within the workers' spread, and recording those short waits would
@@ -269,6 +275,16 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         for (;;) {
             drain_ready(tag, pending, closed_ranks, result);  // whatever is there, in any order, no wait
             if (pending.empty()) break;
+            if (on_early_reply) {
+                // Between waits, nothing held: the next wait_any re-checks every pending ring after
+                // announcing itself, so a reply published while this runs wakes no one and is not
+                // missed (it is found by that re-check). Its time counts in the spread as wall time.
+                for (std::uint32_t r = 0; r < readers_.size(); ++r) {
+                    if (handed[r] || !result.replies[r]) continue;
+                    handed[r] = true;
+                    on_early_reply(r, *result.replies[r]);
+                }
+            }
             const bool first = first_wait == Deadline{};
             if (first) first_wait = Clock::now();
             // ONE wait for the whole pending set.

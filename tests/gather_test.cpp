@@ -4,6 +4,8 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -191,6 +193,62 @@ TEST_P(Gather, CancelWakesABlockedCollect) {
     t.join();
     EXPECT_EQ(res.status, Status::cancelled);
     EXPECT_LT(woke_after, 500'000'000) << "the cancel's wake was lost (" << woke_after / 1'000'000 << " ms)";
+}
+
+// The early-reply hook: each reply taken while others are awaited is handed over once, between
+// waits; the replies that end the collect are not, nor are replies kept from an earlier call; a
+// reply the hook itself causes (published while it runs) is found by the next wait.
+TEST_P(Gather, EarlyRepliesAreHandedOverOnceWhileOthersAreAwaited) {
+    ScopedName name("ge");
+    auto c = GatherCollector::create(name, options(3));
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    auto w2 = GatherWorker::attach(name, 2);
+    std::vector<std::uint32_t> handed;
+    // Rank 0 first; its hand-over makes rank 1 answer, whose hand-over makes rank 2 answer: the
+    // collect can only end if each early reply is handed over during the collect.
+    ASSERT_EQ(w0.reply(1, reply_bytes(0, 1)), Status::ok);
+    const GatherResult res = c.collect(1, {}, 2s, [&](std::uint32_t rank, std::span<const std::byte> reply) {
+        handed.push_back(rank);
+        EXPECT_EQ(check_message(reply, 1000 + rank, 24), "");
+        if (rank == 0) {
+            EXPECT_EQ(w1.reply(1, reply_bytes(1, 1)), Status::ok);
+        } else if (rank == 1) {
+            EXPECT_EQ(w2.reply(1, reply_bytes(2, 1)), Status::ok);
+        }
+    });
+    ASSERT_EQ(res.status, Status::ok) << res.describe();
+    EXPECT_EQ(handed, (std::vector<std::uint32_t>{0, 1}));  // not rank 2: its reply ended the collect
+    for (std::uint32_t r = 0; r < 3; ++r) EXPECT_EQ(check_message(*res.replies[r], 1000 + r, 24), "");
+
+    // A collect that times out keeps what it took; the retry gets it without a second hand-over.
+    handed.clear();
+    const auto note = [&](std::uint32_t rank, std::span<const std::byte>) { handed.push_back(rank); };
+    ASSERT_EQ(w1.reply(2, reply_bytes(1, 2)), Status::ok);
+    EXPECT_EQ(c.collect(2, {}, 20ms, note).status, Status::timed_out);
+    EXPECT_EQ(handed, (std::vector<std::uint32_t>{1}));
+    ASSERT_EQ(w0.reply(2, reply_bytes(0, 2)), Status::ok);
+    EXPECT_EQ(c.collect(2, {}, 20ms, note).status, Status::timed_out);
+    EXPECT_EQ(handed, (std::vector<std::uint32_t>{1, 0}));
+    ASSERT_EQ(w2.reply(2, reply_bytes(2, 2)), Status::ok);
+    const GatherResult second = c.collect(2, {}, 2s, note);
+    ASSERT_EQ(second.status, Status::ok) << second.describe();
+    EXPECT_EQ(handed, (std::vector<std::uint32_t>{1, 0}));
+    for (std::uint32_t r = 0; r < 3; ++r) EXPECT_EQ(check_message(*second.replies[r], 2000 + r, 24), "");
+}
+
+TEST_P(Gather, WhatTheEarlyReplyHookThrowsEndsTheCollectAndKeepsTheReplies) {
+    ScopedName name("gx");
+    auto c = GatherCollector::create(name, options(2));
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    ASSERT_EQ(w0.reply(1, reply_bytes(0, 1)), Status::ok);
+    EXPECT_THROW((void)c.collect(1, {}, 2s, [](std::uint32_t, std::span<const std::byte>) { throw std::runtime_error("stop"); }),
+                 std::runtime_error);
+    ASSERT_EQ(w1.reply(1, reply_bytes(1, 1)), Status::ok);
+    const GatherResult res = c.collect_all(1, 2s);
+    ASSERT_EQ(res.status, Status::ok) << res.describe();
+    for (std::uint32_t r = 0; r < 2; ++r) EXPECT_EQ(check_message(*res.replies[r], 1000 + r, 24), "");
 }
 
 TEST_P(Gather, WorkersInOtherProcesses) {

@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -90,8 +91,19 @@ public:
     // replies taken before it are kept for the next collect of `tag`), Error(peer_dead) when a
     // pending worker died. A worker that closed its ring while a reply from it
     // is pending gives status closed, with that rank in `missing`.
+    //
+    // `on_early_reply`, if set, is called once for each reply this call takes from its ring while
+    // other replies of the collect are still awaited (not for the last ones, which end it, nor for
+    // replies kept from an earlier call), between two waits: the caller may work on the early
+    // replies (the Python binding unpickles them) while the later workers still work — as reading
+    // rank by rank would, but with one wait. It runs with nothing of any ring held (the record is
+    // copied and released first); a reply published meanwhile is seen by the next wait's re-check
+    // (wait.hpp), so none is missed. It must not call this collector. What it throws ends the
+    // collect, the replies taken kept as for any other exception.
+    using EarlyReply = std::function<void(std::uint32_t rank, std::span<const std::byte> reply)>;
     [[nodiscard]] GatherResult collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
-                                       std::chrono::nanoseconds timeout = kForever);
+                                       std::chrono::nanoseconds timeout = kForever,
+                                       const EarlyReply& on_early_reply = {});
     [[nodiscard]] GatherResult collect_all(std::uint64_t tag, std::chrono::nanoseconds timeout = kForever) {
         return collect(tag, {}, timeout);
     }

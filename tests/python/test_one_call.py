@@ -311,3 +311,104 @@ def test_the_benchmark_stamps_follow_each_call_in_order_and_stay_off_by_default(
     assert all(stamps[n] > 0 for n in order), stamps
     assert [stamps[n] for n in order] == sorted(stamps[n] for n in order), stamps
     assert set(_core._stamps_take()) == {0}, "taking clears them"
+
+
+
+# ---- replies unpickled while the collect still waits for others ------------------------------------
+# Unpickling rank 0's reply makes rank 1 reply: a collect of both can only end if the early reply is
+# unpickled during the collect, not after the last reply came (it would wait for rank 1 until its
+# timeout).
+_GATHER = {}
+
+
+def _reply_from_rank_1_then(tag, then):
+    if then == "interrupt":
+        if not _GATHER.get("interrupted"):
+            _GATHER["interrupted"] = True
+            raise KeyboardInterrupt
+        return "from 0"
+    _GATHER["rank 1"].reply(tag, "from 1", timeout=5)
+    if then == "raise":
+        raise RuntimeError("early reply rebuilt nowhere")
+    if then == "collect":
+        _GATHER["collector"].collect(tag + 100, timeout=0)
+    return "from 0"
+
+
+class MakesRank1Reply:
+    def __init__(self, tag, then=None):
+        self.args = (tag, then)
+
+    def __reduce__(self):
+        return (_reply_from_rank_1_then, self.args)
+
+
+class _RepliesLoadsBadly:
+    """Stands in for rank 1's worker: its reply fails to unpickle too."""
+
+    def __init__(self, worker):
+        self.worker = worker
+
+    def reply(self, tag, _obj, timeout):
+        self.worker.reply(tag, LoadsBadly(), timeout=timeout)
+
+
+@pytest.fixture
+def chained_gather(gather_pair):
+    g, ws = gather_pair(2)
+    _GATHER.update({"collector": g, "rank 1": ws[1]})
+    yield g, ws
+    _GATHER.clear()
+
+
+def test_replies_that_come_while_others_are_awaited_are_unpickled_during_the_collect(chained_gather):
+    g, ws = chained_gather
+    ws[0].reply(1, MakesRank1Reply(1), timeout=5)
+    assert g.collect(1, timeout=5) == ["from 0", "from 1"]
+    ws[0].reply(2, MakesRank1Reply(2), timeout=5)
+    assert g.collect_async(2, [1, 0], timeout=5).result() == ["from 1", "from 0"]
+
+
+def test_polling_an_async_collect_unpickles_its_early_replies(chained_gather):
+    g, ws = chained_gather
+    ws[0].reply(1, MakesRank1Reply(1), timeout=5)
+    pending = g.collect_async(1, timeout=5)
+    assert pending.done()  # the poll unpickled rank 0's reply, which sent rank 1's
+    assert pending.result() == ["from 0", "from 1"]
+
+
+def test_a_failed_early_unpickling_is_raised_once_every_reply_is_in_first_in_rank_order(chained_gather):
+    g, ws = chained_gather
+    ws[0].reply(1, MakesRank1Reply(1, "raise"), timeout=5)
+    with pytest.raises(RuntimeError, match="early reply rebuilt nowhere"):
+        g.collect(1, timeout=5)
+    ws[0].reply(2, "a", timeout=5)
+    ws[1].reply(2, "b", timeout=5)
+    assert g.collect(2, timeout=5) == ["a", "b"]  # every reply of tag 1 left its ring
+    # Two failures: rank 0's while rank 1 is awaited, then rank 1's; rank 1 comes first in the order asked.
+    _GATHER["rank 1"] = _RepliesLoadsBadly(ws[1])
+    ws[0].reply(3, MakesRank1Reply(3, "raise"), timeout=5)
+    with pytest.raises(RuntimeError, match="^rebuilt nowhere"):
+        g.collect(3, [1, 0], timeout=5)
+    ws[0].reply(4, "c", timeout=5)
+    ws[1].reply(4, "d", timeout=5)
+    assert g.collect(4, [1, 0], timeout=5) == ["d", "c"]
+
+
+def test_early_unpickling_that_uses_the_same_gather_is_told_so(chained_gather):
+    g, ws = chained_gather
+    ws[0].reply(1, MakesRank1Reply(1, "collect"), timeout=5)
+    with pytest.raises(RuntimeError, match="being unpickled"):
+        g.collect(1, timeout=5)
+    ws[0].reply(2, "a", timeout=5)
+    ws[1].reply(2, "b", timeout=5)
+    assert g.collect(2, timeout=5) == ["a", "b"]
+
+
+def test_ctrl_c_in_an_early_unpickling_ends_the_collect_and_a_retry_gets_every_reply(chained_gather):
+    g, ws = chained_gather
+    ws[0].reply(1, MakesRank1Reply(1, "interrupt"), timeout=5)
+    with pytest.raises(KeyboardInterrupt):
+        g.collect(1, timeout=5)  # at once: rank 1 has not replied
+    ws[1].reply(1, "from 1", timeout=5)
+    assert g.collect(1, timeout=5) == ["from 0", "from 1"]  # rank 0's reply was kept

@@ -314,7 +314,8 @@ class ReplyGather:
         """The replies to request ``tag`` from ``ranks`` (executor side).
 
         Takes the replies that are there, in any order, then waits once for the rest — one wait
-        (GIL released) for all ranks, not one per rank.
+        (GIL released) for all ranks, not one per rank. A reply that comes while others are still
+        awaited is unpickled then, between waits; the ones that end the collect after it.
 
         Args:
             tag: the request's tag.
@@ -336,8 +337,10 @@ class ReplyGather:
                 intervals); a pending remote worker's connection dropped (names the rank).
             ClosedError: a pending worker closed its reply ring (names the ranks), or the gather
                 was shut down (also wakes a collect blocked in another thread).
-            RuntimeError: called on a worker, while a collect_async is pending, or while another
-                thread uses this gather.
+            RuntimeError: called on a worker, while a collect_async is pending, while another
+                thread uses this gather, or from the unpickling of an early reply of this gather.
+            Exception: what unpickling a reply raised (the first in the order of ``ranks``), once
+                every reply is in; the replies are consumed.
             ValueError: a rank out of range, a negative timeout. TypeError: a rank that is not an
                 int.
         """
@@ -393,7 +396,7 @@ class ReplyGather:
         if self._collector is None:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
-        self._collector.collect_start(tag, wanted, timeout)
+        self._collector.collect_start(tag, wanted, timeout, True)  # result() takes collect_result_objects()
         return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted))
 
     @property

@@ -35,15 +35,17 @@ PyGatherCollector::~PyGatherCollector() {
 
 py::list PyGatherCollector::collect(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                     const std::optional<double>& timeout) {
-    return replies(collect_as(tag, std::move(ranks), timeout), false);
+    Collect c = collect_as(tag, std::move(ranks), timeout, false);
+    return replies(c, false);
 }
 
 py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                             const std::optional<double>& timeout) {
-    // Unpickled once this collector is free again (after the one-thread check): unpickled code may
-    // use this gather, as after collect() and a pickle.loads in Python.
+    // The replies that end the collect are unpickled once this collector is free again (after the
+    // one-thread check): their unpickling may use this gather, as after collect() and a pickle.loads
+    // in Python. Early replies are unpickled during the collect (unpickle_early).
     stamp(Stamp::collect_enter);
-    const Collect c = collect_as(tag, std::move(ranks), timeout);
+    Collect c = collect_as(tag, std::move(ranks), timeout, true);
     stamp(Stamp::collect_all_in);
     py::list out = replies(c, true);
     stamp(Stamp::collect_unpickled);
@@ -51,20 +53,22 @@ py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::
 }
 
 PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks,
-                                                         const std::optional<double>& timeout) {
+                                                         const std::optional<double>& timeout, bool unpickle) {
+    check_not_unpickling("collect");
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect: a collect_async is pending on this ReplyGather; call its "
                                           "result() first"};
     Busy busy(*this);
     check_usable("collect");
-    Collect c = begin(tag, std::move(ranks), timeout);
+    Collect c = begin(tag, std::move(ranks), timeout, unpickle);
     Gil gil;
     finish(c, gil);
     return c;
 }
 
 void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
-                                      const std::optional<double>& timeout) {
+                                      const std::optional<double>& timeout, bool unpickle) {
+    check_not_unpickling("collect_async");
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
                                           "(call result() first)"};
@@ -73,10 +77,11 @@ void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32
         if (r >= collector_->ranks())
             throw Failure{PyExc_ValueError, "rank " + std::to_string(r) + " out of range: the group has ranks 0.." +
                                                 std::to_string(collector_->ranks() - 1)};
-    async_ = std::make_unique<Collect>(begin(tag, std::move(ranks), timeout));
+    async_ = std::make_unique<Collect>(begin(tag, std::move(ranks), timeout, unpickle));
 }
 
 bool PyGatherCollector::collect_done() {
+    check_not_unpickling("done");
     if (!async_) return false;
     if (async_->status != Status::timed_out || async_->error) return true;
     Busy busy(*this);
@@ -89,10 +94,18 @@ bool PyGatherCollector::collect_done() {
     return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
 }
 
-py::list PyGatherCollector::collect_result() { return replies(result(), false); }
-py::list PyGatherCollector::collect_result_objects() { return replies(result(), true); }
+py::list PyGatherCollector::collect_result() {
+    Collect c = result();
+    return replies(c, false);
+}
+
+py::list PyGatherCollector::collect_result_objects() {
+    Collect c = result();
+    return replies(c, true);
+}
 
 PyGatherCollector::Collect PyGatherCollector::result() {
+    check_not_unpickling("result");
     if (!async_) throw Failure{PyExc_RuntimeError, "result(): no collect_async is pending"};
     Busy busy(*this);
     std::unique_ptr<Collect> c = std::move(async_);
@@ -114,9 +127,11 @@ void PyGatherCollector::shutdown() {
 }
 
 PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, std::vector<std::uint32_t> ranks,
-                                                    const std::optional<double>& timeout) {
+                                                    const std::optional<double>& timeout, bool unpickle) {
     Collect c;
     c.tag = tag;
+    c.unpickle = unpickle;
+    if (unpickle) c.objects.resize(collector_->ranks());
     if (ranks.empty())
         for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
     c.ranks = std::move(ranks);
@@ -128,7 +143,21 @@ PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, std::vect
 }
 
 Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t) {
-    GatherResult last = collector_->collect(c.tag, c.pending, t);
+    GatherResult last;
+    if (c.unpickle) {
+        // Called with the GIL (the probe, collect_done) or without it (a slice of the wait):
+        // PyGILState_Ensure takes it only where this thread has released it.
+        struct GilForHook {
+            PyGILState_STATE state = PyGILState_Ensure();
+            ~GilForHook() { PyGILState_Release(state); }
+        };
+        last = collector_->collect(c.tag, c.pending, t, [&](std::uint32_t rank, std::span<const std::byte> reply) {
+            GilForHook gil;
+            unpickle_early(c, rank, reply);
+        });
+    } else {
+        last = collector_->collect(c.tag, c.pending, t);
+    }
     for (std::uint32_t r = 0; r < last.replies.size(); ++r)
         if (last.replies[r]) c.got[r] = std::move(last.replies[r]);
     c.pending = std::move(last.missing);
@@ -150,10 +179,58 @@ void PyGatherCollector::finish(Collect& c, Gil& gil) {
     throw Closed{what + " (those workers closed their reply rings)"};
 }
 
-py::list PyGatherCollector::replies(const Collect& c, bool unpickle) {
+void PyGatherCollector::unpickle_early(Collect& c, std::uint32_t rank, std::span<const std::byte> reply) {
+    // A failure raised before: nothing after it in `ranks` order is returned, so only earlier ranks
+    // (which might fail first) are still worth unpickling.
+    const auto position = [&](std::uint32_t r) { return std::find(c.ranks.begin(), c.ranks.end(), r) - c.ranks.begin(); };
+    if (c.error_type && position(rank) > position(c.failed_rank)) return;
+    unpickling_in_ = PyThreadState_Get();
+    struct Reset {
+        PyThreadState*& in;
+        ~Reset() { in = nullptr; }
+    } reset{unpickling_in_};
+    try {
+        const py::bytes data(reinterpret_cast<const char*>(reply.data()), static_cast<py::ssize_t>(reply.size()));
+        c.objects[rank] = loads(data);
+    } catch (py::error_already_set& e) {
+        // Ctrl-C (and every other BaseException that is not an Exception: SystemExit, ...) ends the
+        // collect now; the core keeps the replies taken, so a retry (result() again) gets them.
+        if (!e.matches(PyExc_Exception)) throw;
+        // Else the collect goes on, so that every reply of this tag leaves its ring (the next collect
+        // starts clean, as when collect() returned and unpickling one of them raised); the failure
+        // is raised in its turn by replies().
+        e.restore();
+        PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+        PyErr_Fetch(&type, &value, &trace);
+        c.error_type = py::reinterpret_steal<py::object>(type);
+        c.error_value = py::reinterpret_steal<py::object>(value);
+        c.error_trace = py::reinterpret_steal<py::object>(trace);
+        c.failed_rank = rank;
+    }
+}
+
+void PyGatherCollector::check_not_unpickling(const char* what) const {
+    if (unpickling_in_ != nullptr && unpickling_in_ == PyThreadState_Get())
+        throw Failure{PyExc_RuntimeError,
+                      std::string(what) + ": called while a reply of this ReplyGather's own collect is being "
+                                          "unpickled (a reply's unpickling code used the ReplyGather it came "
+                                          "from; replies that come while others are awaited are unpickled "
+                                          "during the collect)"};
+}
+
+py::list PyGatherCollector::replies(Collect& c, bool unpickle) {
     py::list out(c.ranks.size());
     for (std::size_t i = 0; i < c.ranks.size(); ++i) {
-        const std::vector<std::byte>& v = *c.got[c.ranks[i]];
+        const std::uint32_t rank = c.ranks[i];
+        if (unpickle && !c.objects.empty() && c.objects[rank]) {
+            out[i] = c.objects[rank];
+            continue;
+        }
+        if (unpickle && c.error_type && rank == c.failed_rank) {
+            PyErr_Restore(c.error_type.release().ptr(), c.error_value.release().ptr(), c.error_trace.release().ptr());
+            throw py::error_already_set();
+        }
+        const std::vector<std::byte>& v = *c.got[rank];
         py::bytes data(reinterpret_cast<const char*>(v.data()), static_cast<py::ssize_t>(v.size()));
         out[i] = unpickle ? loads(data) : py::object(std::move(data));
     }

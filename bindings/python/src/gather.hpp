@@ -31,9 +31,14 @@ public:
 
     // Replies (bytes) for `ranks` (empty: all), in the order of `ranks`.
     py::list collect(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
-    // collect in one call: the replies unpickled here (pickling.hpp) once the collect is over and
-    // this collector free again. Raises as collect(), and what pickle.loads raises (the replies are
-    // consumed either way, as when collect() returned and unpickling them raised).
+    // collect in one call: the replies unpickled here (pickling.hpp). A reply that comes while
+    // others are still awaited is unpickled then, between two waits (GatherCollector::collect's
+    // on_early_reply), so that only the last ones are unpickled after the last worker answered — as
+    // a rank-by-rank read overlaps them, with one wait; the last ones once the collect is over and
+    // this collector free again. Raises as collect(), and what pickle.loads raises: the first
+    // failure in the order of `ranks`, once every reply is in (the replies are consumed either way,
+    // as when collect() returned and unpickling them raised). Code run by the unpickling of an early
+    // reply must not use this collector (RuntimeError saying so).
     py::list collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                              const std::optional<double>& timeout);
 
@@ -50,7 +55,10 @@ public:
     //
     // Thread-safety: one pending collect per collector (the GIL serializes these calls); collect()
     // and a second collect_start raise RuntimeError until result() was taken.
-    void collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+    // `unpickle`: the result will be taken with collect_result_objects(), so polls (collect_done)
+    // and the wait unpickle early replies as collect_objects() does.
+    void collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
+                       bool unpickle);
     // True once result() would not wait: every reply is in, or the collect has failed (a stale reply,
     // a closed ring, the deadline passed).
     [[nodiscard]] bool collect_done();
@@ -80,23 +88,38 @@ private:
         std::string timeout_text;
         Status status = Status::timed_out;  // of the last attempt
         std::exception_ptr error;           // a core Error from a done() poll, rethrown by result()
+        // Early unpickling (collect_objects). Written with the GIL held (the hook takes it); a Collect
+        // holding objects is destroyed with the GIL held (every owner runs under it).
+        bool unpickle = false;
+        std::vector<py::object> objects;  // by rank: replies unpickled while others were awaited
+        std::uint32_t failed_rank = 0;    // the first rank (in `ranks` order) whose unpickling raised
+        py::object error_type, error_value, error_trace;  // its exception (PyErr_Fetch), if any
     };
 
-    Collect begin(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
-    // One core collect over what is still pending, waiting at most t; keeps what came.
+    Collect begin(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
+                  bool unpickle);
+    // One core collect over what is still pending, waiting at most t; keeps what came. Called with
+    // or without the GIL; unpickles early replies (c.unpickle) taking the GIL for each.
     Status attempt(Collect& c, std::chrono::nanoseconds t);
+    // The early-reply hook's work, GIL held: unpickles one reply into c.objects, or records why not.
+    void unpickle_early(Collect& c, std::uint32_t rank, std::span<const std::byte> reply);
+    // Raises RuntimeError when called from the unpickling of an early reply (the core collect is mid-call).
+    void check_not_unpickling(const char* what) const;
     // Probe with the GIL held (no release when everything is there), then one sliced wait for the rest;
     // returns with every reply in, else raises (timeout, closed, shut down) with the GIL held.
     void finish(Collect& c, detail::Gil& gil);
     // collect() / collect_result() up to the replies: the finished collect, this collector free again.
-    Collect collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+    Collect collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
+                       bool unpickle);
     Collect result();
-    // The replies of a finished collect in the order asked: bytes, or unpickled (`unpickle`).
-    static py::list replies(const Collect& c, bool unpickle);
+    // The replies of a finished collect in the order asked: bytes, or unpickled (`unpickle`; those
+    // unpickled early are taken as they are; a recorded failure is raised in its turn).
+    static py::list replies(Collect& c, bool unpickle);
 
     std::string name_;
     std::unique_ptr<GatherCollector> collector_;
     std::unique_ptr<Collect> async_;  // the pending collect_async, if any (GIL-protected)
+    PyThreadState* unpickling_in_ = nullptr;  // the thread inside unpickle_early, if any (GIL-protected)
 };
 
 // The worker side: reply(tag, bytes) onto this rank's reply ring, then ring the doorbell if needed.

@@ -217,11 +217,16 @@ PYBIND11_MODULE(_core, m) {
              "rank and pid), ClosedError (a worker closed, or shut down), RuntimeError (a collect is pending).")
         .def("collect_objects", &PyGatherCollector::collect_objects, py::arg("tag"), py::arg("ranks"),
              py::arg("timeout") = py::none(),
-             "collect in one call: the replies unpickled. Raises as collect(), and what pickle.loads raises.")
+             "collect in one call: the replies unpickled; one that comes while others are still awaited is\n"
+             "unpickled during the wait. Raises as collect(), and what pickle.loads raises (the first failure in\n"
+             "the order of `ranks`, once every reply is in); code run by that unpickling must not use this\n"
+             "collector (RuntimeError).")
         .def("collect_start", &PyGatherCollector::collect_start, py::arg("tag"), py::arg("ranks"),
-             py::arg("timeout") = py::none(),
+             py::arg("timeout") = py::none(), py::arg("unpickle") = false,
              "collect_async: starts collect(tag, ranks, timeout) and returns at once; the timeout runs from\n"
-             "now. Raises RuntimeError if one is pending, ValueError for a bad rank, ClosedError.")
+             "now. unpickle: the result will be collect_result_objects(): collect_done() polls unpickle the\n"
+             "replies that came while others are awaited. Raises RuntimeError if one is pending, ValueError\n"
+             "for a bad rank, ClosedError.")
         .def("collect_done", &PyGatherCollector::collect_done,
              "True once collect_result() will not wait (all replies in, or the collect failed); never waits.")
         .def("collect_result", &PyGatherCollector::collect_result,
