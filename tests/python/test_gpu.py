@@ -5,13 +5,16 @@ runtime's own answer: e.g. cudaErrorInsufficientDriver (35) on a machine with th
 driver). The first two tests run everywhere.
 """
 import os
+import pickle
 import random
 import subprocess
 import sys
+import types
 
 import pytest
 
 import ringcast
+from _workers import np
 
 MESSAGES = int(os.environ.get("RINGCAST_GPU_PY_MESSAGES", "300"))
 
@@ -34,6 +37,46 @@ def test_device_message_marker_never_matches_an_ordinary_message(queue_pair):
     for obj in (_gpu._MAGIC, [_gpu._MAGIC, b"x", b"y"], (_gpu._MAGIC,) * 3):
         q.enqueue(obj)
         assert r.dequeue(timeout=5) == obj
+
+
+class _FakeDeviceArray:
+    """Says it is a CUDA array (``__cuda_array_interface__``); never sent: the device path is replaced."""
+
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+def test_plain_messages_keep_the_one_call_path_while_a_gpu_library_is_loaded(queue_pair, monkeypatch):
+    """With a GPU array library loaded, enqueue pickles with a pickler that stops at the first device
+    array (nothing sent; the device path takes the object) and otherwise sends in one call: plain data,
+    numpy arrays and classes never reach the device path."""
+    from ringcast import _gpu
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))  # "loaded": may_hold_device_arrays()
+    taken = []
+    monkeypatch.setattr(_gpu, "enqueue", lambda queue, obj, timeout: taken.append(obj))
+    q, (r,) = queue_pair(1)
+    plain = {"x": list(range(10)), "a": np.arange(100_000), "types": (int, np.ndarray), "s": {1, 2}}
+    q.enqueue(plain, timeout=5)
+    back = r.dequeue(timeout=5)
+    assert back["x"] == plain["x"] and (back["a"] == plain["a"]).all() and back["types"] == plain["types"]
+    assert taken == []
+    device = {"step": 1, "arrays": [_FakeDeviceArray()]}
+    q.enqueue(device, timeout=5)
+    assert taken == [device]
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)  # the probe's pickling stopped before anything was sent
+
+
+def test_the_probe_pickles_as_pickle_dumps(monkeypatch):
+    """probe_dumps writes pickle.dumps' bytes and hands the same buffers to the callback."""
+    from ringcast import _gpu
+    for obj in ({"x": list(range(10)), "f": 1.5, "n": None}, np.arange(1000), [np.ndarray, int, b"b" * 100],
+                pickle.PickleBuffer(bytearray(64))):
+        ours, theirs = [], []
+        data = _gpu.probe_dumps(obj, 5, buffer_callback=lambda b: ours.append(bytes(b.raw())) or False)
+        assert data == pickle.dumps(obj, protocol=5, buffer_callback=lambda b: theirs.append(bytes(b.raw())) or False)
+        assert ours == theirs
+    with pytest.raises(_gpu.DeviceArrayFound):
+        _gpu.probe_dumps([1, {"a": _FakeDeviceArray()}], 5)
 
 
 def test_gpu_module_leaves_core_exception_types_alone(queue_pair):

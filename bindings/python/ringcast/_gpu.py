@@ -141,21 +141,32 @@ def _from_dlpack(obj) -> Optional[_Array]:
     return _Array(meta, (t.data or 0) + t.byte_offset, nbytes, 1, device_id, obj, release)
 
 
-def _describe(obj) -> Optional[_Array]:
-    """The device array inside ``obj``, or None for anything else."""
+def _device_kind(obj) -> Optional[str]:
+    """Which kind of device array ``obj`` is ("torch", "cai", "dlpack"), or None: _describe's test
+    without its work (no copy, no capsule)."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
-        if not obj.is_cuda:
-            return None
+        return "torch" if obj.is_cuda else None
+    if isinstance(getattr(obj, "__cuda_array_interface__", None), dict):
+        return "cai"
+    if hasattr(obj, "__dlpack_device__") and hasattr(obj, "__dlpack__"):
+        return "dlpack" if obj.__dlpack_device__()[0] in (_DL_CUDA, _DL_CUDA_MANAGED) else None
+    return None
+
+
+def _describe(obj) -> Optional[_Array]:
+    """The device array inside ``obj``, or None for anything else."""
+    kind = _device_kind(obj)
+    if kind == "torch":
         t = obj.detach()
         if not t.is_contiguous():
             t = t.contiguous()  # a device-side copy; the original is untouched
         nbytes = t.numel() * t.element_size()
         meta = ("torch", tuple(t.shape), str(t.dtype).replace("torch.", ""), obj.requires_grad, nbytes)
         return _Array(meta, t.data_ptr(), nbytes,
-                      torch.cuda.current_stream(t.device).cuda_stream, t.device.index, t)
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if isinstance(cai, dict):
+                      sys.modules["torch"].cuda.current_stream(t.device).cuda_stream, t.device.index, t)
+    if kind == "cai":
+        cai = obj.__cuda_array_interface__
         shape = tuple(cai["shape"])
         typestr = cai["typestr"]
         itemsize = _typestr_itemsize(typestr)
@@ -169,10 +180,10 @@ def _describe(obj) -> Optional[_Array]:
         nbytes = itemsize
         for d in shape:
             nbytes *= d
-        kind = "cupy" if type(obj).__module__.startswith("cupy") else "array"
+        library = "cupy" if type(obj).__module__.startswith("cupy") else "array"
         stream = cai.get("stream") or 0  # None: nothing to wait for; 1 / 2: the default streams
-        return _Array((kind, shape, typestr, None, nbytes), cai["data"][0], nbytes, stream, _device_of_pointer(obj), obj)
-    if hasattr(obj, "__dlpack_device__") and hasattr(obj, "__dlpack__"):
+        return _Array((library, shape, typestr, None, nbytes), cai["data"][0], nbytes, stream, _device_of_pointer(obj), obj)
+    if kind == "dlpack":
         return _from_dlpack(obj)
     return None
 
@@ -212,6 +223,32 @@ def _registration(queue, endpoint, address: int, device: int):
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+class DeviceArrayFound(Exception):
+    """Raised by probe_dumps at the first device array: MessageQueue.enqueue takes the device path."""
+
+
+class _DeviceProbe(pickle.Pickler):
+    """pickle.dumps' protocol 5, refusing device arrays. The C pickler calls reducer_override only for
+    objects not of a plain type (None, bool, int, float, str, bytes, bytearray, list, tuple, dict,
+    set, frozenset, PickleBuffer), so a message of plain data makes no Python call per object; a
+    persistent_id (the device pickler's) is called for every object: with torch loaded, pickling a
+    scheduler-output-like request that way took 5x as long as pickle.dumps (docs/gpu.md)."""
+
+    def reducer_override(self, obj):
+        # A class is never a device array (and numpy.ndarray's unbound __dlpack_device__ cannot be called).
+        if not isinstance(obj, type) and _device_kind(obj) is not None:
+            raise DeviceArrayFound
+        return NotImplemented
+
+
+def probe_dumps(obj: Any, protocol: int, buffer_callback: Any = None) -> bytes:
+    """pickle.dumps(obj, protocol, buffer_callback=...), raising DeviceArrayFound at the first device
+    array (its pickling stops there: enqueue then pickles the object again on the device path)."""
+    out = io.BytesIO()
+    _DeviceProbe(out, protocol, buffer_callback=buffer_callback).dump(obj)
+    return out.getvalue()
 
 
 def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:

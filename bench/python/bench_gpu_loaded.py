@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""What a loaded GPU array library costs MessageQueue.enqueue of a step's request (bench_glue's ~2 KB
+scheduler-output-like dict: plain data, no device arrays). Once torch (or cupy, numba, jax) is in
+sys.modules, enqueue has to look for device arrays in every message. Every executor of an inference
+engine has torch loaded, so this is the default path there.
+
+Each configuration runs in a process of its own (a library, once imported, cannot be unloaded):
+  plain       no GPU array library loaded: the one-call path (pickle.dumps inside the module)
+  torch       torch imported (left out where torch is not installed)
+  stand-in    a module named "cupy" put into sys.modules (runs without torch)
+and in the loaded ones, in the same process, the device path's pickler on the same message
+(`_gpu.enqueue`: a persistent_id hook called for every pickled object — what enqueue did for every
+message while such a library was loaded, before the probe pickler). Per run: p50 of per-call times over
+--n enqueues (each dequeued at once); every run printed; configurations alternate run by run.
+
+    PYTHONPATH=<build>/python python3 bench/python/bench_gpu_loaded.py [--n 3000] [--runs 3]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def child(mode, n):
+    if mode == "torch":
+        import torch  # noqa: F401
+    elif mode == "stand-in":
+        sys.modules["cupy"] = types.ModuleType("cupy")
+    import ringcast
+    from ringcast import _gpu
+    sys.path.insert(0, HERE)
+    from bench_glue import STEP
+
+    q = ringcast.MessageQueue(1, 1)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+
+    def p50(send):
+        times = []
+        for _ in range(n):
+            t = time.perf_counter_ns()
+            send(STEP)
+            times.append(time.perf_counter_ns() - t)
+            r.dequeue(timeout=5)
+        return statistics.median(times) / 1000.0
+
+    out = {"loaded": _gpu.may_hold_device_arrays(), "enqueue": p50(lambda m: q.enqueue(m, timeout=5))}
+    if out["loaded"]:
+        out["device_pickler"] = p50(lambda m: _gpu.enqueue(q, m, 5))
+    print(json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=3000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child, args.n)
+    modes = ["plain", "stand-in"]
+    try:
+        import importlib.util
+        if importlib.util.find_spec("torch") is not None:
+            modes.insert(1, "torch")
+    except ImportError:
+        pass
+    print(f"machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python "
+          f"{platform.python_version()}; {args.n} enqueues per run, {args.runs} runs, configurations alternated")
+    results = {m: [] for m in modes}
+    for _ in range(args.runs):
+        for m in modes:
+            out = subprocess.run([sys.executable, __file__, "--child", m, "--n", str(args.n)],
+                                 capture_output=True, text=True, timeout=600)
+            if out.returncode != 0:
+                sys.exit(f"{m}: {out.stderr.strip()}")
+            results[m].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print("enqueue p50 us per run (the request, ~1.8 KB pickled)")
+    plain = [x["enqueue"] for x in results["plain"]]
+    print(f"  {'plain (no GPU library)':34} " + "  ".join(f"{v:6.2f}" for v in plain))
+    for m in modes[1:]:
+        rows = results[m]
+        print(f"  {m + ' loaded: enqueue':34} " + "  ".join(f"{x['enqueue']:6.2f}" for x in rows))
+        print(f"  {m + ' loaded: device pickler':34} " + "  ".join(f"{x['device_pickler']:6.2f}" for x in rows))
+        ratio = statistics.median(x["enqueue"] for x in rows) / statistics.median(plain)
+        old = statistics.median(x["device_pickler"] for x in rows) / statistics.median(x["enqueue"] for x in rows)
+        print(f"    medians: enqueue {ratio:.2f}x the plain path; the device pickler {old:.2f}x this enqueue")
+
+
+if __name__ == "__main__":
+    main()
