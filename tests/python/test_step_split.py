@@ -6,18 +6,23 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                       "bench", "python", "bench_step_split.py")
 PARTS = ["enqueue: Python -> module", "enqueue: pickle", "enqueue: copy + publish",
          "enqueue: module -> Python (off the critical path)", "hand-over: publish -> worker sees it",
          "dequeue: copy + release", "dequeue: unpickle", "dequeue: module -> Python", "reply: Python -> module",
          "reply: pickle", "reply: copy + publish", "hand-back: publish -> collect has it",
-         "collect: copy + unpickle", "collect: module -> Python", "overhead (step - work)",
+         "collect: copy + unpickle", "collect: module -> Python",
+         "after the last reply: publish -> collect returned", "overhead (step - work)",
          "sum of the critical path (medians)"]
 
 
-def test_the_step_split_names_every_part_and_no_part_runs_backwards():
-    out = subprocess.run([sys.executable, SCRIPT, "--steps", "60", "--runs", "2", "--work-us", "50"],
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_step_split_names_every_part_and_no_part_runs_backwards(workers):
+    out = subprocess.run([sys.executable, SCRIPT, "--steps", "60", "--runs", "2", "--work-us", "50",
+                          "--workers", str(workers)],
                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = {}
