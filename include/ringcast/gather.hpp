@@ -97,9 +97,9 @@ public:
     // replies kept from an earlier call), between two waits: the caller may work on the early
     // replies (the Python binding unpickles them) while the later workers still work — as reading
     // rank by rank would, but with one wait. It runs with nothing of any ring held (the record is
-    // copied and released first); a reply published meanwhile is seen by the next wait's re-check
-    // (wait.hpp), so none is missed. It must not call this collector. What it throws ends the
-    // collect, the replies taken kept as for any other exception.
+    // copied and released first); a reply published meanwhile is found by the next wait, which
+    // checks before it waits (wait.hpp block_until), so none is missed. It must not call this
+    // collector. What it throws ends the collect, the replies taken kept as for any other exception.
     using EarlyReply = std::function<void(std::uint32_t rank, std::span<const std::byte> reply)>;
     [[nodiscard]] GatherResult collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
                                        std::chrono::nanoseconds timeout = kForever,

@@ -2,6 +2,9 @@
 GatherCollector.collect_objects): pickling inside the binding keeps the wire format, the out-of-band
 rule, and what happens to a message whose pickling or unpickling fails."""
 import pickle
+import signal
+import threading
+import time
 
 import pytest
 
@@ -361,12 +364,68 @@ def chained_gather(gather_pair):
     _GATHER.clear()
 
 
-def test_replies_that_come_while_others_are_awaited_are_unpickled_during_the_collect(chained_gather):
+@pytest.mark.parametrize("posted", ["before the collect", "during its wait"])
+def test_replies_that_come_while_others_are_awaited_are_unpickled_during_the_collect(chained_gather, posted):
+    # "during its wait": the early reply comes while the collect waits with the GIL released, so its
+    # unpickling takes the GIL back from inside the wait.
     g, ws = chained_gather
-    ws[0].reply(1, MakesRank1Reply(1), timeout=5)
+
+    def post(tag):
+        if posted == "before the collect":
+            ws[0].reply(tag, MakesRank1Reply(tag), timeout=5)
+        else:
+            threading.Timer(0.05, lambda: ws[0].reply(tag, MakesRank1Reply(tag), timeout=5)).start()
+
+    post(1)
     assert g.collect(1, timeout=5) == ["from 0", "from 1"]
-    ws[0].reply(2, MakesRank1Reply(2), timeout=5)
+    post(2)
     assert g.collect_async(2, [1, 0], timeout=5).result() == ["from 1", "from 0"]
+
+
+def test_a_rank_asked_for_twice_gets_two_objects_whether_unpickled_early_or_late(chained_gather):
+    # Lists: whether a reply was unpickled once per slot shows. Rank 0's comes first (unpickled early),
+    # rank 1's 50 ms into the collect's wait (unpickled at the end).
+    g, ws = chained_gather
+    ws[0].reply(1, ["a"], timeout=5)
+    threading.Timer(0.05, lambda: ws[1].reply(1, ["b"], timeout=5)).start()
+    replies = g.collect(1, [0, 0, 1, 1], timeout=5)
+    assert replies == [["a"], ["a"], ["b"], ["b"]]
+    assert replies[0] is not replies[1] and replies[2] is not replies[3]
+
+
+class _Alarm(Exception):
+    pass
+
+
+def _sleep_then(x):
+    time.sleep(1)  # Python code: the SIGALRM handler runs in here and raises
+    return x
+
+
+class SlowToUnpickle:
+    def __reduce__(self):
+        return (_sleep_then, ("slow",))
+
+
+def test_what_a_signal_handler_raises_during_an_early_unpickling_ends_the_collect_at_once(chained_gather):
+    g, ws = chained_gather
+
+    def on_alarm(*_):
+        raise _Alarm("alarm")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        ws[0].reply(1, SlowToUnpickle(), timeout=5)
+        start = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with pytest.raises(_Alarm):
+            g.collect(1, timeout=30)  # rank 1 never replies: only the alarm ends it
+        assert time.monotonic() - start < 10
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    ws[1].reply(1, "late", timeout=5)
+    assert g.collect(1, timeout=30) == ["slow", "late"]  # rank 0's reply was kept for the retry
 
 
 def test_polling_an_async_collect_unpickles_its_early_replies(chained_gather):

@@ -586,11 +586,6 @@ class MessageQueue:
         if not self._is_writer:
             self._require_writer("enqueue")
         if _gpu.may_hold_device_arrays():  # torch/cupy loaded: CUDA arrays go by DMA (docs/gpu.md)
-            if self._send_object is not None:
-                try:  # one call still, pickled by a pickler that stops at a device array (nothing sent)
-                    return self._send_object(obj, timeout, _gpu.probe_dumps)
-                except _gpu.DeviceArrayFound:
-                    pass
             return _gpu.enqueue(self, obj, timeout)
         if self._send_object is not None:
             return self._send_object(obj, timeout)

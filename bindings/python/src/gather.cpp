@@ -86,7 +86,7 @@ bool PyGatherCollector::collect_done() {
     if (async_->status != Status::timed_out || async_->error) return true;
     Busy busy(*this);
     try {
-        async_->status = attempt(*async_, 0ns);
+        async_->status = attempt(*async_, 0ns, nullptr);  // the GIL is held
     } catch (const Error&) {
         async_->error = std::current_exception();
         return true;
@@ -114,6 +114,7 @@ PyGatherCollector::Collect PyGatherCollector::result() {
     try {
         finish(*c, gil);
     } catch (py::error_already_set& e) {  // Ctrl-C while waiting: still pending, result() may be retried
+        gil.acquire();
         if (e.matches(PyExc_KeyboardInterrupt)) async_ = std::move(c);
         throw;
     }
@@ -142,18 +143,18 @@ PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, std::vect
     return c;
 }
 
-Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t) {
+Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t, detail::Gil* gil) {
     GatherResult last;
     if (c.unpickle) {
-        // Called with the GIL (the probe, collect_done) or without it (a slice of the wait):
-        // PyGILState_Ensure takes it only where this thread has released it.
-        struct GilForHook {
-            PyGILState_STATE state = PyGILState_Ensure();
-            ~GilForHook() { PyGILState_Release(state); }
-        };
+        // The hook runs between two waits of the core collect: in a slice of the wait the GIL is
+        // released (gil), so it is taken back for the unpickling and released again after it. An
+        // exception leaves with the GIL held (the gil holder knows), as every exception reaches
+        // pybind11.
         last = collector_->collect(c.tag, c.pending, t, [&](std::uint32_t rank, std::span<const std::byte> reply) {
-            GilForHook gil;
+            const bool retake = gil != nullptr && !gil->held();
+            if (retake) gil->acquire();
             unpickle_early(c, rank, reply);
+            if (retake) gil->release();
         });
     } else {
         last = collector_->collect(c.tag, c.pending, t);
@@ -165,9 +166,9 @@ Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t) {
 }
 
 void PyGatherCollector::finish(Collect& c, Gil& gil) {
-    Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns);
+    Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns, &gil);
     if (s == Status::timed_out && c.deadline != kPollOnly && Clock::now() < c.deadline)
-        s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t); });
+        s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t, &gil); });
     gil.acquire();
     if (s == Status::ok) return;
     GatherResult r;
@@ -179,11 +180,39 @@ void PyGatherCollector::finish(Collect& c, Gil& gil) {
     throw Closed{what + " (those workers closed their reply rings)"};
 }
 
+namespace {
+
+// Whether a frame of a Python signal handler installed now is in `trace` (a traceback or None).
+bool raised_by_signal_handler(py::handle trace) {
+    if (trace.is_none() || !in_main_thread()) return false;  // handlers run in the main thread only
+    py::module_ signal = py::module_::import("signal");
+    py::set handlers;
+    for (py::handle number : signal.attr("valid_signals")()) {
+        py::object handler;
+        try {
+            handler = signal.attr("getsignal")(number);
+        } catch (py::error_already_set&) {
+            continue;
+        }
+        py::object function = py::getattr(handler, "__func__", handler);  // a bound method's function
+        py::object code = py::getattr(function, "__code__", py::none());
+        if (!code.is_none()) handlers.add(code);
+    }
+    for (py::handle tb = trace; !tb.is_none(); tb = tb.attr("tb_next"))
+        if (handlers.contains(tb.attr("tb_frame").attr("f_code"))) return true;
+    return false;
+}
+
+}  // namespace
+
 void PyGatherCollector::unpickle_early(Collect& c, std::uint32_t rank, std::span<const std::byte> reply) {
     // A failure raised before: nothing after it in `ranks` order is returned, so only earlier ranks
     // (which might fail first) are still worth unpickling.
     const auto position = [&](std::uint32_t r) { return std::find(c.ranks.begin(), c.ranks.end(), r) - c.ranks.begin(); };
     if (c.error_type && position(rank) > position(c.failed_rank)) return;
+    // A signal that came during the wait: its handler runs now, and what it raises is its own, not
+    // this reply's (the wait itself would have raised it at the end of its slice).
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     unpickling_in_ = PyThreadState_Get();
     struct Reset {
         PyThreadState*& in;
@@ -193,9 +222,11 @@ void PyGatherCollector::unpickle_early(Collect& c, std::uint32_t rank, std::span
         const py::bytes data(reinterpret_cast<const char*>(reply.data()), static_cast<py::ssize_t>(reply.size()));
         c.objects[rank] = loads(data);
     } catch (py::error_already_set& e) {
-        // Ctrl-C (and every other BaseException that is not an Exception: SystemExit, ...) ends the
-        // collect now; the core keeps the replies taken, so a retry (result() again) gets them.
-        if (!e.matches(PyExc_Exception)) throw;
+        // Ends the collect now, the core keeping the replies it took (a retry of the tag, or
+        // result() again after Ctrl-C, gets them): KeyboardInterrupt and every other BaseException
+        // that is not an Exception (SystemExit, ...), and what a signal handler raised while the
+        // unpickling ran Python code (a handler's frame in the traceback: SIGALRM bounding a call).
+        if (!e.matches(PyExc_Exception) || raised_by_signal_handler(e.trace())) throw;
         // Else the collect goes on, so that every reply of this tag leaves its ring (the next collect
         // starts clean, as when collect() returned and unpickling one of them raised); the failure
         // is raised in its turn by replies().
@@ -223,7 +254,8 @@ py::list PyGatherCollector::replies(Collect& c, bool unpickle) {
     for (std::size_t i = 0; i < c.ranks.size(); ++i) {
         const std::uint32_t rank = c.ranks[i];
         if (unpickle && !c.objects.empty() && c.objects[rank]) {
-            out[i] = c.objects[rank];
+            out[i] = std::move(c.objects[rank]);  // once: a rank asked for twice is unpickled twice, as before
+            c.objects[rank] = py::object();
             continue;
         }
         if (unpickle && c.error_type && rank == c.failed_rank) {

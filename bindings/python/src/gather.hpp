@@ -98,9 +98,10 @@ private:
 
     Collect begin(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
                   bool unpickle);
-    // One core collect over what is still pending, waiting at most t; keeps what came. Called with
-    // or without the GIL; unpickles early replies (c.unpickle) taking the GIL for each.
-    Status attempt(Collect& c, std::chrono::nanoseconds t);
+    // One core collect over what is still pending, waiting at most t; keeps what came. `gil`: the
+    // holder of the calling wait (the GIL released in its slices), nullptr where the GIL is held;
+    // early replies (c.unpickle) are unpickled with the GIL taken back through it.
+    Status attempt(Collect& c, std::chrono::nanoseconds t, detail::Gil* gil);
     // The early-reply hook's work, GIL held: unpickles one reply into c.objects, or records why not.
     void unpickle_early(Collect& c, std::uint32_t rank, std::span<const std::byte> reply);
     // Raises RuntimeError when called from the unpickling of an early reply (the core collect is mid-call).

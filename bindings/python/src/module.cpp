@@ -130,11 +130,9 @@ PYBIND11_MODULE(_core, m) {
              "ring; a send interrupted half way is withdrawn. Raises TimeoutError (the slowest reader held the\n"
              "ring), ClosedError, PeerDeadError (a dead reader: rank and pid), ValueError, RuntimeError.")
         .def("send_object", &PyWriter::send_object, py::arg("obj"), py::arg("timeout") = py::none(),
-             py::arg("dumps") = py::none(),
              "enqueue in one call: pickles `obj` (protocol 5; buffers of at least the out-of-band threshold\n"
-             "travel as parts of their own) and sends it as send() would. dumps: a pickle.dumps stand-in to\n"
-             "pickle with (same signature), None: pickle.dumps. Raises as send(), and what pickling raises\n"
-             "(nothing is sent).")
+             "travel as parts of their own) and sends it as send() would. Raises as send(), and what pickle\n"
+             "raises (nothing is sent).")
         .def("set_out_of_band", &PyWriter::set_out_of_band, py::arg("threshold"), py::arg("max_buffers"),
              "The out-of-band rule of send_object: contiguous buffers of >= threshold bytes, at most max_buffers\n"
              "of them, leave the pickle (defaults 4096 and 0: none).")

@@ -104,7 +104,7 @@ void set_pickle_functions(py::object dumps, py::object loads) {
     g_loads = loads.release().ptr();
 }
 
-Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers, py::handle dumps) {
+Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers) {
     Pickled p;
     py::object message = py::reinterpret_borrow<py::object>(obj);
     PyTypeObject* type = Py_TYPE(obj.ptr());
@@ -117,7 +117,7 @@ Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max
     OutOfBandState state{threshold, max_buffers, p.out_of_band.ptr()};
     OutOfBand scope(&state);
     PyObject* args[] = {message.ptr(), g_protocol5, g_out_of_band_callback};
-    p.data = bytes_or_throw(PyObject_Vectorcall(dumps.is_none() ? g_dumps : dumps.ptr(), args, 2, g_callback_kwnames));
+    p.data = bytes_or_throw(PyObject_Vectorcall(g_dumps, args, 2, g_callback_kwnames));
     return p;
 }
 

@@ -33,10 +33,8 @@ struct Pickled {
     py::list out_of_band;  // empty in the common case (no large contiguous buffer in the object)
 };
 
-// pickle.dumps(obj, 5, buffer_callback=<the rule above>). Raises what pickle raises. `dumps`, if not
-// None, is called instead of pickle.dumps (same signature; e.g. ringcast._gpu.probe_dumps).
-[[nodiscard]] Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers,
-                                        py::handle dumps = py::none());
+// pickle.dumps(obj, 5, buffer_callback=<the rule above>). Raises what pickle raises.
+[[nodiscard]] Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers);
 
 // pickle.dumps(obj, 5): in-band only (replies: small by design, one part).
 [[nodiscard]] py::bytes dumps_in_band(py::handle obj);

@@ -40,7 +40,7 @@ public:
     // made in Python before send() would: a __reduce__ that enqueues on this queue sends its message
     // first, not a deadlock or a torn stream. Nothing is sent if pickling raises.
     // Thread-safety: as send().
-    void send_object(py::handle obj, std::optional<double> timeout, py::handle dumps);
+    void send_object(py::handle obj, std::optional<double> timeout);
     // The out-of-band rule of send_object (MessageQueue sets its oob_threshold and max_parts - 1).
     void set_out_of_band(std::size_t threshold, std::size_t max_buffers) {
         oob_threshold_ = threshold;

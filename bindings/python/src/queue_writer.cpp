@@ -86,10 +86,10 @@ void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
     msg.release_buffers();  // PyBuffer_Release needs the GIL
 }
 
-void PyWriter::send_object(py::handle obj, std::optional<double> timeout, py::handle dumps) {
+void PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
     stamp(Stamp::send_enter);
     check_usable("enqueue");
-    Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_, dumps);
+    Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_);
     stamp(Stamp::send_pickled);
     const auto len = static_cast<std::size_t>(PyBytes_GET_SIZE(p.data.ptr()));
     if (p.out_of_band.empty() && kOnePartHeader + len <= writer_->max_reserve()) {
