@@ -45,38 +45,69 @@ class _FakeDeviceArray:
     __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
 
 
-def test_plain_messages_keep_the_one_call_path_while_a_gpu_library_is_loaded(queue_pair, monkeypatch):
-    """With a GPU array library loaded, enqueue pickles with a pickler that stops at the first device
-    array (nothing sent; the device path takes the object) and otherwise sends in one call: plain data,
-    numpy arrays and classes never reach the device path."""
+def _python_calls_in_gpu_module(fn):
+    """How many Python function calls into ringcast/_gpu.py fn() makes (sys.setprofile)."""
     from ringcast import _gpu
+    calls = [0]
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == _gpu.__file__:
+            calls[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls[0]
+
+
+def test_a_loaded_gpu_library_costs_no_python_call_per_pickled_object(queue_pair, monkeypatch):
+    """With a GPU array library loaded, enqueue looks for device arrays without a Python call per
+    object of the message (a persistent_id hook made one): the calls do not grow with its size.
+    Plain data, numpy arrays (out of band) and classes arrive as sent."""
     monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))  # "loaded": may_hold_device_arrays()
-    taken = []
-    monkeypatch.setattr(_gpu, "enqueue", lambda queue, obj, timeout: taken.append(obj))
     q, (r,) = queue_pair(1)
-    plain = {"x": list(range(10)), "a": np.arange(100_000), "types": (int, np.ndarray), "s": {1, 2}}
-    q.enqueue(plain, timeout=5)
+    small = {"ids": [f"req-{i}" for i in range(10)], "n": list(range(10))}
+    large = {"ids": [f"req-{i}" for i in range(5000)], "n": list(range(5000)), "nested": [[i] for i in range(5000)]}
+    counts = []
+    for msg in (small, large):
+        counts.append(_python_calls_in_gpu_module(lambda: q.enqueue(msg, timeout=5)))
+        assert r.dequeue(timeout=5) == msg
+    assert counts[0] == counts[1], counts
+    mixed = {"a": np.arange(100_000), "types": (int, np.ndarray), "s": {1, 2}}
+    q.enqueue(mixed, timeout=5)
     back = r.dequeue(timeout=5)
-    assert back["x"] == plain["x"] and (back["a"] == plain["a"]).all() and back["types"] == plain["types"]
-    assert taken == []
-    device = {"step": 1, "arrays": [_FakeDeviceArray()]}
-    q.enqueue(device, timeout=5)
-    assert taken == [device]
-    with pytest.raises(TimeoutError):
-        r.dequeue(timeout=0)  # the probe's pickling stopped before anything was sent
+    assert (back["a"] == mixed["a"]).all() and back["types"] == mixed["types"] and back["s"] == mixed["s"]
 
 
-def test_the_probe_pickles_as_pickle_dumps(monkeypatch):
-    """probe_dumps writes pickle.dumps' bytes and hands the same buffers to the callback."""
+_REDUCED = []
+
+
+class _CountsItsPickling:
+    def __reduce__(self):
+        _REDUCED.append(1)
+        return (str, ("counted",))
+
+
+def test_the_device_pickler_pickles_once_and_refers_to_each_array_once():
+    """One pass: a __reduce__ runs once in a message with device arrays; each array is replaced by a
+    reference the reader resolves to the array it rebuilt, the same array twice by one reference."""
+    import io
     from ringcast import _gpu
-    for obj in ({"x": list(range(10)), "f": 1.5, "n": None}, np.arange(1000), [np.ndarray, int, b"b" * 100],
-                pickle.PickleBuffer(bytearray(64))):
-        ours, theirs = [], []
-        data = _gpu.probe_dumps(obj, 5, buffer_callback=lambda b: ours.append(bytes(b.raw())) or False)
-        assert data == pickle.dumps(obj, protocol=5, buffer_callback=lambda b: theirs.append(bytes(b.raw())) or False)
-        assert ours == theirs
-    with pytest.raises(_gpu.DeviceArrayFound):
-        _gpu.probe_dumps([1, {"a": _FakeDeviceArray()}], 5)
+    fake = _FakeDeviceArray()
+    obj = {"before": _CountsItsPickling(), "arrays": [fake, fake], "after": np.arange(10)}
+    out, oob = io.BytesIO(), []
+    pickler = _gpu._DevicePickler(out, lambda pb: oob.append(pb.raw()) or False)
+    _REDUCED.clear()
+    pickler.dump(obj)
+    assert _REDUCED == [1]
+    assert [a.meta for a in pickler.arrays] == [("array", (4,), "<f4", None, 16)]
+    back = _gpu._DeviceUnpickler(io.BytesIO(out.getvalue()), oob, ["rebuilt 0"]).load()
+    assert back["before"] == "counted" and back["arrays"] == ["rebuilt 0", "rebuilt 0"]
+    assert (back["after"] == np.arange(10)).all()
+    with pytest.raises(ringcast.RingcastError, match="without ringcast's reader"):
+        pickle.loads(out.getvalue(), buffers=oob)
 
 
 def test_gpu_module_leaves_core_exception_types_alone(queue_pair):

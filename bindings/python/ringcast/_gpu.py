@@ -4,7 +4,7 @@
 with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``) sends:
 
 1. one ordinary message: ``[_MAGIC, pickle(array metadata), pickle(obj with each array replaced by a
-   persistent id), *out-of-band buffers]``;
+   reference to its index), *out-of-band buffers]``;
 2. then each array's bytes as raw ring chunks, each one DMA from device memory straight into the
    registered ring (``ringcast._gpucore``), committed only after that copy completed.
 
@@ -33,7 +33,6 @@ from typing import Any, List, Optional
 from ringcast._core import RingcastError
 
 _MAGIC = b"RCGPU\x01"  # parts[0] of a device message; an ordinary one starts with a pickle (b"\x80")
-_PLAIN_TYPES = frozenset((int, float, str, bytes, bool, type(None), list, tuple, dict, set, bytearray))
 _gpucore = None
 
 
@@ -194,22 +193,35 @@ def _device_of_pointer(obj) -> int:
 
 
 class _DevicePickler(pickle.Pickler):
-    """Protocol 5 with out-of-band buffers, and device arrays replaced by persistent ids."""
+    """Protocol 5 with out-of-band buffers, and each device array replaced by a reference to its place
+    in the message's array list: ``_device_array(index)``, which the reader's _DeviceUnpickler resolves
+    to the array it rebuilt. The C pickler calls reducer_override only for objects that are not of a
+    plain type (None, bool, int, float, str, bytes, bytearray, list, tuple, dict, set, frozenset,
+    PickleBuffer) and not already pickled in this message, so a message of plain data makes no Python
+    call per object: with torch loaded, a persistent_id hook (called for every object) made pickling
+    a scheduler-output-like request take 5x as long as pickle.dumps (docs/gpu.md). One pass: a
+    __reduce__ with side effects runs once, device arrays or not."""
 
     def __init__(self, file, buffer_callback):
         super().__init__(file, protocol=5, buffer_callback=buffer_callback)
         self.arrays: List[_Array] = []
 
-    def persistent_id(self, obj):
-        # A class (numpy.ndarray itself is pickled inside every numpy array's reduce) has the protocol
-        # methods unbound: only instances can be device arrays.
-        if type(obj) in _PLAIN_TYPES or isinstance(obj, type):
-            return None
+    def reducer_override(self, obj):
+        # A class is never a device array (and numpy.ndarray's unbound __dlpack_device__ cannot be called).
+        if isinstance(obj, type):
+            return NotImplemented
         array = _describe(obj)
         if array is None:
-            return None
+            return NotImplemented
         self.arrays.append(array)
-        return len(self.arrays) - 1
+        return (_device_array, (len(self.arrays) - 1,))  # memoized: the same array twice is sent once
+
+
+def _device_array(index: int) -> Any:
+    """The reference a device message's pickle holds for its array ``index``; only ringcast's reader
+    resolves it (_DeviceUnpickler.find_class)."""
+    raise RingcastError(f"device array {index} of a ringcast device message unpickled without ringcast's "
+                        "reader (MessageQueue.dequeue)")
 
 
 def _registration(queue, endpoint, address: int, device: int):
@@ -225,34 +237,9 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-class DeviceArrayFound(Exception):
-    """Raised by probe_dumps at the first device array: MessageQueue.enqueue takes the device path."""
-
-
-class _DeviceProbe(pickle.Pickler):
-    """pickle.dumps' protocol 5, refusing device arrays. The C pickler calls reducer_override only for
-    objects not of a plain type (None, bool, int, float, str, bytes, bytearray, list, tuple, dict,
-    set, frozenset, PickleBuffer), so a message of plain data makes no Python call per object; a
-    persistent_id (the device pickler's) is called for every object: with torch loaded, pickling a
-    scheduler-output-like request that way took 5x as long as pickle.dumps (docs/gpu.md)."""
-
-    def reducer_override(self, obj):
-        # A class is never a device array (and numpy.ndarray's unbound __dlpack_device__ cannot be called).
-        if not isinstance(obj, type) and _device_kind(obj) is not None:
-            raise DeviceArrayFound
-        return NotImplemented
-
-
-def probe_dumps(obj: Any, protocol: int, buffer_callback: Any = None) -> bytes:
-    """pickle.dumps(obj, protocol, buffer_callback=...), raising DeviceArrayFound at the first device
-    array (its pickling stops there: enqueue then pickles the object again on the device path)."""
-    out = io.BytesIO()
-    _DeviceProbe(out, protocol, buffer_callback=buffer_callback).dump(obj)
-    return out.getvalue()
-
-
 def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
-    """MessageQueue.enqueue while a GPU array library is loaded (the plain path when obj holds none)."""
+    """MessageQueue.enqueue while a GPU array library is loaded: one pickling pass that finds the
+    device arrays; an object without any goes as the ordinary message."""
     from ringcast._queue import dumps_out_of_band
 
     picklers: List[_DevicePickler] = []
@@ -341,8 +328,10 @@ class _DeviceUnpickler(pickle.Unpickler):
         super().__init__(file, buffers=buffers)
         self.arrays = arrays
 
-    def persistent_load(self, pid):
-        return self.arrays[pid]
+    def find_class(self, module, name):
+        if module == __name__ and name == "_device_array":
+            return self.arrays.__getitem__  # the writer's _device_array(index): the array rebuilt here
+        return super().find_class(module, name)
 
 
 def receive(queue, parts: list, timeout: Optional[float], device) -> Any:
