@@ -436,22 +436,25 @@ def test_polling_an_async_collect_unpickles_its_early_replies(chained_gather):
     assert pending.result() == ["from 0", "from 1"]
 
 
+def _collects_clean(g, ws, tag, ranks):
+    """A collect of `tag` finds only the replies sent now: the earlier tag left nothing in the rings."""
+    for r in ranks:
+        ws[r].reply(tag, f"clean {r}", timeout=5)
+    assert g.collect(tag, ranks, timeout=5) == [f"clean {r}" for r in ranks]
+
+
 def test_a_failed_early_unpickling_is_raised_once_every_reply_is_in_first_in_rank_order(chained_gather):
     g, ws = chained_gather
     ws[0].reply(1, MakesRank1Reply(1, "raise"), timeout=5)
     with pytest.raises(RuntimeError, match="early reply rebuilt nowhere"):
         g.collect(1, timeout=5)
-    ws[0].reply(2, "a", timeout=5)
-    ws[1].reply(2, "b", timeout=5)
-    assert g.collect(2, timeout=5) == ["a", "b"]  # every reply of tag 1 left its ring
+    _collects_clean(g, ws, 2, [0, 1])
     # Two failures: rank 0's while rank 1 is awaited, then rank 1's; rank 1 comes first in the order asked.
     _GATHER["rank 1"] = _RepliesLoadsBadly(ws[1])
     ws[0].reply(3, MakesRank1Reply(3, "raise"), timeout=5)
     with pytest.raises(RuntimeError, match="^rebuilt nowhere"):
         g.collect(3, [1, 0], timeout=5)
-    ws[0].reply(4, "c", timeout=5)
-    ws[1].reply(4, "d", timeout=5)
-    assert g.collect(4, [1, 0], timeout=5) == ["d", "c"]
+    _collects_clean(g, ws, 4, [1, 0])
 
 
 def test_early_unpickling_that_uses_the_same_gather_is_told_so(chained_gather):
@@ -459,9 +462,7 @@ def test_early_unpickling_that_uses_the_same_gather_is_told_so(chained_gather):
     ws[0].reply(1, MakesRank1Reply(1, "collect"), timeout=5)
     with pytest.raises(RuntimeError, match="being unpickled"):
         g.collect(1, timeout=5)
-    ws[0].reply(2, "a", timeout=5)
-    ws[1].reply(2, "b", timeout=5)
-    assert g.collect(2, timeout=5) == ["a", "b"]
+    _collects_clean(g, ws, 2, [0, 1])
 
 
 def test_ctrl_c_in_an_early_unpickling_ends_the_collect_and_a_retry_gets_every_reply(chained_gather):
