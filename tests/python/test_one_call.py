@@ -457,6 +457,18 @@ def test_a_failed_early_unpickling_is_raised_once_every_reply_is_in_first_in_ran
     _collects_clean(g, ws, 4, [1, 0])
 
 
+@pytest.mark.parametrize("bad", [b"not a pickle", pickle.dumps(LoadsBadly)[:-1] + b"X."])
+def test_an_early_reply_that_the_c_unpickler_refuses_fails_its_collect_only(chained_gather, bad):
+    # An error raised inside the C unpickler has no traceback (no Python frame saw it): the check for a
+    # signal handler's frame must take that as "not a handler's" (it once crashed on it).
+    g, ws = chained_gather
+    ws[0]._worker.reply(1, bad, 5)
+    threading.Timer(0.05, lambda: ws[1].reply(1, "late", timeout=5)).start()
+    with pytest.raises(pickle.UnpicklingError):
+        g.collect(1, timeout=5)
+    _collects_clean(g, ws, 2, [0, 1])
+
+
 def test_early_unpickling_that_uses_the_same_gather_is_told_so(chained_gather):
     g, ws = chained_gather
     ws[0].reply(1, MakesRank1Reply(1, "collect"), timeout=5)

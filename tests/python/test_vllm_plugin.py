@@ -186,6 +186,10 @@ def test_cpu_tensors_travel_out_of_band():
     got = r.dequeue(timeout=5)
     for key in message:
         assert got[key].dtype == message[key].dtype and torch.equal(got[key], message[key]), key
+    # enqueue itself (torch is loaded: the GPU path's pickler, which the plug-in gives its CPU tensor rule)
+    q.enqueue(message)
+    parts = r._reader.recv(5)
+    assert len(parts) == 4 and len(parts[0]) < 2048
     got["t"][0, 0] = -1  # writable, and its own memory
     assert t[0, 0] == 0
     # Out of band is what vLLM's queue does too; the plain ringcast.MessageQueue pickles tensors in band.

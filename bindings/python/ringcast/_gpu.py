@@ -238,20 +238,25 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
 
 
 def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
-    """MessageQueue.enqueue while a GPU array library is loaded: one pickling pass that finds the
-    device arrays; an object without any goes as the ordinary message."""
+    """MessageQueue.enqueue while a GPU array library is loaded: one pickling pass, with the queue's
+    device pickler (MessageQueue._device_pickler), that finds the device arrays; an object without any
+    goes as the ordinary message."""
     from ringcast._queue import dumps_out_of_band
 
     picklers: List[_DevicePickler] = []
 
     def device_pickle(o: Any, callback: Any) -> bytes:
         out = io.BytesIO()
-        picklers.append(_DevicePickler(out, callback))
+        picklers.append(queue._device_pickler(out, callback))
         picklers[0].dump(o)
         return out.getvalue()
 
     # Two parts fewer than the plain path: a device message is [_MAGIC, metas, pickle, *buffers].
-    data, *oob = dumps_out_of_band(obj, queue._oob_threshold, queue._max_parts - 3, device_pickle)
+    try:
+        data, *oob = dumps_out_of_band(obj, queue._oob_threshold, queue._max_parts - 3, device_pickle)
+    except BaseException:
+        _release(picklers[0].arrays if picklers else [])  # arrays described before the pickling failed
+        raise
     arrays = picklers[0].arrays
     if not arrays:
         queue._writer.send([data, *oob], timeout)
@@ -278,9 +283,14 @@ def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
                     writer.commit_raw(None, published)
                 sent += n
     finally:
-        for a in arrays:
-            if a.release is not None:
-                a.release()
+        _release(arrays)
+
+
+def _release(arrays: List[_Array]) -> None:
+    """Gives back what describing each array took (a DLPack capsule's tensor)."""
+    for a in arrays:
+        if a.release is not None:
+            a.release()
 
 
 # ---- the reader ------------------------------------------------------------------------------------

@@ -537,6 +537,12 @@ class MessageQueue:
             self._reader.check_writer_alive()
 
     # ---- objects -------------------------------------------------------------------------------
+    def _device_pickler(self, file: Any, buffer_callback: Any) -> pickle.Pickler:
+        """The pickler of every message while a GPU array library is loaded (ringcast._gpu.enqueue):
+        device arrays become references the reader resolves. A subclass with a _pickle of its own
+        (ringcast.vllm) returns one that does what its _pickle does as well."""
+        return _gpu._DevicePickler(file, buffer_callback)
+
     def _dumps(self, obj: Any) -> list:
         return dumps_out_of_band(obj, self._oob_threshold, self._max_parts - 1, self._pickle)
 

@@ -37,6 +37,7 @@ import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ringcast import _gpu
 from ringcast._queue import Handle
 from ringcast._queue import MessageQueue as _RingcastQueue
 
@@ -132,6 +133,11 @@ class MessageQueue(_RingcastQueue):
             return pickle.dumps(obj, protocol=5, buffer_callback=buffer_callback)
         return _TensorPickler.dumps(obj, buffer_callback, torch, self._oob_threshold)
 
+    def _device_pickler(self, file: Any, buffer_callback: Any) -> pickle.Pickler:
+        # enqueue while torch is loaded (always, in vLLM): the GPU path's pickler, CPU tensors out of
+        # band as _pickle sends them.
+        return _TensorDevicePickler(file, buffer_callback, sys.modules["torch"], self._oob_threshold)
+
     # ---- process groups -------------------------------------------------------------------------
     @classmethod
     def create_from_process_group(cls, pg: Any, max_chunk_bytes: int, max_chunks: int, writer_rank: int = 0,
@@ -211,6 +217,31 @@ def _rebuild_cpu_tensor(data: Any, dtype: Any, shape: Tuple[int, ...]) -> Any:
     return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
 
 
+def _reduce_cpu_tensor(obj: Any, torch: Any, threshold: int) -> Any:
+    """A plain CPU tensor of at least `threshold` bytes as its dtype, shape and one PickleBuffer of its
+    bytes (the buffer callback then moves them out of band, as for a numpy array); else NotImplemented."""
+    if (type(obj) is torch.Tensor and obj.device.type == "cpu" and obj.layout is torch.strided
+            and not obj.requires_grad and not obj.is_quantized and obj.numel() * obj.element_size() >= threshold):
+        flat = obj.detach().resolve_conj().resolve_neg().contiguous().reshape(-1)
+        return _rebuild_cpu_tensor, (pickle.PickleBuffer(flat.view(torch.uint8).numpy()), obj.dtype,
+                                     tuple(obj.shape))
+    return NotImplemented
+
+
+class _TensorDevicePickler(_gpu._DevicePickler):
+    """The GPU path's pickler (device arrays become references) with CPU tensors as _TensorPickler
+    sends them."""
+
+    def __init__(self, file: Any, buffer_callback: Any, torch: Any, threshold: int):
+        super().__init__(file, buffer_callback)
+        self.torch = torch
+        self.threshold = max(1, threshold)
+
+    def reducer_override(self, obj: Any) -> Any:
+        reduced = super().reducer_override(obj)
+        return reduced if reduced is not NotImplemented else _reduce_cpu_tensor(obj, self.torch, self.threshold)
+
+
 class _TensorPickler(pickle.Pickler):
     """A protocol-5 pickler that sends a plain CPU tensor as its dtype, shape and one PickleBuffer of its
     bytes: the buffer callback then moves the bytes out of band, as for a numpy array."""
@@ -219,14 +250,7 @@ class _TensorPickler(pickle.Pickler):
     threshold = 0
 
     def reducer_override(self, obj: Any) -> Any:
-        torch = self.torch
-        if (type(obj) is torch.Tensor and obj.device.type == "cpu" and obj.layout is torch.strided
-                and not obj.requires_grad and not obj.is_quantized
-                and obj.numel() * obj.element_size() >= self.threshold):
-            flat = obj.detach().resolve_conj().resolve_neg().contiguous().reshape(-1)
-            return _rebuild_cpu_tensor, (pickle.PickleBuffer(flat.view(torch.uint8).numpy()), obj.dtype,
-                                         tuple(obj.shape))
-        return NotImplemented
+        return _reduce_cpu_tensor(obj, self.torch, self.threshold)
 
     @classmethod
     def dumps(cls, obj: Any, buffer_callback: Any, torch: Any, threshold: int) -> bytes:

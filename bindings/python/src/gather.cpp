@@ -182,24 +182,29 @@ void PyGatherCollector::finish(Collect& c, Gil& gil) {
 
 namespace {
 
-// Whether a frame of a Python signal handler installed now is in `trace` (a traceback or None).
+// Whether a frame of a Python signal handler installed now is in `trace`: a traceback, None, or null
+// (an exception raised in C, e.g. by the C unpickler, that no Python frame saw has no traceback).
+// Never raises: a failure to tell counts as "no" (the exception is then the reply's failure).
 bool raised_by_signal_handler(py::handle trace) {
-    if (trace.is_none() || !in_main_thread()) return false;  // handlers run in the main thread only
-    py::module_ signal = py::module_::import("signal");
-    py::set handlers;
-    for (py::handle number : signal.attr("valid_signals")()) {
-        py::object handler;
-        try {
-            handler = signal.attr("getsignal")(number);
-        } catch (py::error_already_set&) {
-            continue;
+    if (!trace || trace.is_none() || !in_main_thread()) return false;  // handlers run in the main thread only
+    try {
+        py::module_ signal = py::module_::import("signal");
+        py::set handlers;
+        for (py::handle number : signal.attr("valid_signals")()) {
+            py::object handler;
+            try {
+                handler = signal.attr("getsignal")(number);
+            } catch (py::error_already_set&) {
+                continue;
+            }
+            py::object function = py::getattr(handler, "__func__", handler);  // a bound method's function
+            py::object code = py::getattr(function, "__code__", py::none());
+            if (!code.is_none()) handlers.add(code);
         }
-        py::object function = py::getattr(handler, "__func__", handler);  // a bound method's function
-        py::object code = py::getattr(function, "__code__", py::none());
-        if (!code.is_none()) handlers.add(code);
+        for (py::handle tb = trace; !tb.is_none(); tb = tb.attr("tb_next"))
+            if (handlers.contains(tb.attr("tb_frame").attr("f_code"))) return true;
+    } catch (py::error_already_set&) {
     }
-    for (py::handle tb = trace; !tb.is_none(); tb = tb.attr("tb_next"))
-        if (handlers.contains(tb.attr("tb_frame").attr("f_code"))) return true;
     return false;
 }
 
