@@ -677,9 +677,14 @@ TEST(ScatterWrite, ATimedOutFragmentedWriteResumesWithItsProgress) {
     const std::span<const std::byte> all(big);
     const std::span<const std::byte> parts[] = {all.first(1000), all.subspan(1000)};
     std::atomic<bool> done{false};
+    std::atomic<bool> writer_timed_out{false};
     std::thread reader([&] {
+        // A slow reader: it starts only once the writer has timed out on the full ring, so at least
+        // one slice is resumed whatever the machine's timing (a reader that kept up with every 200 us
+        // slice once made the writer never time out).
+        while (!writer_timed_out.load() && !done.load()) std::this_thread::sleep_for(100us);
         std::vector<std::byte> got;
-        for (;;) {  // slow reader: the writer keeps timing out
+        for (;;) {
             const Message m = r.peek(50ms);
             if (m.status == Status::ok) {
                 got.assign(m.bytes.begin(), m.bytes.end());
@@ -699,6 +704,7 @@ TEST(ScatterWrite, ATimedOutFragmentedWriteResumesWithItsProgress) {
         const Status s = w.write_parts(parts, 200us, 9, &progress);
         if (s == Status::ok) break;
         ASSERT_EQ(s, Status::timed_out);
+        writer_timed_out = true;
         ASSERT_LT(slices, 1'000'000);
     }
     EXPECT_GT(slices, 0) << "the ring never filled: nothing was resumed";
