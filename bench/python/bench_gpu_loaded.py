@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a loaded GPU array library costs MessageQueue.enqueue of a step's request (bench_glue's ~2 KB
+"""What a loaded GPU array library costs MessageQueue.enqueue of a step's request (bench_glue's ~1.8 KB
 scheduler-output-like dict: plain data, no device arrays). Once torch (or cupy, numba, jax) is in
 sys.modules, enqueue has to look for device arrays in every message. Every executor of an inference
 engine has torch loaded, so this is the default path there.

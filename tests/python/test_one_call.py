@@ -469,6 +469,34 @@ def test_an_early_reply_that_the_c_unpickler_refuses_fails_its_collect_only(chai
     _collects_clean(g, ws, 2, [0, 1])
 
 
+_UNPICKLED = []
+
+
+def _count_unpickling(x):
+    _UNPICKLED.append(x)
+    return x
+
+
+class CountsItsUnpickling:
+    def __reduce__(self):
+        return (_count_unpickling, ("counted",))
+
+
+def test_a_poll_unpickles_nothing_early_so_polling_collects_unpickle_each_reply_once(chained_gather):
+    # ringcast.aio's collect polls with timeout 0 after each wake-up: a poll that found some replies
+    # ends with TimeoutError, so it must not unpickle them (the next poll would get them again as bytes).
+    g, ws = chained_gather
+    _UNPICKLED.clear()
+    ws[0].reply(1, CountsItsUnpickling(), timeout=5)
+    for _ in range(3):
+        with pytest.raises(TimeoutError):
+            g.collect(1, timeout=0)
+    assert _UNPICKLED == []
+    ws[1].reply(1, "b", timeout=5)
+    assert g.collect(1, timeout=5) == ["counted", "b"]
+    assert _UNPICKLED == ["counted"]
+
+
 def test_early_unpickling_that_uses_the_same_gather_is_told_so(chained_gather):
     g, ws = chained_gather
     ws[0].reply(1, MakesRank1Reply(1, "collect"), timeout=5)

@@ -315,7 +315,8 @@ class ReplyGather:
 
         Takes the replies that are there, in any order, then waits once for the rest — one wait
         (GIL released) for all ranks, not one per rank. A reply that comes while others are still
-        awaited is unpickled then, between waits; the ones that end the collect after it.
+        awaited is unpickled then, between waits (not in a collect with timeout 0); those that end
+        the collect are unpickled after the wait, before collect returns.
 
         Args:
             tag: the request's tag.
@@ -452,7 +453,9 @@ class PendingReplies:
     def done(self) -> bool:
         """True once result() will not wait: every reply is in, or the collect failed or timed out.
 
-        Never waits; the collect's errors are raised by result(). False after result() was taken.
+        Never waits; the collect's errors are raised by result(). It unpickles the replies that came
+        while others are awaited, so what that unpickling raises at once (KeyboardInterrupt, a signal
+        handler's exception) comes out of done(). False after result() was taken.
         """
         return not self._taken and self._collector.collect_done()
 

@@ -136,7 +136,10 @@ class MessageQueue(_RingcastQueue):
     def _device_pickler(self, file: Any, buffer_callback: Any) -> pickle.Pickler:
         # enqueue while torch is loaded (always, in vLLM): the GPU path's pickler, CPU tensors out of
         # band as _pickle sends them.
-        return _TensorDevicePickler(file, buffer_callback, sys.modules["torch"], self._oob_threshold)
+        torch = sys.modules.get("torch")
+        if torch is None:  # another GPU array library loaded (cupy, ...): no torch tensor can exist
+            return super()._device_pickler(file, buffer_callback)
+        return _TensorDevicePickler(file, buffer_callback, torch, self._oob_threshold)
 
     # ---- process groups -------------------------------------------------------------------------
     @classmethod

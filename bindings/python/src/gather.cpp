@@ -131,14 +131,17 @@ PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, std::vect
                                                     const std::optional<double>& timeout, bool unpickle) {
     Collect c;
     c.tag = tag;
-    c.unpickle = unpickle;
-    if (unpickle) c.objects.resize(collector_->ranks());
     if (ranks.empty())
         for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
     c.ranks = std::move(ranks);
     c.pending = c.ranks;
     c.got.resize(collector_->ranks());
     c.deadline = deadline_after(to_timeout(timeout));
+    // Early unpickling only in a collect that may wait: a poll (timeout 0, as ringcast.aio's collect
+    // makes after each wake-up) that finds some replies ends with TimeoutError, and what it unpickled
+    // would be unpickled again by the next poll from the replies the core keeps.
+    c.unpickle = unpickle && c.deadline != kPollOnly;
+    if (c.unpickle) c.objects.resize(collector_->ranks());
     c.timeout_text = timeout_text(timeout);
     return c;
 }
