@@ -397,14 +397,19 @@ class _Alarm(Exception):
     pass
 
 
+class RebuiltBy:
+    """Unpickled as function(*args): a reply whose unpickling runs the test's code."""
+
+    def __init__(self, function, *args):
+        self.rebuild = (function, args)
+
+    def __reduce__(self):
+        return self.rebuild
+
+
 def _sleep_then(x):
     time.sleep(1)  # Python code: the SIGALRM handler runs in here and raises
     return x
-
-
-class SlowToUnpickle:
-    def __reduce__(self):
-        return (_sleep_then, ("slow",))
 
 
 def test_what_a_signal_handler_raises_during_an_early_unpickling_ends_the_collect_at_once(chained_gather):
@@ -415,7 +420,7 @@ def test_what_a_signal_handler_raises_during_an_early_unpickling_ends_the_collec
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     try:
-        ws[0].reply(1, SlowToUnpickle(), timeout=5)
+        ws[0].reply(1, RebuiltBy(_sleep_then, "slow"), timeout=5)
         start = time.monotonic()
         signal.setitimer(signal.ITIMER_REAL, 0.1)
         with pytest.raises(_Alarm):
@@ -477,17 +482,12 @@ def _count_unpickling(x):
     return x
 
 
-class CountsItsUnpickling:
-    def __reduce__(self):
-        return (_count_unpickling, ("counted",))
-
-
 def test_a_poll_unpickles_nothing_early_so_polling_collects_unpickle_each_reply_once(chained_gather):
     # ringcast.aio's collect polls with timeout 0 after each wake-up: a poll that found some replies
     # ends with TimeoutError, so it must not unpickle them (the next poll would get them again as bytes).
     g, ws = chained_gather
     _UNPICKLED.clear()
-    ws[0].reply(1, CountsItsUnpickling(), timeout=5)
+    ws[0].reply(1, RebuiltBy(_count_unpickling, "counted"), timeout=5)
     for _ in range(3):
         with pytest.raises(TimeoutError):
             g.collect(1, timeout=0)
