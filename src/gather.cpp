@@ -278,8 +278,9 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
             if (on_early_reply) {
                 // Between waits, nothing held: the next wait_any checks every pending ring before it
                 // waits at all (block_until's first ready()), so a reply published while this runs is
-                // found there, whether or not its publisher rang (it rings only for a sleeper). Its time counts as wall time in both
-                // lengths the adaptive spin learns (the whole collect's and the spread).
+                // found there, whether or not its publisher rang (it rings only for a sleeper). Its
+                // time counts as wall time in both lengths the adaptive spin learns (the whole
+                // collect's and the spread).
                 for (std::uint32_t r = 0; r < readers_.size(); ++r) {
                     if (handed[r] || !result.replies[r]) continue;
                     handed[r] = true;

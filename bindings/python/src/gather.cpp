@@ -147,21 +147,18 @@ PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, std::vect
 }
 
 Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t, detail::Gil* gil) {
-    GatherResult last;
-    if (c.unpickle) {
-        // The hook runs between two waits of the core collect: in a slice of the wait the GIL is
-        // released (gil), so it is taken back for the unpickling and released again after it. An
-        // exception leaves with the GIL held (the gil holder knows), as every exception reaches
-        // pybind11.
-        last = collector_->collect(c.tag, c.pending, t, [&](std::uint32_t rank, std::span<const std::byte> reply) {
-            const bool retake = gil != nullptr && !gil->held();
-            if (retake) gil->acquire();
-            unpickle_early(c, rank, reply);
-            if (retake) gil->release();
-        });
-    } else {
-        last = collector_->collect(c.tag, c.pending, t);
-    }
+    // The hook runs between two waits of the core collect: in a slice of the wait the GIL is released
+    // (gil), so it is taken back for the unpickling and released again after it. An exception leaves
+    // with the GIL held (the gil holder knows), as every exception reaches pybind11.
+    const auto unpickle_with_gil = [&](std::uint32_t rank, std::span<const std::byte> reply) {
+        const bool retake = gil != nullptr && !gil->held();
+        if (retake) gil->acquire();
+        unpickle_early(c, rank, reply);
+        if (retake) gil->release();
+    };
+    GatherResult last = collector_->collect(c.tag, c.pending, t,
+                                            c.unpickle ? GatherCollector::EarlyReply(unpickle_with_gil)
+                                                       : GatherCollector::EarlyReply());
     for (std::uint32_t r = 0; r < last.replies.size(); ++r)
         if (last.replies[r]) c.got[r] = std::move(last.replies[r]);
     c.pending = std::move(last.missing);
@@ -184,6 +181,11 @@ void PyGatherCollector::finish(Collect& c, Gil& gil) {
 }
 
 namespace {
+
+// One reply as a bytes object: what collect() returns, and what collect_objects() unpickles.
+py::bytes reply_bytes(std::span<const std::byte> reply) {
+    return py::bytes(reinterpret_cast<const char*>(reply.data()), static_cast<py::ssize_t>(reply.size()));
+}
 
 // Whether a frame of a Python signal handler installed now is in `trace`: a traceback, None, or null
 // (an exception raised in C, e.g. by the C unpickler, that no Python frame saw has no traceback).
@@ -227,8 +229,7 @@ void PyGatherCollector::unpickle_early(Collect& c, std::uint32_t rank, std::span
         ~Reset() { in = nullptr; }
     } reset{unpickling_in_};
     try {
-        const py::bytes data(reinterpret_cast<const char*>(reply.data()), static_cast<py::ssize_t>(reply.size()));
-        c.objects[rank] = loads(data);
+        c.objects[rank] = loads(reply_bytes(reply));
     } catch (py::error_already_set& e) {
         // Ends the collect now, the core keeping the replies it took (a retry of the tag, or
         // result() again after Ctrl-C, gets them): KeyboardInterrupt and every other BaseException
@@ -270,8 +271,7 @@ py::list PyGatherCollector::replies(Collect& c, bool unpickle) {
             PyErr_Restore(c.error_type.release().ptr(), c.error_value.release().ptr(), c.error_trace.release().ptr());
             throw py::error_already_set();
         }
-        const std::vector<std::byte>& v = *c.got[rank];
-        py::bytes data(reinterpret_cast<const char*>(v.data()), static_cast<py::ssize_t>(v.size()));
+        py::bytes data = reply_bytes(*c.got[rank]);
         out[i] = unpickle ? loads(data) : py::object(std::move(data));
     }
     return out;
