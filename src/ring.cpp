@@ -125,6 +125,22 @@ void Writer::close() noexcept {
     if (bell_.seq != nullptr) wake_all(bell_);
 }
 
+bool Writer::wake_ahead() noexcept {
+    const SleepSite site = data_site();
+    // w2 alone: with no cursor moved, this is what any waker may do. A reader whose bit is clear is
+    // awake (or past its 3d, about to see the next publish's w1), so nobody is missed here; nobody
+    // need be, either: the publish runs w1..w3 itself (wait.hpp, "Waking ahead").
+    if (!any_announced(site)) return false;
+    // The hint before the wake: a reader loads it after its futex_wait returned, and the wake's
+    // syscall orders this store before that return. Relaxed is enough for a hint all the same.
+    line_->ahead_us.store(ahead_.started(Clock::now()), std::memory_order_relaxed);
+    // w3, futex sleepers only: an eventfd sleeper's event loop would wake to nothing and re-arm.
+    site.seq->fetch_add(1, std::memory_order_release);
+    futex_wake(site.seq);
+    line_->wake_calls.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
 bool Writer::closed() const noexcept {
     return (segment_.header().flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
 }
@@ -174,6 +190,10 @@ void Writer::check_lagging_readers() {
 
 Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options)
     : segment_(std::move(segment)), options_(options), rank_(rank) {
+    if (options.wait.kind == WaitKind::hybrid) {
+        ahead_min_ = options.wait.spin_for;
+        ahead_max_ = std::max(options.wait.spin_for, options.wait.spin_max);
+    }
     auto& h = segment_.header();
     if (rank >= h.reader_count)
         throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(rank) + " out of range: segment '" +

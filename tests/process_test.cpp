@@ -121,6 +121,43 @@ TEST(Processes, CloseWakesReadersBlockedInOtherProcesses) {
     for (pid_t c : children) EXPECT_EQ(wait_child(c, 30s), 0);
 }
 
+// Writer::wake_ahead across processes: wake-aheads before some messages, with and without a message
+// after them, at random gaps that let the hybrid readers sleep in some and spin in others. Every
+// reader gets every message, in order, intact.
+TEST(Processes, WakeAheadsAnywhereLoseNothing) {
+    ScopedName name("pahead");
+    constexpr std::uint32_t kReaders = 2;
+    const std::uint64_t messages = std::max<std::uint64_t>(200, static_cast<std::uint64_t>(2000 * test_scale()));
+    auto w = Writer::create(name, SegmentOptions{.readers = kReaders, .capacity = 1 << 16});
+    std::vector<pid_t> children;
+    for (std::uint32_t rank = 0; rank < kReaders; ++rank) {
+        children.push_back(fork_child([&, rank] {
+            ReaderOptions ro;
+            ro.wait.spin_max = 300us;  // hybrid, adaptive: short waits spin, gaps of ~1 ms sleep
+            auto r = Reader::attach(name, rank, ro);
+            std::vector<std::byte> got;
+            for (std::uint64_t seq = 0; seq < messages; ++seq) {
+                ASSERT_EQ(r.read(got, 30s), Status::ok) << "message " << seq;
+                ASSERT_EQ(check_message(got, seq, message_size(seq)), "") << "message " << seq;
+            }
+            ASSERT_EQ(r.read(got, 30s), Status::closed);
+        }));
+    }
+    std::uint64_t rng = 42;
+    std::vector<std::byte> msg;
+    for (std::uint64_t seq = 0; seq < messages; ++seq) {
+        rng = mix(rng);
+        if (rng % 3 != 0) (void)w.wake_ahead();               // before two messages in three
+        if (rng % 7 == 0) (void)w.wake_ahead();               // sometimes twice
+        std::this_thread::sleep_for(std::chrono::microseconds((rng >> 8) % 1500));  // making it
+        msg.resize(message_size(seq));
+        fill_message(msg, seq);
+        ASSERT_EQ(w.write(msg, 30s), Status::ok);
+    }
+    w.close();
+    for (pid_t c : children) EXPECT_EQ(wait_child(c, 120s), 0);
+}
+
 TEST(Processes, LateReaderProcessMissesNothing) {
     ScopedName name("plate");
     auto w = Writer::create(name, SegmentOptions{.readers = 1});

@@ -619,6 +619,111 @@ TEST(WakeAccounting, WriterWaitingForSpaceIsTheMirrorImage) {
     EXPECT_GE(w.space_waits(), 1u);
 }
 
+// ---- Writer::wake_ahead: readers woken while a message is made (wait.hpp, "Waking ahead") ------------
+
+namespace {
+
+// Blocks (bounded) until rank 0 has gone to sleep for data `nth` times in all and is asleep now.
+void await_rank0_asleep(const Writer& w, std::uint64_t nth) {
+    const auto& seg = w.segment();
+    ASSERT_TRUE(wait_until([&] { return seg.reader_slot(0).waits.load() >= nth && (seg.reader_sleep_line().sleeping[0].load() & 1) != 0; },
+                           10000ms))
+        << "the reader did not go to sleep (time " << nth << ") within 10 s";
+}
+
+ReaderOptions hybrid_reader(std::chrono::nanoseconds spin_max) {
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::hybrid;
+    ro.wait.spin_for = 10us;
+    ro.wait.spin_max = spin_max;
+    return ro;
+}
+
+}  // namespace
+
+TEST(WakeAhead, NobodyAsleepNoWake) {
+    ScopedName name("ahead0");
+    auto w = Writer::create(name, SegmentOptions{.readers = 2});
+    auto r = Reader::attach(name, 0);
+    EXPECT_FALSE(w.wake_ahead()) << "a wake call with no reader asleep";
+    EXPECT_EQ(w.wake_calls(), 0u);
+    EXPECT_EQ(w.segment().writer_line().ahead_us.load(), 0u) << "a hint without a wake";
+}
+
+// A reader woken ahead spins for the message as long as the writer said: the publish then finds it
+// awake and makes no wake call of its own, and the reader does not sleep again. The writer's hint is
+// twice its learned lead (one wake-ahead that came 30 ms before its message: 60 ms).
+TEST(WakeAhead, AReaderWokenAheadSpinsUntilTheMessageAndThePublishNeedsNoWake) {
+    ScopedName name("ahead1");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0, hybrid_reader(1s));
+    std::thread t([&] {
+        std::vector<std::byte> got;
+        for (std::uint64_t seq = 0; seq < 2; ++seq) {
+            ASSERT_EQ(r.read(got, 20s), Status::ok);
+            EXPECT_EQ(check_message(got, seq, 64), "");
+        }
+    });
+    // 1: teach the writer a lead of >= 30 ms (the reader, woken ahead with the first guess's spin, sleeps again).
+    await_rank0_asleep(w, 1);
+    ASSERT_TRUE(w.wake_ahead());
+    EXPECT_EQ(w.segment().writer_line().ahead_us.load(), std::uint32_t(detail::AheadClock::kFirstGuess.count() / 1000));
+    std::this_thread::sleep_for(30ms);
+    ASSERT_EQ(w.write(make(64, 0), 1s), Status::ok);
+    // 2: the reader asleep again; woken ahead, it spins (its bit is retracted) for ~60 ms.
+    const std::uint64_t sleeps = w.segment().reader_slot(0).waits.load() + 1;
+    await_rank0_asleep(w, sleeps);
+    const std::uint64_t wakes = w.wake_calls();
+    ASSERT_TRUE(w.wake_ahead());
+    const std::uint32_t hint = w.segment().writer_line().ahead_us.load();
+    EXPECT_GE(hint, 60'000u) << "twice the 30 ms lead";
+    EXPECT_LT(hint, 1'000'000u);
+    ASSERT_TRUE(wait_until([&] { return (w.segment().reader_sleep_line().sleeping[0].load() & 1) == 0; }, 10000ms))
+        << "the woken reader never retracted its announcement";
+    ASSERT_EQ(w.write(make(64, 1), 1s), Status::ok);
+    t.join();
+    EXPECT_EQ(w.wake_calls(), wakes + 1) << "the publish woke the reader again: it was not spinning for the message";
+    EXPECT_EQ(w.segment().reader_slot(0).waits.load(), sleeps) << "the reader slept again before the message came";
+}
+
+// A wake-ahead that no message follows costs the reader its spin, then it sleeps again and the
+// publish wakes it as always: nothing is lost.
+TEST(WakeAhead, AWakeAheadWithoutAMessageLosesNothing) {
+    ScopedName name("ahead2");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0, hybrid_reader(200us));
+    std::thread t([&] {
+        std::vector<std::byte> got;
+        ASSERT_EQ(r.read(got, 20s), Status::ok);
+        EXPECT_EQ(check_message(got, 7, 100), "");
+    });
+    await_rank0_asleep(w, 1);
+    ASSERT_TRUE(w.wake_ahead());
+    await_rank0_asleep(w, 2);  // spun (at most 200 us), slept again
+    ASSERT_EQ(w.write(make(100, 7), 1s), Status::ok);
+    t.join();
+    EXPECT_EQ(w.wake_calls(), 2u) << "one wake ahead, one by the publish";
+}
+
+// A futex reader (sleep at once, never spin) woken ahead sleeps again, and the publish wakes it.
+TEST(WakeAhead, AFutexReaderWokenAheadStillGetsTheMessage) {
+    ScopedName name("ahead3");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::futex;
+    auto r = Reader::attach(name, 0, ro);
+    std::thread t([&] {
+        std::vector<std::byte> got;
+        ASSERT_EQ(r.read(got, 20s), Status::ok);
+    });
+    await_rank0_asleep(w, 1);
+    ASSERT_TRUE(w.wake_ahead());
+    await_rank0_asleep(w, 2);
+    ASSERT_EQ(w.write(make(10, 0), 1s), Status::ok);
+    t.join();
+    EXPECT_EQ(w.wake_calls(), 2u);
+}
+
 // A peer killed between making the condition true (w1) and its wake (w2..w3) never wakes us: the
 // kernel wait is cut at the liveness interval, or at kUnwatchedRecheck with liveness off, so such a
 // death costs one interval, never a hang (tests/model/ring.pml, orphan_rel). Simulated: the close

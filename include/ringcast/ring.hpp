@@ -55,6 +55,7 @@
 
 #include "ringcast/error.hpp"
 #include "ringcast/detail/movable.hpp"
+#include "ringcast/detail/wake_ahead.hpp"
 #include "ringcast/layout.hpp"
 #include "ringcast/segment.hpp"
 #include "ringcast/wait.hpp"
@@ -177,6 +178,16 @@ public:
     void commit(std::size_t used, std::uint64_t tag = 0);
     void commit() { commit(reserved_size_, 0); }
 
+    // A message follows soon: the caller is about to make it (pickle it, copy it from a GPU) and
+    // publish it. Readers asleep now are woken, so that their wake-up runs while it is made instead
+    // of after its publish; each spins for it (wait.hpp, case 3g) about twice as long as this
+    // writer's recent wake-aheads came before their publish, then sleeps again. The publish wakes
+    // whoever sleeps then, as always: a wake-ahead not followed by a message costs the woken readers
+    // that spin, and loses nothing. Readers that sleep on an eventfd are not woken ahead. Returns
+    // true if a wake system call was made; with nobody asleep it is one load of the announcement
+    // bits. Thread-safety: any thread (its state is atomic), also while another publishes.
+    bool wake_ahead() noexcept;
+
     // Readers drain what was published, then get Status::closed. Idempotent.
     void close() noexcept;
     [[nodiscard]] bool closed() const noexcept;
@@ -262,6 +273,7 @@ private:
     SleepSite bell_{};                   // set_publish_bell(); seq == nullptr: none
     std::atomic<std::uint64_t>* bell_wake_calls_ = nullptr;
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
+    detail::AheadClock ahead_;       // wake_ahead(): when it woke readers, how far ahead of a publish
     std::unique_ptr<EventfdSignaller> reader_eventfds_;  // copies of the readers' eventfds (data wakes)
     std::unique_ptr<EventfdWaiter> space_eventfd_;       // ours, once registered (wake_fd)
 };
@@ -405,6 +417,11 @@ private:
     std::uint64_t message_end_mark_ = 0;  // release_mark of a handed-out last record: its release counts the message
     std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
+    // Case 3g of block_until (Writer::wake_ahead): the spin of a reader woken ahead of a message, from
+    // the options it attached with — a hybrid reader's, also while a caller waiting in slices has
+    // set_wait() a later slice to sleep at once (the Python binding); zero max: none.
+    std::chrono::nanoseconds ahead_min_{0};
+    std::chrono::nanoseconds ahead_max_{0};
     std::unique_ptr<EventfdSignaller> writer_eventfd_;  // a copy of the writer's eventfd (space wakes)
     std::unique_ptr<EventfdWaiter> data_eventfd_;       // ours, once registered (wake_fd)
 };

@@ -41,6 +41,16 @@
 // When nobody sleeps the waker's hot path is one exchange (xchg on x86: cheaper than a store +
 // mfence) and one seq_cst load (a plain mov on x86) per 64 endpoints.
 //
+// Waking ahead (Writer::wake_ahead). A writer about to make a message (pickle it, copy it from a
+// GPU) runs w2..w3 alone first, with no cursor moved: the sleepers' wake-up — a futex wake and a
+// scheduler hop, tens of microseconds where a halted vCPU must be woken — then runs while the message
+// is made. For the sleeper it is a wake-up that finds nothing: after 3f it spins (case 3g of
+// block_until) for as long as the writer said its messages take from that call to their publish,
+// and sleeps again (3a) if none came. It adds no step to the protocol above: w2..w3 without w1 is
+// what any waker may do (a sleeper's condition is re-checked at 3d after every wake-up), and the
+// publish runs its own w1..w3 as always, so a sleeper that went back to sleep before it is woken
+// by it (tests/model/ring.pml -DAHEAD; its must-fail partner lets the publish skip its wake).
+//
 // Announcements. A bit, not a shared count: an endpoint owns its bit, sets and clears it only
 // itself (one waiting thread per endpoint, so the bit is never set twice), and whoever claims the
 // endpoint's role next — a replacement reader of a dead rank, a writer taking over, an eviction —
@@ -514,6 +524,12 @@ struct WaitContext {
                                        // endpoint that has one is on it (its wakers skip the futex
                                        // wake when all announced sleepers have one); one site only
     bool end_on_signal = false;        // WaitOptions::end_on_signal (block_until with options sets it)
+    // Case 3g: a futex wake-up that finds nothing spins for the waker's word (microseconds; its
+    // Writer::wake_ahead hint), within [ahead_min, ahead_max], before sleeping again. Null: sleep
+    // again at once (set only by a reader whose wait is hybrid and does not sleep on an eventfd).
+    const std::atomic<std::uint32_t>* ahead_us = nullptr;
+    std::chrono::nanoseconds ahead_min{0};
+    std::chrono::nanoseconds ahead_max{0};
 };
 
 // A peer killed between its cursor exchange (w1) and its wake (w2..w3) never runs the wake. So no
@@ -708,6 +724,28 @@ template <WaitStrategy S, class Ready>
             now = Clock::now();  // (a futex wake is microseconds; one vDSO read more is noise)
             if (now >= ctx.deadline) return WaitOutcome::timed_out;
             idle_tick(now);
+            // 3g: woken, and nothing there. The waker may have woken us ahead of a message it is
+            // still making (Writer::wake_ahead): spin for as long as it said that takes, politely
+            // (the CPU may be the writer's), then sleep again from 3a. Spinning only re-checks
+            // ready(), as case 2 does: no wake depends on it.
+            if (ctx.ahead_us != nullptr && (r == FutexWaitResult::woken || r == FutexWaitResult::value_changed)) {
+                const auto said = std::chrono::microseconds{ctx.ahead_us->load(std::memory_order_relaxed)};
+                const auto spin = std::clamp<std::chrono::nanoseconds>(said, ctx.ahead_min,
+                                                                       std::max(ctx.ahead_min, ctx.ahead_max));
+                const Deadline spin_start = now;
+                const Deadline spin_end = std::min(ctx.deadline, spin_start + spin);
+                AdaptiveHybridStrategy polite{ctx.ahead_min, spin};
+                for (std::uint32_t i = 1;; ++i) {
+                    cpu_relax();
+                    if (ready()) return WaitOutcome::ready;
+                    if ((i & (kSpinStepsPerClockRead - 1)) != 0) continue;
+                    if (is_cancelled()) return WaitOutcome::cancelled;
+                    now = Clock::now();
+                    if (now >= spin_end || !polite.keep_spinning(now - spin_start, now)) break;
+                }
+                if (now >= ctx.deadline) return ready() ? WaitOutcome::ready : WaitOutcome::timed_out;
+                idle_tick(now);
+            }
         }
     }
 }

@@ -102,6 +102,13 @@ CHECKS=(
 "neg-drain-late    |$P3R|$MAIN -DEVENTFD -DBUG_DRAIN_AFTER_RECHECK|$SAFE|-m200000 -w20|eventfd drained after the re-check: P3, the signal is eaten"
 "neg-drain-late-dl |invalid end state|$DEAD -DEVENTFD -DBUG_DRAIN_AFTER_RECHECK|$SAFE|-m200000 -w20|same, deadlock check alone"
 "neg-skip-futex    |$P3R|$MAIN -DEVENTFD -DBUG_SKIP_FUTEX_WAKE|$SAFE|-m200000 -w20|futex wake skipped once an eventfd was written: P3, the futex rank sleeps on"
+# ---- ring.pml -DAHEAD: Writer::wake_ahead (w2..w3 with no cursor moved) before any message ----
+"ahead-cap2        |pass|$MAIN -DAHEAD|$SAFE -O1|-m200000 -w22|P1-P4 with a wake-ahead before any message"
+"ahead-cap1-dl     |pass|-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DAHEAD|$SAFE|-m200000 -w22|same, writer never closes"
+"ahead-eventfd     |pass|-DN=2 -DCAP=2 -DM=3 -DEVENTFD -DAHEAD|$SAFE -O1|-m200000 -w22|same beside an eventfd sleeper, which is not woken ahead"
+"ahead-spurious    |pass|-DN=2 -DCAP=2 -DM=3 -DSPURIOUS -DAHEAD|$SAFE|-m200000 -w22|same, futex_wait may return early"
+"neg-ahead-no-wake |$P3R|$MAIN -DAHEAD -DBUG_AHEAD_SKIPS_WAKE|$SAFE|-m200000 -w20|the publish after a wake-ahead skips its own wake: P3, a reader that slept again sleeps on"
+"neg-ahead-nw-dl   |invalid end state|$DEAD -DAHEAD -DBUG_AHEAD_SKIPS_WAKE|$SAFE|-m200000 -w20|same, deadlock check alone"
 # ---- gather.pml: doorbell wait against fragmented replies (F > CAP) ----
 "gather-k1         |pass|$G -DK=1 -DCAP=1 -DF=3|$SAFE|-m200000 -w22|payload, P2 replies complete, P3 collector and workers, P4 no deadlock"
 "gather-k2         |pass|$G -DK=2 -DCAP=1 -DF=3|$SAFE -O1|-m200000 -w22|same, two workers"

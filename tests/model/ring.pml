@@ -28,6 +28,8 @@
  *     Writer::commit_record   payload write, w1 tail.exchange, w2 load the
  *                             announcement bits, w3 (its step 5, the gather
  *                             bell: tests/model/gather.pml)
+ *     Writer::wake_ahead      (-DAHEAD) before any message, or not: w2 and
+ *                             the futex half of w3 with no cursor moved
  *     Writer::close           closed = 1, wake_all (fence, seq += 1, wake)
  *   Every statement carries a comment naming the C++ function and step.
  *   Each atomic load/store/RMW of the C++ is its own Promela step; a load and
@@ -213,6 +215,19 @@
  *   BUG_SKIP_FUTEX_WAKE   (EVENTFD) the futex wake is skipped once any
  *                         eventfd was signalled: the futex rank beside
  *                         it sleeps on                                -> P3
+ *   BUG_AHEAD_SKIPS_WAKE  (AHEAD) a publish after a wake-ahead skips its
+ *                         own w2..w3, as if the readers woken ahead were
+ *                         still awake: one that slept again sleeps on  -> P3
+ *
+ * WAKING AHEAD (-DAHEAD; Writer::wake_ahead, wait.hpp "Waking ahead")
+ *   Before each message the writer may (or may not) run w2 and, if a bit
+ *   is set, notify_seq += 1 and futex_wake -- no eventfd is written (an
+ *   eventfd sleeper is not woken ahead).  A reader woken so finds nothing
+ *   and spins (block_until's case 3g) before it announces again: that spin
+ *   only repeats case 1, so it is abstracted like case 2 (back to the top).
+ *   The publish then runs w1..w3 as always; P3 must hold with any number of
+ *   wake-aheads anywhere, and the must-fail switch above shows that it is
+ *   the publish's own wake that keeps it.
  */
 
 #ifndef N
@@ -658,10 +673,26 @@ active proctype Writer()
 #ifdef DEATH
     byte ow_s, ow_p;  /* the owner word as loaded by E0 */
 #endif
+#ifdef BUG_AHEAD_SKIPS_WAKE
+    bit  woke_ahead;  /* this message's wake-ahead made a wake */
+#define AHEAD_MARK woke_ahead = 1
+#else
+#define AHEAD_MARK skip
+#endif
 
     do
     :: tail == M -> break                          /* all M messages published */
     :: else ->
+#ifdef AHEAD
+        /* ===== Writer::wake_ahead, before the message is made (or not) ===== */
+        if
+        :: skip                                    /* no wake-ahead for this message */
+        :: atomic { sleep_bits != 0 -> check_no_leak() };  /* w2: an announcement bit set */
+           notify_seq++;                           /* w3: notify_seq += 1 */
+           atomic { futex_wake_readers(); AHEAD_MARK }  /* w3: futex_wake(&notify_seq, all); no eventfd */
+        :: atomic { sleep_bits == 0 -> check_no_leak() }   /* w2: nobody announced: nothing */
+        fi;
+#endif
         /* ===== Writer::wait_for_space (need = 1 message) -> block_until (space site) ===== */
         do
         ::  do                                     /* case 1, ready(): min_reader_head_acquire */
@@ -711,6 +742,12 @@ have_room:
             tail++; pub_pending = 1               /* w1: tail.exchange(new_tail, seq_cst) */
         };
 progress_pub:
+#ifdef BUG_AHEAD_SKIPS_WAKE
+        if
+        :: atomic { woke_ahead -> woke_ahead = 0; pub_pending = 0; check_all_readers_inv() }; goto published  /* BUG */
+        :: atomic { !woke_ahead -> skip }
+        fi;
+#endif
         if
         :: atomic { ANNOUNCED -> check_no_leak() }; /* w2: an announcement bit set (seq_cst load) */
             notify_seq++;                         /* w3: notify_seq += 1 */
@@ -736,6 +773,11 @@ progress_pub:
                pub_pending = 0; sl = 0;
                check_all_readers_inv() }
         fi
+#ifdef BUG_AHEAD_SKIPS_WAKE
+        ;
+published:
+        skip
+#endif
     od;
 
 #ifndef NO_CLOSE

@@ -248,3 +248,36 @@ def test_numpy_arrays_travel_while_torch_is_loaded(queue_pair):
         q.enqueue({"a": a}, timeout=5)
         got = r.dequeue(timeout=5)["a"]
         assert got.dtype == a.dtype and (got == a).all()
+
+
+def test_a_reader_woken_ahead_of_a_message_gets_it_and_a_wake_ahead_alone_loses_nothing(queue_pair):
+    """enqueue wakes sleeping readers before it pickles (wake_ahead=True, the default): a reader asleep
+    is woken (wake_ahead() says a wake call was made), spins for the message, and gets every one —
+    also after a wake-ahead that no message followed."""
+    import threading
+    q, (r,) = queue_pair(1)
+    assert q._wake_ahead
+    got = []
+    t = threading.Thread(target=lambda: got.extend(r.dequeue(timeout=30) for _ in range(4)))
+    t.start()
+    try:
+        for i in range(3):
+            time.sleep(0.05)  # the reader's wait outlasts its spin: it sleeps in the kernel
+            assert q._writer.wake_ahead(), "no wake call: the reader was not asleep"
+            q.enqueue({"i": i, "pad": "x" * 1000})
+        time.sleep(0.05)
+        assert q._writer.wake_ahead()  # and no message: the reader spins, then sleeps again
+        time.sleep(0.05)
+        q.enqueue({"i": 3})
+    finally:
+        t.join(timeout=30)
+    assert [m["i"] for m in got] == [0, 1, 2, 3]
+
+
+def test_wake_ahead_can_be_turned_off(queue_pair):
+    q, (r,) = queue_pair(1, wake_ahead=False)
+    assert not q._wake_ahead
+    q.enqueue("x")
+    assert r.dequeue(timeout=5) == "x"
+    q.shutdown()
+    assert q._writer.wake_ahead() is False  # shut down: nothing to wake

@@ -259,6 +259,11 @@ class MessageQueue:
             the object straight into the ring, and from the ring straight into the receiver's
             buffer, never through the pickle. Smaller ones stay inside the pickle. Writer only;
             default OOB_THRESHOLD (4096).
+        wake_ahead: enqueue wakes the readers that sleep before it pickles the message, not after
+            it copied it into the ring, so that their wake-up (tens of microseconds where the kernel
+            must wake an idle CPU) runs while the message is made; a reader woken so spins for it about
+            twice as long as such messages took, then sleeps again. Writer only; default True (False:
+            readers are woken by the publish alone, as before; docs/python.md).
         sweep_abandoned: before creating, remove this user's segments with generated names
             (``ringcast-py-*``, the names MessageQueue and ReplyGather choose when given none)
             whose creator, writer and readers are all dead — killed processes leave them in
@@ -307,6 +312,7 @@ class MessageQueue:
     # is None (_require_writer/_require_reader check the role first).
     _writer: Any
     _send_object: Any = None  # the writer's Writer.send_object, where enqueue may use it
+    _wake_ahead: bool = False  # the writer's: enqueue wakes sleeping readers before it pickles
     _reader: Any
     _finalizer: Any
 
@@ -326,6 +332,7 @@ class MessageQueue:
         liveness_interval: float = 1.0,
         oob_threshold: int = OOB_THRESHOLD,
         sweep_abandoned: bool = True,
+        wake_ahead: bool = True,
         remote_port: int = 0,
         remote_slow_reader: str = "block",
         remote_high_water_mark: int = 16,
@@ -402,6 +409,8 @@ class MessageQueue:
         # made, keeps the Python path.
         self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
         self._send_object = self._writer.send_object if self._pickle is pickle5 else None
+        self._wake_ahead = bool(wake_ahead)
+        self._writer.set_wake_ahead(self._wake_ahead)
         self.handle = Handle(
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
             max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,
@@ -592,9 +601,13 @@ class MessageQueue:
         if not self._is_writer:
             self._require_writer("enqueue")
         if _gpu.may_hold_device_arrays():  # torch/cupy loaded: CUDA arrays go by DMA (docs/gpu.md)
+            if self._wake_ahead:  # readers asleep wake while the message is pickled (send_object does it itself)
+                self._writer.wake_ahead()
             return _gpu.enqueue(self, obj, timeout)
         if self._send_object is not None:
             return self._send_object(obj, timeout)
+        if self._wake_ahead:
+            self._writer.wake_ahead()
         self._writer.send(dumps_out_of_band(obj, self._oob_threshold, self._max_parts - 1, self._pickle), timeout)
 
     def dequeue(self, timeout: Optional[float] = None, indefinite: bool = False, device: Any = None) -> Any:

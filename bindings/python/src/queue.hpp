@@ -46,6 +46,11 @@ public:
         oob_threshold_ = threshold;
         oob_max_buffers_ = max_buffers;
     }
+    // Whether send_object wakes sleeping readers before it pickles (Writer::wake_ahead; default on).
+    void set_wake_ahead(bool on) noexcept { wake_ahead_ = on; }
+    // Writer::wake_ahead, for a caller that pickles in Python before send(): true if readers were
+    // woken. False, doing nothing, once shut down or in a forked child.
+    bool wake_ahead();
 
     // acquire_write: a span of `size` bytes in the ring, published by commit_raw().
     py::memoryview reserve_raw(std::size_t size, std::optional<double> timeout);
@@ -120,6 +125,7 @@ private:
     std::uint64_t pending_sent_ = 0;
     std::size_t oob_threshold_ = 4096;  // MessageQueue's OOB_THRESHOLD until set_out_of_band()
     std::size_t oob_max_buffers_ = 0;   // none out of band until set_out_of_band()
+    bool wake_ahead_ = true;            // send_object wakes sleeping readers before it pickles
 };
 
 class PyReader : public detail::Endpoint {

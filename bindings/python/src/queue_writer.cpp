@@ -89,6 +89,10 @@ void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
 void PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
     stamp(Stamp::send_enter);
     check_usable("enqueue");
+    // Readers asleep wake up while the message is pickled, not after it is published (their wake-up
+    // then overlaps the pickling). Before the one-thread check, as the pickling: Writer::wake_ahead
+    // may run beside another thread's send.
+    if (wake_ahead_) (void)writer_->wake_ahead();
     Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_);
     stamp(Stamp::send_pickled);
     const auto len = static_cast<std::size_t>(PyBytes_GET_SIZE(p.data.ptr()));
@@ -101,6 +105,11 @@ void PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
         send(parts, timeout);
     }
     stamp(Stamp::send_committed);
+}
+
+bool PyWriter::wake_ahead() {
+    if (forked_child() || shut_.load(std::memory_order_acquire)) return false;
+    return writer_->wake_ahead();
 }
 
 void PyWriter::send_whole(const py::bytes& data, std::optional<double> timeout) {

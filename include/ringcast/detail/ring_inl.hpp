@@ -153,6 +153,7 @@ inline void Writer::commit_record(layout::RecordKind kind, std::uint64_t payload
     // 3 + 4: seq_cst exchange (a release: pairs with the readers' acquire loads of tail), then w2..w3.
     publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls, detail::CrashPoint::publish_3_tail);
     RINGCAST_CRASH_POINT(publish_4_readers_woken);
+    ahead_.published();  // how far ahead of this publish a wake_ahead() came, if one is open
     // 5: the same exchange is w1 for the bell's sleeper too.
     if (bell_.seq != nullptr) {
         notify_sleepers(bell_, *bell_wake_calls_);
@@ -373,9 +374,17 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     const auto has_data = [&] { return poll_acquire(); };
     if (has_data()) return head_ < cached_tail_ ? Status::ok : Status::closed;  // no clock read
     const SleepSite site = data_site();
-    const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
-                          options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_,
-                          nullptr,          &last_liveness_check_, data_eventfd_.get()};
+    WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
+                    options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_,
+                    nullptr,          &last_liveness_check_, data_eventfd_.get()};
+    // Case 3g of block_until: a hybrid reader woken ahead of a message (Writer::wake_ahead) spins
+    // for it as long as the writer said, within its own spin bounds. (An eventfd sleeper is never
+    // woken ahead; a spinning one never sleeps.)
+    if (ahead_max_.count() > 0 && ctx.eventfd == nullptr) {
+        ctx.ahead_us = &line_->ahead_us;
+        ctx.ahead_min = ahead_min_;
+        ctx.ahead_max = ahead_max_;
+    }
     switch (block_until(options_.wait, ctx, has_data)) {
         case WaitOutcome::ready: break;
         case WaitOutcome::cancelled: return Status::cancelled;
