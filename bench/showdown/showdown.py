@@ -17,6 +17,8 @@ Variants:
   (d) gather     as (c) without the adaptive spin (spin_max_us=0: spin 10 us, then sleep)
   (e) gather     as (c) with wait="spin" everywhere: never sleeps, an idle worker burns its core (not
                  run unless asked, --variants abcde): the fastest any wait of ringcast can react
+  (f) gather     as (c) without wake-ahead (MessageQueue(wake_ahead=False)): a sleeping worker is woken by
+                 the request's publish instead of before its pickling (not run unless asked)
 each in sync mode and in async-scheduling mode, where the executor's main thread spends `--prep-ms` of
 pure-Python work preparing the next step while a second thread collects the replies: a Python thread
 for (a) and (b), as executors do it today; ringcast's collect_async for (c), (d) (no thread: the replies
@@ -280,6 +282,19 @@ class RingcastGatherNoAdaptiveSpin(RingcastGather):
     options = {"spin_max_us": 0.0}
 
 
+class RingcastGatherNoWakeAhead(RingcastGather):
+    """(c) without waking the workers ahead (MessageQueue(wake_ahead=False)): a sleeping worker is woken
+    by the publish, after the request was pickled, not before — what (c) did until wake-ahead existed."""
+
+    name = "(f) ringcast + gather, no wake-ahead"
+
+    def __init__(self, workers):
+        self.workers = workers
+        self.bcast = ringcast.MessageQueue(workers, workers, wake_ahead=False)
+        self.gather = ringcast.ReplyGather(workers)
+        self.handles = (self.bcast.export_handle(), self.gather.export_handle())
+
+
 class RingcastGatherPureSpin(RingcastGather):
     """(c) with every wait a pure spin: the bound on what a wait strategy can take off a step, at the
     cost the library exists to avoid (a core per idle worker)."""
@@ -289,7 +304,7 @@ class RingcastGatherPureSpin(RingcastGather):
 
 
 TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": RingcastGatherNoAdaptiveSpin,
-              "e": RingcastGatherPureSpin}
+              "e": RingcastGatherPureSpin, "f": RingcastGatherNoWakeAhead}
 
 
 def worker_main(transport, rank, work, reply_all):
@@ -645,7 +660,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="runs per configuration, interleaved; medians reported")
     ap.add_argument("--work-ms", type=float, default=1.0)
     ap.add_argument("--prep-ms", type=float, default=2.0, help="async mode: main thread's preparation work")
-    ap.add_argument("--variants", default="abcd", help="which of a-e to run (e: pure spin, only when asked)")
+    ap.add_argument("--variants", default="abcd", help="which of a-f to run (e: pure spin, f: no wake-ahead; only when asked)")
     ap.add_argument("--out", default="build/report")
     ap.add_argument("--idle-seconds", type=float, default=1.0, help="length of the idle-CPU window (tests shorten it)")
     ap.add_argument("--pin", choices=("auto", "on", "off"), default="auto",
