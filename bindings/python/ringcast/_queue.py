@@ -262,8 +262,9 @@ class MessageQueue:
         wake_ahead: enqueue wakes the readers that sleep before it pickles the message, not after
             it copied it into the ring, so that their wake-up (tens of microseconds where the kernel
             must wake an idle CPU) runs while the message is made; a reader woken so spins for it about
-            twice as long as such messages took, then sleeps again. Writer only; default True (False:
-            readers are woken by the publish alone, as before; docs/python.md).
+            twice as long as such messages took, then sleeps again. Only with the adaptive hybrid
+            wait (the default: wait='hybrid', spin_max_us > spin_us). Writer only; default True
+            (False: readers are woken by the publish alone; docs/python.md).
         sweep_abandoned: before creating, remove this user's segments with generated names
             (``ringcast-py-*``, the names MessageQueue and ReplyGather choose when given none)
             whose creator, writer and readers are all dead — killed processes leave them in
@@ -409,7 +410,10 @@ class MessageQueue:
         # made, keeps the Python path.
         self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
         self._send_object = self._writer.send_object if self._pickle is pickle5 else None
-        self._wake_ahead = bool(wake_ahead)
+        # Only readers that spin when woken for nothing gain (the adaptive hybrid wait, which travels to
+        # them in the handle); a futex reader, or one whose spin is a fixed spin_us, would mostly sleep
+        # again and need the publish's wake too: two wake calls per message.
+        self._wake_ahead = bool(wake_ahead) and wait == "hybrid" and spin_max_us > spin_us
         self._writer.set_wake_ahead(self._wake_ahead)
         self.handle = Handle(
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
