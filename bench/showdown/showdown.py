@@ -568,7 +568,7 @@ def plot(rows, floors, cpp_floor_us, path):
     except ImportError:
         print("(matplotlib missing: no plot)")
         return
-    colors = {"a": "#c0392b", "b": "#2980b9", "c": "#27ae60", "d": "#8e44ad", "e": "#7f8c8d"}
+    colors = {"a": "#c0392b", "b": "#2980b9", "c": "#27ae60", "d": "#8e44ad", "e": "#7f8c8d", "f": "#d35400"}
     names = {r["kind"]: r["variant"] for r in rows}
     labels = [f"{r['kind']} {r['replies']}\n{r['mode']}" for r in rows]
     x = list(range(len(rows)))
