@@ -131,6 +131,7 @@ bool Writer::wake_ahead() noexcept {
     // awake (or past its 3d, about to see the next publish's w1), so nobody is missed here; nobody
     // need be, either: the publish runs w1..w3 itself (wait.hpp, "Waking ahead").
     if (!any_announced(site)) return false;
+    if (ahead_.paused()) return false;  // recent wake-aheads did not pay (detail/wake_ahead.hpp)
     // The hint before the wake: a reader loads it after its futex_wait returned, and the wake's
     // syscall orders this store before that return. Relaxed is enough for a hint all the same.
     line_->ahead_us.store(ahead_.started(Clock::now()), std::memory_order_relaxed);

@@ -121,9 +121,11 @@ TEST(Processes, CloseWakesReadersBlockedInOtherProcesses) {
     for (pid_t c : children) EXPECT_EQ(wait_child(c, 30s), 0);
 }
 
-// Writer::wake_ahead across processes: wake-aheads before some messages, with and without a message
-// after them, at random gaps that let the hybrid readers sleep in some and spin in others. Every
-// reader gets every message, in order, intact.
+// Writer::wake_ahead across processes: wake-aheads before some messages (twice before some), at
+// random gaps that let the hybrid readers sleep in some and spin in others. Every reader gets every
+// message, in order, intact. (Delivery, not the wake: a lost wake here would be repaired by the next
+// message's wake within 1.5 ms — no wake is lost is the model's -DAHEAD check and
+// WakeAhead.AWakeAheadWithoutAMessageLosesNothing's.)
 TEST(Processes, WakeAheadsAnywhereLoseNothing) {
     ScopedName name("pahead");
     constexpr std::uint32_t kReaders = 2;

@@ -631,10 +631,10 @@ void await_rank0_asleep(const Writer& w, std::uint64_t nth) {
         << "the reader did not go to sleep (time " << nth << ") within 10 s";
 }
 
-ReaderOptions hybrid_reader(std::chrono::nanoseconds spin_max) {
+ReaderOptions hybrid_reader(std::chrono::nanoseconds spin_for, std::chrono::nanoseconds spin_max) {
     ReaderOptions ro;
     ro.wait.kind = WaitKind::hybrid;
-    ro.wait.spin_for = 10us;
+    ro.wait.spin_for = spin_for;
     ro.wait.spin_max = spin_max;
     return ro;
 }
@@ -650,13 +650,15 @@ TEST(WakeAhead, NobodyAsleepNoWake) {
     EXPECT_EQ(w.segment().writer_line().ahead_us.load(), 0u) << "a hint without a wake";
 }
 
-// A reader woken ahead spins for the message as long as the writer said: the publish then finds it
-// awake and makes no wake call of its own, and the reader does not sleep again. The writer's hint is
-// twice its learned lead (one wake-ahead that came 30 ms before its message: 60 ms).
+// A reader woken ahead spins for the message: the publish then finds it awake and makes no wake call
+// of its own, and the reader does not sleep again. The writer's hint is twice its learned lead (one
+// wake-ahead that came 30 ms before its message: 60 ms). The reader's spin floor (spin_for, which a
+// woken reader spins at least, and within which its yields never end the spin) is 200 ms here, so
+// that a loaded machine (sanitizers, parallel tests) cannot cut the spin before the publish.
 TEST(WakeAhead, AReaderWokenAheadSpinsUntilTheMessageAndThePublishNeedsNoWake) {
     ScopedName name("ahead1");
     auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
-    auto r = Reader::attach(name, 0, hybrid_reader(1s));
+    auto r = Reader::attach(name, 0, hybrid_reader(200ms, 1s));
     std::thread t([&] {
         std::vector<std::byte> got;
         for (std::uint64_t seq = 0; seq < 2; ++seq) {
@@ -691,7 +693,7 @@ TEST(WakeAhead, AReaderWokenAheadSpinsUntilTheMessageAndThePublishNeedsNoWake) {
 TEST(WakeAhead, AWakeAheadWithoutAMessageLosesNothing) {
     ScopedName name("ahead2");
     auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
-    auto r = Reader::attach(name, 0, hybrid_reader(200us));
+    auto r = Reader::attach(name, 0, hybrid_reader(10us, 200us));
     std::thread t([&] {
         std::vector<std::byte> got;
         ASSERT_EQ(r.read(got, 20s), Status::ok);
@@ -722,6 +724,26 @@ TEST(WakeAhead, AFutexReaderWokenAheadStillGetsTheMessage) {
     ASSERT_EQ(w.write(make(10, 0), 1s), Status::ok);
     t.join();
     EXPECT_EQ(w.wake_calls(), 2u);
+}
+
+// Wake-aheads that do not pay (the publish still had to wake readers: they slept again before the
+// message came) pause after kMissesToPause in a row, for kPauseFor wake-aheads; one that paid resets
+// the count.
+TEST(WakeAhead, WakeAheadsThatDoNotPayPauseForAWhile) {
+    detail::AheadClock clock;
+    const auto miss = [&] {
+        (void)clock.started(Clock::now());
+        clock.published(true);
+    };
+    for (int i = 0; i + 1 < detail::AheadClock::kMissesToPause; ++i) miss();
+    (void)clock.started(Clock::now());
+    clock.published(false);  // this one paid: the count starts again
+    EXPECT_FALSE(clock.paused());
+    for (int i = 0; i < detail::AheadClock::kMissesToPause; ++i) miss();
+    for (int i = 0; i < detail::AheadClock::kPauseFor; ++i) EXPECT_TRUE(clock.paused()) << "wake-ahead " << i;
+    EXPECT_FALSE(clock.paused()) << "the pause never ends";
+    clock.published(true);  // a publish with no wake-ahead open changes nothing
+    EXPECT_FALSE(clock.paused());
 }
 
 // A peer killed between making the condition true (w1) and its wake (w2..w3) never wakes us: the

@@ -138,7 +138,8 @@ struct alignas(kLine) WriterLine {  // written by the writer on every publish: i
     std::atomic<std::uint64_t> tail;             // bytes published; only the writer stores (release)
     std::atomic<std::uint32_t> notify_seq;       // futex word readers sleep on
     std::atomic<std::uint32_t> ahead_us;         // how long a reader woken ahead of a message spins for
-                                                 // it (Writer::wake_ahead; a hint, relaxed; 0: none said)
+                                                 // it (Writer::wake_ahead; a hint, relaxed, clamped by the
+                                                 // reader to its spin bounds; 0 gives their floor)
     std::atomic<std::uint64_t> wake_calls;       // futex_wake syscalls by the writer (diagnostics)
     std::atomic<std::uint64_t> messages;         // messages published (diagnostics, `ringcast stat`)
 };

@@ -183,9 +183,11 @@ public:
     // of after its publish; each spins for it (wait.hpp, case 3g) about twice as long as this
     // writer's recent wake-aheads came before their publish, then sleeps again. The publish wakes
     // whoever sleeps then, as always: a wake-ahead not followed by a message costs the woken readers
-    // that spin, and loses nothing. Readers that sleep on an eventfd are not woken ahead. Returns
-    // true if a wake system call was made; with nobody asleep it is one load of the announcement
-    // bits. Thread-safety: any thread (its state is atomic), also while another publishes.
+    // that spin, and loses nothing. Readers that sleep on an eventfd are not woken ahead. After a few
+    // wake-aheads in a row whose publish still had to wake readers (the message took longer than
+    // they spin), the next ones are skipped for a while (detail/wake_ahead.hpp). Returns true if a
+    // wake system call was made; with nobody asleep it is one load of the announcement bits.
+    // Thread-safety: any thread (its state is atomic), also while another publishes.
     bool wake_ahead() noexcept;
 
     // Readers drain what was published, then get Status::closed. Idempotent.

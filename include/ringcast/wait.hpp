@@ -733,7 +733,8 @@ template <WaitStrategy S, class Ready>
                 const auto spin = std::clamp<std::chrono::nanoseconds>(said, ctx.ahead_min,
                                                                        std::max(ctx.ahead_min, ctx.ahead_max));
                 const Deadline spin_start = now;
-                const Deadline spin_end = std::min(ctx.deadline, spin_start + spin);
+                const Deadline spin_end =
+                    spin >= ctx.deadline - spin_start ? ctx.deadline : spin_start + spin;  // (no overflow)
                 AdaptiveHybridStrategy polite{ctx.ahead_min, spin};
                 for (std::uint32_t i = 1;; ++i) {
                     cpu_relax();
@@ -744,6 +745,10 @@ template <WaitStrategy S, class Ready>
                     if (now >= spin_end || !polite.keep_spinning(now - spin_start, now)) break;
                 }
                 if (now >= ctx.deadline) return ready() ? WaitOutcome::ready : WaitOutcome::timed_out;
+                // A signal that came during the spin interrupted no kernel wait, and the sleep below
+                // would not see it: a caller that asked to hear of signals (Python's main thread)
+                // gets the call back now, as after an interrupted sleep, and waits again.
+                if (ctx.end_on_signal) return WaitOutcome::timed_out;
                 idle_tick(now);
             }
         }

@@ -258,15 +258,26 @@ def test_a_reader_woken_ahead_of_a_message_gets_it_and_a_wake_ahead_alone_loses_
     q, (r,) = queue_pair(1)
     assert q._wake_ahead
     got = []
-    t = threading.Thread(target=lambda: got.extend(r.dequeue(timeout=30) for _ in range(4)))
+
+    def read():
+        for _ in range(4):
+            got.append(r.dequeue(timeout=10))
+
+    def wake_a_sleeper():
+        # The reader's wait may end in a spin window it predicted (steady gaps): wait until it sleeps.
+        deadline = time.monotonic() + 10
+        while not q._writer.wake_ahead():
+            assert time.monotonic() < deadline, "the reader never slept: no wake call"
+            time.sleep(0.013)
+
+    t = threading.Thread(target=read)
     t.start()
     try:
-        for i in range(3):
-            time.sleep(0.05)  # the reader's wait outlasts its spin: it sleeps in the kernel
-            assert q._writer.wake_ahead(), "no wake call: the reader was not asleep"
+        for i, gap in enumerate((0.05, 0.03, 0.07)):
+            time.sleep(gap)  # the reader's wait outlasts its spin: it sleeps in the kernel
+            wake_a_sleeper()
             q.enqueue({"i": i, "pad": "x" * 1000})
-        time.sleep(0.05)
-        assert q._writer.wake_ahead()  # and no message: the reader spins, then sleeps again
+        wake_a_sleeper()  # and no message: the reader spins, then sleeps again
         time.sleep(0.05)
         q.enqueue({"i": 3})
     finally:
@@ -274,10 +285,14 @@ def test_a_reader_woken_ahead_of_a_message_gets_it_and_a_wake_ahead_alone_loses_
     assert [m["i"] for m in got] == [0, 1, 2, 3]
 
 
-def test_wake_ahead_can_be_turned_off(queue_pair):
-    q, (r,) = queue_pair(1, wake_ahead=False)
-    assert not q._wake_ahead
-    q.enqueue("x")
-    assert r.dequeue(timeout=5) == "x"
+def test_wake_ahead_is_on_with_the_adaptive_wait_only(queue_pair):
+    # The readers wait as the writer says (the handle): only an adaptive hybrid reader spins when woken
+    # ahead; a futex or fixed-spin one would sleep again and need the publish's wake too.
+    assert queue_pair(1)[0]._wake_ahead
+    for kw in ({"wake_ahead": False}, {"wait": "futex"}, {"spin_max_us": 0.0}, {"wait": "spin"}):
+        q, (r,) = queue_pair(1, **kw)
+        assert not q._wake_ahead, kw
+        q.enqueue("x")
+        assert r.dequeue(timeout=5) == "x"
     q.shutdown()
     assert q._writer.wake_ahead() is False  # shut down: nothing to wake

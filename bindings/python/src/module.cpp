@@ -134,8 +134,8 @@ PYBIND11_MODULE(_core, m) {
              "travel as parts of their own) and sends it as send() would. Raises as send(), and what pickle\n"
              "raises (nothing is sent).")
         .def("set_wake_ahead", &PyWriter::set_wake_ahead, py::arg("on"),
-             "Whether send_object wakes sleeping readers before it pickles (default True; MessageQueue's\n"
-             "wake_ahead).")
+             "Whether send_object wakes sleeping readers before it pickles (default: with the adaptive hybrid\n"
+             "wait; MessageQueue's wake_ahead).")
         .def("wake_ahead", &PyWriter::wake_ahead,
              "Wakes the readers asleep now, ahead of a message about to be made and sent: they spin for it\n"
              "(about twice as long as recent wake-aheads preceded their message), then sleep again. True if\n"

@@ -46,7 +46,8 @@ public:
         oob_threshold_ = threshold;
         oob_max_buffers_ = max_buffers;
     }
-    // Whether send_object wakes sleeping readers before it pickles (Writer::wake_ahead; default on).
+    // Whether send_object wakes sleeping readers before it pickles (Writer::wake_ahead; default: on
+    // with the adaptive hybrid wait, off otherwise).
     void set_wake_ahead(bool on) noexcept { wake_ahead_ = on; }
     // Writer::wake_ahead, for a caller that pickles in Python before send(): true if readers were
     // woken. False, doing nothing, once shut down or in a forked child.
@@ -125,7 +126,7 @@ private:
     std::uint64_t pending_sent_ = 0;
     std::size_t oob_threshold_ = 4096;  // MessageQueue's OOB_THRESHOLD until set_out_of_band()
     std::size_t oob_max_buffers_ = 0;   // none out of band until set_out_of_band()
-    bool wake_ahead_ = true;            // send_object wakes sleeping readers before it pickles
+    bool wake_ahead_ = false;           // send_object wakes sleeping readers before it pickles
 };
 
 class PyReader : public detail::Endpoint {

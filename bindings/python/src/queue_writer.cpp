@@ -35,6 +35,9 @@ PyWriter::PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t
     wo.liveness_interval = liveness_;  // counted across calls by the core: slicing cannot starve it
     wo.unlink_on_destroy = true;
     writer_ = std::make_unique<Writer>(Writer::create(name, so, wo));
+    // The readers use the writer's wait (it travels in the handle): only adaptive hybrid readers spin
+    // when woken ahead; others would sleep again and need the publish's wake too.
+    wake_ahead_ = wo.wait.adaptive();
     name_ = name;
 }
 

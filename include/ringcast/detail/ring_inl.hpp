@@ -151,9 +151,10 @@ inline void Writer::commit_record(layout::RecordKind kind, std::uint64_t payload
     tail_ = end;
     RINGCAST_CRASH_POINT(publish_2_stamped);
     // 3 + 4: seq_cst exchange (a release: pairs with the readers' acquire loads of tail), then w2..w3.
-    publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls, detail::CrashPoint::publish_3_tail);
+    const bool woke = publish_and_notify(line_->tail, tail_, data_site(), line_->wake_calls,
+                                         detail::CrashPoint::publish_3_tail);
     RINGCAST_CRASH_POINT(publish_4_readers_woken);
-    ahead_.published();  // how far ahead of this publish a wake_ahead() came, if one is open
+    ahead_.published(woke);  // how far ahead of this publish a wake_ahead() came, and whether it paid
     // 5: the same exchange is w1 for the bell's sleeper too.
     if (bell_.seq != nullptr) {
         notify_sleepers(bell_, *bell_wake_calls_);
