@@ -42,6 +42,10 @@ inline constexpr std::uint64_t kMagic = 0x5453'4143'474e'4952ULL;  // "RINGCAST"
 inline constexpr std::uint32_t kAbiVersion = 4;  // 2: one owner word per slot, sleeper bits;
                                                  // 3: eventfd registrations (EventfdSlot);
                                                  // 4: record stamps (kind + lap), published first
+                                                 // (WriterLine::ahead_us took a reserved, zeroed word
+                                                 // with no bump: a peer that ignores it is woken
+                                                 // ahead for nothing, or spins only spin_for, and the
+                                                 // publish wakes it as always)
 inline constexpr std::uint32_t kMaxReaders = 1024;
 inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
 inline constexpr std::uint64_t kMaxCapacity = 1ULL << 40;
