@@ -1227,14 +1227,14 @@ TEST(AdaptiveHybridStrategy, YieldsFromTheFirstCheckpointAndALateYieldWithinSpin
     const Deadline before = now;
     EXPECT_TRUE(s.keep_spinning(1us, now));
     EXPECT_GT(now, before) << "a checkpoint within spin_for yields and moves the clock to after the yield";
-    now = Clock::now() - 5ms;  // as if the yield took 5 ms: another thread had the CPU
+    now = Clock::now() - 50ms;  // as if the yield took 50 ms: another thread had the CPU
     EXPECT_TRUE(s.keep_spinning(3us, now)) << "a yield begun within spin_for is not given-away time";
-    // A real yield (no `now` set back) past spin_for: the 5 ms are out of the account, so it keeps
-    // spinning. 4 ms spun besides them: a yield that a loaded machine (a sanitizer build beside other
-    // tests) makes take up to ~4 ms still cannot flip this check; counting the 5 ms as given away would
-    // (10 of 9 ms).
+    // A real yield (no `now` set back) past spin_for: the 50 ms are out of the account, so it keeps
+    // spinning. 45 ms spun besides them: a yield that a loaded machine (a sanitizer build beside other
+    // tests; one took over 4 ms in a clean-clone CI run) makes take up to ~45 ms still cannot flip this
+    // check; counting the 50 ms as given away would, whatever the yield takes (100 of 95 ms).
     now = Clock::now();
-    EXPECT_TRUE(s.keep_spinning(5ms + 4ms, now)) << "the 5 ms are out of the account: a yield past spin_for keeps spinning";
+    EXPECT_TRUE(s.keep_spinning(50ms + 45ms, now)) << "the 50 ms are out of the account: a yield past spin_for keeps spinning";
     const AdaptiveHybridStrategy d{10us, 2ms};
     now = Clock::now() - 5ms;
     EXPECT_TRUE(d.keep_spinning(3us, now));
