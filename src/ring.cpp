@@ -132,14 +132,13 @@ bool Writer::wake_ahead() noexcept {
     // need be, either: the publish runs w1..w3 itself (wait.hpp, "Waking ahead").
     if (!any_announced(site)) return false;
     if (ahead_.paused()) return false;  // recent wake-aheads did not pay (detail/wake_ahead.hpp)
-    // The hint before the wake: a reader loads it after its futex_wait returned, and the wake's
-    // syscall orders this store before that return. Relaxed is enough for a hint all the same.
+    // The hint before the wake, which a woken reader loads after its futex_wait returned. Relaxed: a
+    // stale value only changes how long that reader spins.
     line_->ahead_us.store(ahead_.started(Clock::now()), std::memory_order_relaxed);
-    // w3, futex sleepers only: an eventfd sleeper's event loop would wake to nothing and re-arm.
-    site.seq->fetch_add(1, std::memory_order_release);
-    futex_wake(site.seq);
-    line_->wake_calls.fetch_add(1, std::memory_order_relaxed);
-    return true;
+    // w2..w3 for futex sleepers only: an eventfd sleeper's event loop would wake to nothing and re-arm.
+    SleepSite futex_sleepers = site;
+    futex_sleepers.eventfds = nullptr;
+    return notify_sleepers(futex_sleepers, line_->wake_calls);
 }
 
 bool Writer::closed() const noexcept {

@@ -666,7 +666,7 @@ TEST(WakeAhead, AReaderWokenAheadSpinsUntilTheMessageAndThePublishNeedsNoWake) {
             EXPECT_EQ(check_message(got, seq, 64), "");
         }
     });
-    // 1: teach the writer a lead of >= 30 ms (the reader, woken ahead with the first guess's spin, sleeps again).
+    // 1: teach the writer a lead of >= 30 ms (the reader, woken ahead, spins its 200 ms floor through it).
     await_rank0_asleep(w, 1);
     ASSERT_TRUE(w.wake_ahead());
     EXPECT_EQ(w.segment().writer_line().ahead_us.load(), std::uint32_t(detail::AheadClock::kFirstGuess.count() / 1000));

@@ -410,11 +410,9 @@ class MessageQueue:
         # made, keeps the Python path.
         self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
         self._send_object = self._writer.send_object if self._pickle is pickle5 else None
-        # Only readers that spin when woken for nothing gain (the adaptive hybrid wait, which travels to
-        # them in the handle); a futex reader, or one whose spin is a fixed spin_us, would mostly sleep
-        # again and need the publish's wake too: two wake calls per message.
-        self._wake_ahead = bool(wake_ahead) and wait == "hybrid" and spin_max_us > spin_us
-        self._writer.set_wake_ahead(self._wake_ahead)
+        # On only with the adaptive hybrid wait (the writer decides: Writer.set_wake_ahead).
+        self._writer.set_wake_ahead(bool(wake_ahead))
+        self._wake_ahead = self._writer.wake_ahead_enabled
         self.handle = Handle(
             name=name, n_reader=n_reader, local_reader_ranks=list(local_reader_ranks),
             max_chunk_bytes=max_chunk_bytes, max_chunks=max_chunks,

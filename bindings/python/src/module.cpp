@@ -134,12 +134,16 @@ PYBIND11_MODULE(_core, m) {
              "travel as parts of their own) and sends it as send() would. Raises as send(), and what pickle\n"
              "raises (nothing is sent).")
         .def("set_wake_ahead", &PyWriter::set_wake_ahead, py::arg("on"),
-             "Whether send_object wakes sleeping readers before it pickles (default: with the adaptive hybrid\n"
-             "wait; MessageQueue's wake_ahead).")
+             "Whether send_object and wake_ahead() wake sleeping readers before a message is pickled\n"
+             "(MessageQueue's wake_ahead). Only with the adaptive hybrid wait: on by default there, never\n"
+             "elsewhere.")
+        .def_property_readonly("wake_ahead_enabled", &PyWriter::wake_ahead_enabled,
+             "Whether wake-ahead is on (set_wake_ahead and the wait).")
         .def("wake_ahead", &PyWriter::wake_ahead,
              "Wakes the readers asleep now, ahead of a message about to be made and sent: they spin for it\n"
              "(about twice as long as recent wake-aheads preceded their message), then sleep again. True if\n"
-             "a wake system call was made; False without sleepers, after shutdown, in a forked child.")
+             "a wake system call was made; False without sleepers, with wake-ahead off, after shutdown, in\n"
+             "a forked child.")
         .def("set_out_of_band", &PyWriter::set_out_of_band, py::arg("threshold"), py::arg("max_buffers"),
              "The out-of-band rule of send_object: contiguous buffers of >= threshold bytes, at most max_buffers\n"
              "of them, leave the pickle (defaults 4096 and 0: none).")

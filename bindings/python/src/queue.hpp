@@ -46,11 +46,14 @@ public:
         oob_threshold_ = threshold;
         oob_max_buffers_ = max_buffers;
     }
-    // Whether send_object wakes sleeping readers before it pickles (Writer::wake_ahead; default: on
-    // with the adaptive hybrid wait, off otherwise).
-    void set_wake_ahead(bool on) noexcept { wake_ahead_ = on; }
+    // Whether send_object and wake_ahead() wake sleeping readers before a message is pickled
+    // (Writer::wake_ahead). Only with the adaptive hybrid wait, which the readers take from the
+    // handle: a futex or fixed-spin reader would sleep again and need the publish's wake too. On by
+    // default where it can be; set_wake_ahead(true) cannot turn it on elsewhere.
+    void set_wake_ahead(bool on) noexcept { wake_ahead_ = on && writer_->wait_options().adaptive(); }
+    [[nodiscard]] bool wake_ahead_enabled() const noexcept { return wake_ahead_; }
     // Writer::wake_ahead, for a caller that pickles in Python before send(): true if readers were
-    // woken. False, doing nothing, once shut down or in a forked child.
+    // woken. False, doing nothing, when wake-ahead is off, once shut down or in a forked child.
     bool wake_ahead();
 
     // acquire_write: a span of `size` bytes in the ring, published by commit_raw().

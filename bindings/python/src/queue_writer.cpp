@@ -35,9 +35,7 @@ PyWriter::PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t
     wo.liveness_interval = liveness_;  // counted across calls by the core: slicing cannot starve it
     wo.unlink_on_destroy = true;
     writer_ = std::make_unique<Writer>(Writer::create(name, so, wo));
-    // The readers use the writer's wait (it travels in the handle): only adaptive hybrid readers spin
-    // when woken ahead; others would sleep again and need the publish's wake too.
-    wake_ahead_ = wo.wait.adaptive();
+    set_wake_ahead(true);  // where the wait allows it (set_wake_ahead)
     name_ = name;
 }
 
@@ -111,7 +109,7 @@ void PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
 }
 
 bool PyWriter::wake_ahead() {
-    if (forked_child() || shut_.load(std::memory_order_acquire)) return false;
+    if (!wake_ahead_ || forked_child() || shut_.load(std::memory_order_acquire)) return false;
     return writer_->wake_ahead();
 }
 

@@ -75,9 +75,6 @@ public:
         const std::int64_t l = lead_ns_.load(std::memory_order_relaxed);
         lead_ns_.store(l == 0 ? lead : l + (lead - l) / 4, std::memory_order_relaxed);  // ~4 messages of memory
     }
-    [[nodiscard]] std::chrono::nanoseconds typical_lead() const noexcept {
-        return std::chrono::nanoseconds{lead_ns_.load(std::memory_order_relaxed)};
-    }
 
 private:
     // Atomics: a binding may call wake_ahead before its one-thread check, on a thread other than
