@@ -60,6 +60,16 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
             assert r["worker_sleeps_per_step"] >= 0 and r["executor_sleeps_per_step"] >= 0
     assert "CPU pinning: " in out.stdout and "sleeps/step" in out.stdout
     assert "where an async step's tail goes" in out.stdout
+    # The full-speed view (VM speed episodes): a share and, with enough such steps, their overhead; per run
+    # and per configuration; the per-step lists stay out of the JSON.
+    assert ("on the steps that ran at full speed" in out.stdout)
+    for r in rows:
+        assert 0 <= r["full_speed_share"] <= 1 and "_speed" not in r
+        enough = r["full_speed_share"] * sum(run["steps"] for run in r["runs"]) >= 10
+        assert (r["full_speed_overhead_p50_us"] is not None) == enough
+        for run in r["runs"]:
+            assert 0 <= run["full_speed_share"] <= 1 and "_speed" not in run
+            assert "full_speed_steps_overhead_us" not in run
     assert ("the same sync step with its pickling taken out" in out.stdout) == trace
     assert report["pinning"]
     assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
@@ -69,3 +79,36 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
     except ImportError:  # shown in the summary (tools/test installs python3-matplotlib)
         pytest.skip("matplotlib absent: everything but the plot was checked")
     assert (tmp_path / "showdown.png").stat().st_size > 1000
+
+
+def test_full_speed_steps_are_those_whose_cpus_ran_near_their_fastest_tenth():
+    """classify_full_speed: a step counts only when the executor's probe, the critical worker's work and the
+    preparation each took within 1.3x of their 10th percentile over every run; the slow ones (1.7x, the
+    VM's episodes) are left out, and so is a run's figure when under 10 steps remain."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
+    try:
+        import showdown
+    finally:
+        sys.path.pop(0)
+    n = 40
+    fast, slow = 10e-6, 17e-6
+    def run(executor, worker, prep, overhead):
+        return {"steps": n, "_speed": {"executor": executor, "worker": worker, "prep": prep, "overhead": overhead}}
+    # run 1: the executor slow in its second half; run 2: the critical worker slow in one step of four;
+    # run 3 (async): the preparation slow in every other step; run 4: slow throughout.
+    runs = [run([fast] * 20 + [slow] * 20, [1e-3] * n, [0.0] * n, [10.0] * 20 + [99.0] * 20),
+            run([fast] * n, [1.7e-3 if i % 4 == 0 else 1e-3 for i in range(n)], [0.0] * n,
+                [99.0 if i % 4 == 0 else 20.0 for i in range(n)]),
+            run([fast] * n, [1e-3] * n, [3.4e-3 if i % 2 else 2e-3 for i in range(n)],
+                [99.0 if i % 2 else 30.0 for i in range(n)]),
+            run([slow] * n, [1e-3] * n, [0.0] * n, [99.0] * n)]
+    refs = showdown.classify_full_speed(runs)
+    assert refs == {"executor": fast, "worker": 1e-3, "prep": 2e-3}
+    assert [r["full_speed_share"] for r in runs] == [0.5, 0.75, 0.5, 0.0]
+    assert [r["full_speed_overhead_p50_us"] for r in runs] == [10.0, 20.0, 30.0, None]
+    assert all("_speed" not in r for r in runs)
+    row = showdown.summarize([dict(r, **{k: 1.0 for k in showdown.SCALARS}, variant="v", kind="c", replies="all",
+                                       mode="sync", worker_cpu_pct=[1.0], worker_idle_cpu_pct=[0.0],
+                                       executor_idle_cpu_pct=0.0, breakdown_p50_us={}, executor_sleeps_per_step=None,
+                                       worker_sleeps_per_step=[None]) for r in runs[:2]])
+    assert row["full_speed_share"] == 50 / 80 and row["full_speed_overhead_p50_us"] == 20.0  # 20 x 10, 30 x 20
