@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Does this machine run Python at one speed? The showdown's pure-Python work (the loop its workers run
+as "the model step"), ~1 ms of it at a time, timed as thread CPU time, in three settings:
+
+  processes  fresh processes, one after another, pinned round robin: each one's p10 / p50 / p90 — a
+             speed that belongs to the process (its memory layout, ASLR) differs between processes
+             and stays within one
+  pauses     one process, a pause before every loop: none, a 1 ms spin, sleeps of 20 us .. 5 ms — a
+             speed drawn when a CPU halts (a VM's idle vCPU) changes after sleeps, not after spins
+  load       one process while k of the other CPUs run the same loop — a speed that this machine's
+             own load sets (vCPUs sharing a host core) falls as k grows
+
+A loop is "slow" above --slow-above x the fastest tenth of all loops of this run. On the 16-core VM
+(docs/platform.md, "Python's speed episodes") none of the three explained it: every setting shows both
+speeds, ~1.6-1.8x apart, in episodes. Nothing here is a pass/fail; it prints what it saw.
+"""
+
+import argparse
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import time
+
+
+def work(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+
+def timed_loops(n, count, pause=None):
+    """Thread CPU time (us) of `count` loops of work(n), `pause()` before each."""
+    out = []
+    for _ in range(count):
+        if pause is not None:
+            pause()
+        t0 = time.thread_time_ns()
+        work(n)
+        out.append((time.thread_time_ns() - t0) / 1e3)
+    return out
+
+
+def calibrate(ms):
+    n, best = 20000, float("inf")
+    for _ in range(5):
+        t0 = time.thread_time()
+        work(n)
+        best = min(best, time.thread_time() - t0)
+    return max(1, int(n * ms / 1e3 / best))
+
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+
+
+def quantiles(v):
+    s = sorted(v)
+    return s[len(s) // 10], s[len(s) // 2], s[len(s) * 9 // 10]
+
+
+class Verdict:
+    """Slow share and speed changes of a series, against the run's fastest tenth (set once it is known)."""
+
+    def __init__(self, slow_above):
+        self.slow_above = slow_above
+        self.series = []
+
+    def add(self, label, values):
+        self.series.append((label, values))
+
+    def print(self):
+        every = sorted(v for _, vs in self.series for v in vs)
+        fast = every[len(every) // 10]
+        limit = self.slow_above * fast
+        print(f"  (fastest tenth {fast:.0f} us; slow: above {limit:.0f} us)")
+        for label, vs in self.series:
+            slow = [v > limit for v in vs]
+            changes = sum(a != b for a, b in zip(slow, slow[1:]))
+            slow_v = sorted(v for v in vs if v > limit)
+            fast_v = sorted(v for v in vs if v <= limit)
+            p10, p50, p90 = quantiles(vs)
+            print(f"  {label:<28} p10 {p10:6.0f} p50 {p50:6.0f} p90 {p90:6.0f} us; slow {sum(slow):4d}/{len(vs)}, "
+                  f"speed changes {changes:3d}; p50 fast {fast_v[len(fast_v) // 2] if fast_v else 0:6.0f} "
+                  f"slow {slow_v[len(slow_v) // 2] if slow_v else 0:6.0f}")
+
+
+CHILD = """
+import os, sys, time
+sys.path.insert(0, {here!r})
+from bench_speed_episodes import timed_loops
+os.sched_setaffinity(0, {{int(sys.argv[2])}})
+print(" ".join(f"{{v:.1f}}" for v in timed_loops(int(sys.argv[1]), int(sys.argv[3]))))
+"""
+
+
+def hog(cpu, n, stop):
+    os.sched_setaffinity(0, {cpu})
+    while not stop.is_set():
+        work(n)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ms", type=float, default=1.0, help="length of one loop at the calibrated speed")
+    ap.add_argument("--loops", type=int, default=300, help="loops per series")
+    ap.add_argument("--processes", type=int, default=16, help="fresh processes in the first setting")
+    ap.add_argument("--slow-above", type=float, default=1.35, help="slow: above this x the fastest tenth")
+    ap.add_argument("--cpu", type=int, default=None, help="the CPU of the pauses and load settings")
+    args = ap.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu = args.cpu if args.cpu is not None else cpus[min(3, len(cpus) - 1)]
+    os.sched_setaffinity(0, {cpu})
+    n = calibrate(args.ms)
+    print(f"{len(cpus)} CPUs; {n} iterations per {args.ms} ms loop (best of 5 on CPU {cpu}); "
+          f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
+
+    print(f"\nprocesses: {args.processes} fresh processes, {args.loops} loops each")
+    v = Verdict(args.slow_above)
+    child = CHILD.format(here=os.path.dirname(os.path.abspath(__file__)))
+    for k in range(args.processes):
+        c = cpus[k % len(cpus)]
+        out = subprocess.run([sys.executable, "-c", child, str(n), str(c), str(args.loops)],
+                             capture_output=True, text=True, check=True).stdout
+        v.add(f"process {k} on CPU {c}", [float(x) for x in out.split()])
+    v.print()
+
+    print(f"\npauses: one process on CPU {cpu}, a pause before each of {args.loops} loops, two rounds")
+    pauses = [("none", None), ("spin 1 ms", lambda: busy(1000))] + [
+        (f"sleep {us} us", lambda us=us: time.sleep(us / 1e6)) for us in (20, 100, 300, 1000, 5000)]
+    v = Verdict(args.slow_above)
+    for rnd in range(2):
+        for label, pause in pauses:
+            v.add(f"{label} (round {rnd + 1})", timed_loops(n, args.loops, pause))
+    v.print()
+
+    others = [c for c in cpus if c != cpu]
+    print(f"\nload: one process on CPU {cpu} while k other CPUs run the same loop, two rounds")
+    v = Verdict(args.slow_above)
+    for rnd in range(2):
+        for k in sorted({0, 1, len(others) // 4, len(others) // 2, len(others)}):
+            stop = mp.Event()
+            hogs = [mp.Process(target=hog, args=(c, n, stop), daemon=True) for c in others[:k]]
+            for h in hogs:
+                h.start()
+            time.sleep(0.1)
+            try:
+                v.add(f"{k:2d} others busy (round {rnd + 1})", timed_loops(n, args.loops))
+            finally:
+                stop.set()
+                for h in hogs:
+                    h.join()
+    v.print()
+
+
+if __name__ == "__main__":
+    main()
