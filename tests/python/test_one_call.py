@@ -1,6 +1,7 @@
 """The one-call paths (Writer.send_object, Reader.recv_object, GatherWorker.reply_object,
 GatherCollector.collect_objects): pickling inside the binding keeps the wire format, the out-of-band
 rule, and what happens to a message whose pickling or unpickling fails."""
+import functools
 import pickle
 import signal
 import threading
@@ -412,13 +413,25 @@ def _sleep_then(x):
     return x
 
 
-def test_what_a_signal_handler_raises_during_an_early_unpickling_ends_the_collect_at_once(chained_gather):
-    g, ws = chained_gather
+def _raise_alarm(*_):
+    raise _Alarm("alarm")
 
-    def on_alarm(*_):
+
+class _AlarmHandler:
+    def __call__(self, *_):
         raise _Alarm("alarm")
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    def method(self, *_):
+        raise _Alarm("alarm")
+
+
+# Every form a handler takes runs a Python frame that must be recognised as the handler's.
+@pytest.mark.parametrize("handler", [_raise_alarm, _AlarmHandler().method, _AlarmHandler(),
+                                     functools.partial(_raise_alarm, "bound argument")],
+                         ids=["function", "bound method", "callable object", "partial"])
+def test_what_a_signal_handler_raises_during_an_early_unpickling_ends_the_collect_at_once(chained_gather, handler):
+    g, ws = chained_gather
+    previous = signal.signal(signal.SIGALRM, handler)
     try:
         ws[0].reply(1, RebuiltBy(_sleep_then, "slow"), timeout=5)
         start = time.monotonic()

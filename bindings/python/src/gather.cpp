@@ -187,6 +187,19 @@ py::bytes reply_bytes(std::span<const std::byte> reply) {
     return py::bytes(reinterpret_cast<const char*>(reply.data()), static_cast<py::ssize_t>(reply.size()));
 }
 
+// The code object whose frame a signal handler runs in: a function's own; a bound method's function's;
+// functools.partial's function's; a callable object's class's __call__. None for a handler that runs
+// no Python frame (SIG_DFL, SIG_IGN, a builtin).
+py::object handler_code(py::object handler) {
+    for (int unwrap = 0; unwrap < 4 && !handler.is_none(); ++unwrap) {
+        if (py::hasattr(handler, "__code__")) return handler.attr("__code__");
+        if (py::hasattr(handler, "__func__")) handler = handler.attr("__func__");
+        else if (py::hasattr(handler, "func")) handler = handler.attr("func");
+        else handler = py::getattr(py::type::handle_of(handler), "__call__", py::none());
+    }
+    return py::none();
+}
+
 // Whether a frame of a Python signal handler installed now is in `trace`: a traceback, None, or null
 // (an exception raised in C, e.g. by the C unpickler, that no Python frame saw has no traceback).
 // Never raises: a failure to tell counts as "no" (the exception is then the reply's failure).
@@ -202,9 +215,7 @@ bool raised_by_signal_handler(py::handle trace) {
             } catch (py::error_already_set&) {
                 continue;
             }
-            py::object function = py::getattr(handler, "__func__", handler);  // a bound method's function
-            py::object code = py::getattr(function, "__code__", py::none());
-            if (!code.is_none()) handlers.add(code);
+            if (py::object code = handler_code(handler); !code.is_none()) handlers.add(code);
         }
         for (py::handle tb = trace; !tb.is_none(); tb = tb.attr("tb_next"))
             if (handlers.contains(tb.attr("tb_frame").attr("f_code"))) return true;
