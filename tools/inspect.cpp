@@ -155,6 +155,7 @@ SegmentInfo inspect(const std::string& name) {
     info.messages = wl.messages.load(std::memory_order_relaxed);
     info.writer_wake_calls = wl.wake_calls.load(std::memory_order_relaxed);
     info.notify_seq = wl.notify_seq.load(std::memory_order_relaxed);
+    info.wake_ahead_us = wl.ahead_us.load(std::memory_order_relaxed);
     const auto& sleep = *reinterpret_cast<const layout::ReaderSleepLine*>(base + layout::kReaderSleepLineOffset);
     info.reader_sleepers = 0;  // ranks announcing a sleep (one bit each)
     for (const auto& word : sleep.sleeping)

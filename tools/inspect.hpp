@@ -41,6 +41,7 @@ struct SegmentInfo {
     bool creator_alive = false, writer_alive = false;
     std::uint64_t tail = 0, messages = 0, writer_wake_calls = 0, writer_waits = 0;
     std::uint32_t notify_seq = 0, reader_sleepers = 0, space_seq = 0, writer_sleeping = 0;
+    std::uint32_t wake_ahead_us = 0;  // the last wake-ahead's spin hint (WriterLine::ahead_us; 0: none made)
     std::vector<ReaderInfo> readers;
 
     [[nodiscard]] bool closed() const noexcept;

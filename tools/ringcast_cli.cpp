@@ -149,9 +149,11 @@ int cmd_stat(const std::string& name, bool json) {
                     s.creator_pid, s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
                     s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
         std::printf("  \"tail\": %llu,\n  \"messages\": %llu,\n  \"writer_wake_calls\": %llu,\n  \"writer_waits\": %llu,\n"
-                    "  \"notify_seq\": %u,\n  \"reader_sleepers\": %u,\n  \"space_seq\": %u,\n  \"writer_sleeping\": %u,\n",
+                    "  \"notify_seq\": %u,\n  \"reader_sleepers\": %u,\n  \"space_seq\": %u,\n  \"writer_sleeping\": %u,\n"
+                    "  \"wake_ahead_us\": %u,\n",
                     static_cast<ull>(s.tail), static_cast<ull>(s.messages), static_cast<ull>(s.writer_wake_calls),
-                    static_cast<ull>(s.writer_waits), s.notify_seq, s.reader_sleepers, s.space_seq, s.writer_sleeping);
+                    static_cast<ull>(s.writer_waits), s.notify_seq, s.reader_sleepers, s.space_seq, s.writer_sleeping,
+                    s.wake_ahead_us);
         std::printf("  \"readers\": [");
         for (std::size_t i = 0; i < s.readers.size(); ++i) {
             const auto& r = s.readers[i];
@@ -176,6 +178,10 @@ int cmd_stat(const std::string& name, bool json) {
     std::printf("tail      %llu bytes published, %llu messages\n", static_cast<ull>(s.tail), static_cast<ull>(s.messages));
     std::printf("wakes     writer: %llu wake calls, %llu waits for space (sleeping now: %u); readers asleep now: %u\n",
                 static_cast<ull>(s.writer_wake_calls), static_cast<ull>(s.writer_waits), s.writer_sleeping, s.reader_sleepers);
+    if (s.wake_ahead_us != 0)  // the writer wakes sleeping readers before it pickles (Writer::wake_ahead)
+        std::printf("ahead     a reader woken ahead of a message spins up to %u us for it (the last hint)\n", s.wake_ahead_us);
+    else
+        std::printf("ahead     no wake-ahead made\n");
     std::printf("\n%-5s %-15s %-16s %14s %12s %10s %10s %10s %10s\n", "RANK", "STATE", "PID", "HEAD", "LAG BYTES",
                 "LAG MSGS", "MESSAGES", "WAITS", "WAKES");
     for (const auto& r : s.readers)

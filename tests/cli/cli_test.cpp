@@ -202,6 +202,7 @@ TEST(CliStat, ShowsTailHeadsLagStatesAndCounters) {
     EXPECT_NE(text.out.find("RANK"), std::string::npos);
     EXPECT_NE(text.out.find("dead"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("never_attached"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("ahead     no wake-ahead made"), std::string::npos) << text.out;
 
     const RunResult js = cli({"stat", name.str(), "--json"});
     ASSERT_EQ(js.exit_code, 0) << js.err;
@@ -223,6 +224,13 @@ TEST(CliStat, ShowsTailHeadsLagStatesAndCounters) {
                                        "d['readers'][0]['lag_messages']==2 and not d['closed']"))
             << js.out;
     }
+    EXPECT_NE(js.out.find("\"wake_ahead_us\": 0,"), std::string::npos) << js.out;
+    // The hint a wake-ahead leaves in the writer line (Writer::wake_ahead): shown as it is.
+    w.segment().writer_line().ahead_us.store(250);
+    const RunResult ahead = cli({"stat", name.str()});
+    EXPECT_NE(ahead.out.find("ahead     a reader woken ahead of a message spins up to 250 us"), std::string::npos)
+        << ahead.out;
+    EXPECT_NE(cli({"stat", name.str(), "--json"}).out.find("\"wake_ahead_us\": 250,"), std::string::npos);
     w.close();
     const RunResult closed = cli({"stat", name.str(), "--json"});
     EXPECT_NE(closed.out.find("\"closed\": true"), std::string::npos) << closed.out;
