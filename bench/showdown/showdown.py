@@ -33,9 +33,9 @@ Every configuration runs --repeats times, interleaved; the table shows medians a
 With enough CPUs (--pin auto) every process is pinned: the executor to one core's two SMT siblings,
 each worker to a core of its own; a run's figure then no longer depends on where the scheduler put whom.
 The breakdown of a sync step adds how often each side slept in the kernel per step (0: it spun).
-With every process pinned, the targets are shown once more on the steps that ran at full speed: a CPU of
-the 16-core VM runs Python ~1.7x slower in episodes that no variant causes (classify_full_speed), and
-that draw, not the transport, moves a cell's median over a few runs.
+With every process pinned, the targets are shown once more on the steps whose executor ran at full speed:
+a CPU of the 16-core VM runs Python ~1.7x slower in episodes that no variant causes (classify_full_speed),
+and that draw, not the transport, moves a cell's median over a few runs.
 The "python floor" line is the pickling every variant does on the step's critical path, measured
 without any transport: no transport's overhead can be below it. It is measured in a loop of its own;
 --trace times the same pickling where it happens, inside every part of the sync step (pickle_clock.py),
@@ -80,11 +80,21 @@ class Compute:
         self.seconds = seconds
         self.iters = 0
         if seconds > 0:
+            # Best of 5 on every CPU this process may use: the calibration must not absorb a hiccup, nor
+            # one CPU's slow episode (docs/platform.md, "Python's speed episodes": a CPU of the 16-core VM
+            # runs this loop 1.6-1.8x slower for up to seconds; calibrated there, "1 ms" was 0.6 ms at
+            # full speed in one call and 1 ms in the next). The fastest of all is the full speed.
             n, best = 20000, float("inf")
-            for _ in range(5):  # best of 5: the calibration must not absorb a hiccup
-                t0 = time.thread_time()
-                self._spin(n)
-                best = min(best, time.thread_time() - t0)
+            home = os.sched_getaffinity(0)
+            try:
+                for cpu in sorted(home):
+                    os.sched_setaffinity(0, {cpu})
+                    for _ in range(5):
+                        t0 = time.thread_time()
+                        self._spin(n)
+                        best = min(best, time.thread_time() - t0)
+            finally:
+                os.sched_setaffinity(0, home)
             self.iters = max(1, int(n * seconds / best))
 
     @staticmethod
@@ -651,24 +661,32 @@ SCALARS = ("p50_us", "p99_us", "overhead_p50_us", "overhead_p99_us", "executor_c
 # episodes, in every variant alike, and a cell's median over a few runs is partly that draw. To show
 # the transports against each other without that draw, each measured step records how fast the
 # executor's CPU ran a fixed 10 us of the calibrated Python (SPEED_PROBE, just before the step's clock
-# starts) and how long the critical worker's fixed work and the preparation took (CPU time). A step
-# ran at full speed when each is within 1.3x of its 10th percentile over the whole showdown (every run
-# of every variant: the fast speed, which every CPU reaches often); the slow speed is >= 1.6x.
+# starts) and how long the preparation and the critical worker's fixed work took (CPU time). A step
+# ran at full speed when the executor's probe and preparation were each within 1.3x of their 10th
+# percentile over the whole showdown (every run of every variant: the fast speed); the slow speed is
+# >= 1.6x. The executor runs most of a step's Python (the request's pickling, the replies'
+# unpickling, the harness); the critical worker's (unpickling the request, pickling its reply) is
+# left in, and how often its work ran at full speed is shown beside.
 SPEED_PROBE = Compute(0)
 FULL_SPEED_WITHIN = 1.3
 
 
 def classify_full_speed(all_runs):
-    """Adds to every run its share of full-speed steps and their overhead p50 (None under 10 such steps)."""
+    """Adds to every run its share of full-speed steps (the executor's probe, and in async mode its
+    preparation, within FULL_SPEED_WITHIN of their fastest tenth: the executor's Python, where most of a
+    step's overhead runs, at full speed) and their overhead p50 (None under 10 such steps); and how often
+    the critical worker's work ran at full speed."""
     def p10(values):
         values = sorted(v for v in values if v > 0)
         return values[len(values) // 10] if values else 0.0
     refs = {k: p10(v for r in all_runs for v in r["_speed"][k]) for k in ("executor", "worker", "prep")}
     for r in all_runs:
         sp = r.pop("_speed")
-        fast = [o for o, e, w, p in zip(sp["overhead"], sp["executor"], sp["worker"], sp["prep"])
-                if all(ref == 0 or v <= FULL_SPEED_WITHIN * ref
-                       for v, ref in ((e, refs["executor"]), (w, refs["worker"]), (p, refs["prep"])))]
+        fast = [o for o, e, p in zip(sp["overhead"], sp["executor"], sp["prep"])
+                if all(ref == 0 or v <= FULL_SPEED_WITHIN * ref for v, ref in ((e, refs["executor"]), (p, refs["prep"])))]
+        # How often the critical worker's work ran at full speed: shown, not selected on (the critical worker
+        # is the last to reply, the slowest of W, so an all-rank step would rarely qualify at all).
+        r["worker_full_speed_share"] = sum(w <= FULL_SPEED_WITHIN * refs["worker"] for w in sp["worker"]) / max(1, len(sp["worker"]))
         r["full_speed_share"] = len(fast) / max(1, len(sp["overhead"]))
         r["full_speed_steps_overhead_us"] = fast  # pooled per configuration by summarize, then dropped
         r["full_speed_overhead_p50_us"] = statistics.median(fast) if len(fast) >= 10 else None
@@ -700,16 +718,18 @@ def summarize(runs):
 
 def full_speed_targets(rows, speed_refs, find):
     """The targets again, on the steps that ran at full speed (classify_full_speed)."""
-    print(f"\nthe same on the steps that ran at full speed (the VM's speed episodes: executor probe, critical worker's"
-          f" work and preparation\neach within {FULL_SPEED_WITHIN}x of its fastest tenth over this showdown —"
-          f" {speed_refs['executor'] * 1e6:.1f} / {speed_refs['worker'] * 1e6:.0f} / {speed_refs['prep'] * 1e6:.0f} us;"
-          f" pooled over the runs; share: of the measured steps):")
+    print(f"\nthe same on the steps whose executor ran at full speed (the VM's speed episodes: its probe and"
+          f" preparation each within\n{FULL_SPEED_WITHIN}x of their fastest tenth over this showdown,"
+          f" {speed_refs['executor'] * 1e6:.1f} / {speed_refs['prep'] * 1e6:.0f} us; pooled over the runs; share:"
+          f" of the measured steps; the critical\nworker's work at full speed (within {FULL_SPEED_WITHIN}x of"
+          f" {speed_refs['worker'] * 1e6:.0f} us) in the share of steps after 'worker'):")
     for r in rows:
         v = r["full_speed_overhead_p50_us"]
         per_run = " ".join("-" if x["full_speed_overhead_p50_us"] is None else f"{x['full_speed_overhead_p50_us']:.0f}"
                            for x in r["runs"])
         print(f"  {r['variant']:<30} {r['replies']:<7} {r['mode']:<5} overhead p50 "
-              f"{'-' if v is None else f'{v:.1f}':>7} us, {r['full_speed_share'] * 100:3.0f}% of steps; per run {per_run}")
+              f"{'-' if v is None else f'{v:.1f}':>7} us, {r['full_speed_share'] * 100:3.0f}% of steps; per run {per_run}; "
+              f"worker {statistics.mean(x['worker_full_speed_share'] for x in r['runs']) * 100:3.0f}%")
     for mode, bound in (("sync", 0.8), ("async", 0.33)):
         for replies in ("single", "all"):
             base, ours = find("a", replies, mode), find("c", replies, mode)
