@@ -8,6 +8,7 @@
 """
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -74,6 +75,20 @@ def test_the_default_ring_is_16_mib_and_a_64_mib_message_still_passes():
 
 
 def test_creating_a_queue_sweeps_abandoned_generated_names_with_one_log_line(caplog):
+    # Another ringcast process of this user that creates a queue meanwhile (ctest runs the packaging
+    # suite beside the main one) may sweep the killed children's names first — then this creation has
+    # nothing to log — or leave its own killed ones for it to sweep too. Three tries; one must be clean.
+    outcomes = []
+    for _ in range(3):
+        caplog.clear()
+        outcome = _sweep_once(caplog)
+        outcomes.append(outcome)
+        if outcome == "logged":
+            return
+    pytest.fail(f"no try logged its own sweep: {outcomes}")
+
+
+def _sweep_once(caplog):
     killed_q, q_names = start_creator(KILLED_QUEUE)
     killed_g, g_names = start_creator(KILLED_GATHER)
     kill(killed_q)
@@ -92,13 +107,21 @@ print(q.handle.name)
     try:
         with caplog.at_level(logging.WARNING, logger="ringcast"):
             q = ringcast.MessageQueue(1, 1)
+        q.shutdown()
         for n in left:
             assert not shm_exists(n), f"{n} was not swept"
         assert shm_exists(chosen_names[0]), "a name the caller chose must never be swept at creation"
         assert shm_exists(live.handle.name), "a queue in use must never be swept"
         lines = [r.getMessage() for r in caplog.records if r.name == "ringcast"]
-        assert len(lines) == 1 and "removed 3 abandoned segment(s)" in lines[0], lines
-        q.shutdown()
+        if not lines:
+            return "swept by another process"
+        assert len(lines) == 1, lines
+        removed = re.search(r"removed (\d+) abandoned segment\(s\) \(([\d.]+) MiB of /dev/shm\)", lines[0])
+        assert removed, lines
+        if int(removed.group(1)) != 3:  # a queue (1) and a gather (2 rings; its bell is not counted)
+            assert int(removed.group(1)) > 3, lines  # never fewer: all three were gone after it
+            return f"swept others' too: {lines[0]}"
+        return "logged"
     finally:
         live.shutdown()
         _core.remove_segment(chosen_names[0])
