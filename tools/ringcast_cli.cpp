@@ -179,7 +179,8 @@ int cmd_stat(const std::string& name, bool json) {
     std::printf("wakes     writer: %llu wake calls, %llu waits for space (sleeping now: %u); readers asleep now: %u\n",
                 static_cast<ull>(s.writer_wake_calls), static_cast<ull>(s.writer_waits), s.writer_sleeping, s.reader_sleepers);
     if (s.wake_ahead_us != 0)  // the writer wakes sleeping readers before it pickles (Writer::wake_ahead)
-        std::printf("ahead     a reader woken ahead of a message spins up to %u us for it (the last hint)\n", s.wake_ahead_us);
+        std::printf("ahead     last wake-ahead hint %u us (how long a reader woken ahead of a message spins for it,\n"
+                    "          within that reader's own spin bounds)\n", s.wake_ahead_us);
     else
         std::printf("ahead     no wake-ahead made\n");
     std::printf("\n%-5s %-15s %-16s %14s %12s %10s %10s %10s %10s\n", "RANK", "STATE", "PID", "HEAD", "LAG BYTES",

@@ -440,7 +440,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
     cpu0, wall0 = self_cpu_seconds(), time.perf_counter()
     wcpu0 = [proc_cpu_seconds(p) for p in pids]
     exec_sleeps0 = transport.executor_sleeps()
-    speed = {"executor": [], "worker": [], "prep": [], "overhead": []}  # per measured step: speed_classes()
+    speed = {"executor": [], "worker": [], "prep": [], "overhead": []}  # per measured step: classify_full_speed()
     for step in range(1, steps + warmup + 1):
         request = scheduler_output(step)  # the scheduler's work: before the step's clock starts
         probe_cpu = SPEED_PROBE()  # how fast this CPU runs Python right now (VM speed episodes): off the clock
@@ -536,7 +536,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         "breakdown_p50_us": {k: statistics.median(t[k] for t in parts) for k in parts[0]},
         "executor_sleeps_per_step": exec_sleeps,
         "worker_sleeps_per_step": worker_sleeps,
-        "_speed": speed,  # classified once every run is in (full_speed_steps); not written to the JSON
+        "_speed": speed,  # classified once every run is in (classify_full_speed); not written to the JSON
     }
 
 
@@ -887,7 +887,9 @@ def main():
         json.dump({"workers": args.workers, "steps": args.steps, "repeats": args.repeats, "work_ms": args.work_ms,
                    "prep_ms": args.prep_ms, "cpus": os.cpu_count(), "pinning": pin_text, "date": time.strftime("%Y-%m-%d"),
                    "python_floor_us": {f"{m} {r}": v for (m, r), v in floors.items()},
-                   "cpp_floor_us": args.cpp_floor_us, "rows": rows}, f, indent=1)
+                   "cpp_floor_us": args.cpp_floor_us,
+                   # the full-speed figures mean what they say only with every process on a CPU of its own
+                   "full_speed_view": bool(PINNING["workers"]), "rows": rows}, f, indent=1)
     print(f"json: {os.path.join(args.out, 'showdown.json')}")
     plot(rows, floors, args.cpp_floor_us, os.path.join(args.out, "showdown.png"))
 

@@ -228,7 +228,7 @@ TEST(CliStat, ShowsTailHeadsLagStatesAndCounters) {
     // The hint a wake-ahead leaves in the writer line (Writer::wake_ahead): shown as it is.
     w.segment().writer_line().ahead_us.store(250);
     const RunResult ahead = cli({"stat", name.str()});
-    EXPECT_NE(ahead.out.find("ahead     a reader woken ahead of a message spins up to 250 us"), std::string::npos)
+    EXPECT_NE(ahead.out.find("ahead     last wake-ahead hint 250 us"), std::string::npos)
         << ahead.out;
     EXPECT_NE(cli({"stat", name.str(), "--json"}).out.find("\"wake_ahead_us\": 250,"), std::string::npos);
     w.close();

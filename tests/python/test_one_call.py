@@ -1,6 +1,7 @@
 """The one-call paths (Writer.send_object, Reader.recv_object, GatherWorker.reply_object,
 GatherCollector.collect_objects): pickling inside the binding keeps the wire format, the out-of-band
 rule, and what happens to a message whose pickling or unpickling fails."""
+import enum
 import functools
 import pickle
 import signal
@@ -484,6 +485,25 @@ def test_an_early_reply_that_the_c_unpickler_refuses_fails_its_collect_only(chai
     threading.Timer(0.05, lambda: ws[1].reply(1, "late", timeout=5)).start()
     with pytest.raises(pickle.UnpicklingError):
         g.collect(1, timeout=5)
+    _collects_clean(g, ws, 2, [0, 1])
+
+
+class _Colour(enum.Enum):
+    RED = 1
+
+
+def test_an_early_enum_reply_that_fails_is_its_ranks_failure_not_a_signal_handlers(chained_gather):
+    # SIG_DFL and SIG_IGN come back from signal.getsignal as enum members: their class's metaclass
+    # __call__ (EnumType.__call__) is not a handler's frame, although an enum's unpickling error runs
+    # through it. The collect goes on for rank 1 and raises rank 0's failure once every reply is in.
+    g, ws = chained_gather
+    assert signal.getsignal(signal.SIGUSR2) is signal.SIG_DFL
+    ws[0].reply(1, RebuiltBy(_Colour, 7), timeout=5)
+    threading.Timer(0.3, lambda: ws[1].reply(1, "late", timeout=5)).start()
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="7 is not a valid"):
+        g.collect(1, timeout=5)
+    assert time.monotonic() - start >= 0.25, "the collect ended before rank 1 replied"
     _collects_clean(g, ws, 2, [0, 1])
 
 

@@ -62,7 +62,12 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
     assert "where an async step's tail goes" in out.stdout
     # The full-speed view (VM speed episodes): a share and, with enough such steps, their overhead; per run
     # and per configuration; the per-step lists stay out of the JSON.
-    assert ("on the steps that ran at full speed" in out.stdout)
+    pinned = "CPU pinning: executor on" in out.stdout
+    assert report["full_speed_view"] == pinned
+    if pinned:
+        assert "the same on the steps whose executor ran at full speed" in out.stdout
+    else:
+        assert "(the same on the steps that ran at full speed: only with every process on a CPU of its own" in out.stdout
     for r in rows:
         assert 0 <= r["full_speed_share"] <= 1 and "_speed" not in r
         enough = r["full_speed_share"] * sum(run["steps"] for run in r["runs"]) >= 10
@@ -125,11 +130,22 @@ def test_the_work_is_calibrated_on_every_cpu_and_at_the_fastest():
         sys.path.pop(0)
     home = os.sched_getaffinity(0)
     seen = []
-    real = showdown.Compute._spin
+    # A stand-in clock: the loop takes 2 ms (a slow episode) but once, in the third try on the last CPU,
+    # 1 ms: the calibration must take the fastest of all, not the first, the last or a mean.
+    clock = [0.0]
+    last = max(home)
+    def fake_spin(n):
+        cpu = next(iter(os.sched_getaffinity(0)))
+        seen.append(cpu)
+        clock[0] += 1e-3 if cpu == last and seen.count(cpu) == 3 else 2e-3
+    real_spin, real_thread_time = showdown.Compute._spin, showdown.time.thread_time
     try:
-        showdown.Compute._spin = staticmethod(lambda n: seen.append(next(iter(os.sched_getaffinity(0)))) or real(n))
-        showdown.Compute(0.001)
+        showdown.Compute._spin = staticmethod(fake_spin)
+        showdown.time.thread_time = lambda: clock[0]
+        compute = showdown.Compute(0.001)
     finally:
-        showdown.Compute._spin = staticmethod(real)
+        showdown.Compute._spin = staticmethod(real_spin)
+        showdown.time.thread_time = real_thread_time
     assert os.sched_getaffinity(0) == home
     assert seen == [c for c in sorted(home) for _ in range(5)]
+    assert compute.iters == 20000  # 1 ms at the fastest CPU's 20000 iterations per ms

@@ -188,14 +188,31 @@ py::bytes reply_bytes(std::span<const std::byte> reply) {
 }
 
 // The code object whose frame a signal handler runs in: a function's own; a bound method's function's;
-// functools.partial's function's; a callable object's class's __call__. None for a handler that runs
-// no Python frame (SIG_DFL, SIG_IGN, a builtin).
+// functools.partial's function's; a callable object's class's __call__ (looked up in the class's own
+// MRO dicts: getattr on a class would find its metaclass's __call__, e.g. EnumType.__call__ for the
+// signal.Handlers members that stand for SIG_DFL and SIG_IGN, and take an enum's unpickling error for
+// a handler's). None for a handler that runs no Python frame (SIG_DFL, SIG_IGN, None, a builtin).
 py::object handler_code(py::object handler) {
+    static const py::handle partial_type = py::object(py::module_::import("functools").attr("partial")).release();
+    static const py::handle default_handlers = py::object(py::module_::import("signal").attr("Handlers")).release();
     for (int unwrap = 0; unwrap < 4 && !handler.is_none(); ++unwrap) {
+        if (py::isinstance(handler, default_handlers)) return py::none();
         if (py::hasattr(handler, "__code__")) return handler.attr("__code__");
-        if (py::hasattr(handler, "__func__")) handler = handler.attr("__func__");
-        else if (py::hasattr(handler, "func")) handler = handler.attr("func");
-        else handler = py::getattr(py::type::handle_of(handler), "__call__", py::none());
+        if (py::hasattr(handler, "__func__")) {
+            handler = handler.attr("__func__");
+        } else if (py::isinstance(handler, partial_type)) {
+            handler = handler.attr("func");
+        } else {
+            py::object call = py::none();
+            for (py::handle klass : py::type::handle_of(handler).attr("__mro__")) {
+                py::object members = klass.attr("__dict__");  // a mappingproxy
+                if (members.contains("__call__")) {
+                    call = members["__call__"];
+                    break;
+                }
+            }
+            handler = call;
+        }
     }
     return py::none();
 }
