@@ -654,7 +654,7 @@ def python_floor(workers, reply_all, overlapped, steps=300):
 SCALARS = ("p50_us", "p99_us", "overhead_p50_us", "overhead_p99_us", "executor_cpu_pct")
 
 # The VM's speed episodes (docs/platform.md, "Python's speed episodes"): on the 16-core machine a CPU
-# runs Python at one of two speeds, the slower ~1.6-1.8x, in episodes of tens to hundreds of ms that
+# runs Python at one of two speeds, the slower ~1.6-1.8x, in episodes of tens of ms to seconds that
 # come and go with no relation to the process, to sleeping or spinning, or to this machine's own load
 # (a latency-bound C loop does not see them). Every Python cost of a step (pickling above all) scales
 # with the speed of the CPU it runs on, so a run's overhead depends on how much of it fell in slow

@@ -148,4 +148,6 @@ def test_the_work_is_calibrated_on_every_cpu_and_at_the_fastest():
         showdown.time.thread_time = real_thread_time
     assert os.sched_getaffinity(0) == home
     assert seen == [c for c in sorted(home) for _ in range(5)]
-    assert compute.iters == 20000  # 1 ms at the fastest CPU's 20000 iterations per ms
+    # 1 ms at the fastest try's 20000 iterations per ms (within one: the stand-in clock's float sums round);
+    # the first try, the last or a mean would give 10000-11111
+    assert abs(compute.iters - 20000) <= 1, compute.iters
