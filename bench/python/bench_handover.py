@@ -8,22 +8,26 @@ pickle the same objects with the same CPython, so of a step's overhead (the step
 transport can only change what is not pickling: the calls around the copies and the hand-overs between
 the processes. This bench measures exactly that, twice:
 
-  1. round trips at zero work, executor -> W workers -> executor (every rank replies, as the all-rank
-     step; single-rank with --single), in lock step, with
+  1. round trips at zero work, executor -> W workers -> executor, in lock step, every rank replying (the
+     all-rank step) and rank 0 alone (the single-rank step), with
        - the showdown's request (~2 KB scheduler output) and reply (a ~100 B tuple): the step's overhead
          without its work, what the showdown's sync target compares;
-       - a tiny request and reply (an int): the same calls and hand-overs with almost no pickling;
+       - a tiny request and reply (a one-key dict, a one-element tuple): the same calls and hand-overs
+         with almost no pickling;
   2. in one process, each transport's enqueue and dequeue of the showdown's request against
-     pickle.dumps / pickle.loads of it, interleaved call by call (no hand-over: the calls' own Python).
+     pickle.dumps / pickle.loads of it, interleaved call by call (no hand-over: the calls' own Python),
+     and pickle.loads of one reply (what an all-rank step's executor pays once more per further rank).
 
-The variants alternate round by round (a, c, c, a, ...) and every round is printed. The summary states
-what the sync target (c) <= 0.8 x (a) asks of the transport: 0.2 x (a)'s round trip with the showdown's
-payloads, against what ringcast's transport saves over the spinner's where pickling is nearly nil:
+The variants alternate round by round (a, c, c, a, ...) and every round is printed. The summary states,
+per mode, what the sync target (c) <= 0.8 x (a) asks of the transport: 0.2 x (a)'s round trip with the
+showdown's payloads, against what ringcast's transport saves over the spinner's where pickling is nil:
 (a) - (c) with the tiny payloads. When the saving is smaller than what the target asks, no transport
-change reaches the target on that machine: the rest of the step is pickling, paid by both alike.
+change reaches the target on that machine: the rest of the step is pickling, paid by both alike. And
+the aggregation target (all / single <= 1.10) against what an all-rank step's executor must do more:
+unpickle W - 1 further replies, one after another.
 
     PYTHONPATH=<build>/python python3 bench/python/bench_handover.py [--workers 2] [--rounds 5]
-        [--steps 2000] [--single] [--calls 3000]
+        [--steps 2000] [--calls 3000]
 """
 import argparse
 import ctypes
@@ -125,7 +129,8 @@ def glue(calls):
     sr = SpinYieldQueue.attach(s.handle(), 0)
     obj = scheduler_output(7)
     data = pickle.dumps(obj, protocol=5)
-    keys = ("dumps", "loads", "c enqueue", "c dequeue", "a enqueue", "a dequeue")
+    reply_data = pickle.dumps(reply_obj("showdown", 7, 0), protocol=5)
+    keys = ("dumps", "loads", "c enqueue", "c dequeue", "a enqueue", "a dequeue", "reply loads")
     spent = {k: [] for k in keys}
     now = time.perf_counter_ns
     try:
@@ -133,7 +138,8 @@ def glue(calls):
             t0 = now(); pickle.dumps(obj, protocol=5); t1 = now(); pickle.loads(data); t2 = now()  # noqa: E702
             q.enqueue(obj); t3 = now(); r.dequeue(); t4 = now()  # noqa: E702
             s.enqueue(obj); t5 = now(); sr.dequeue(); t6 = now()  # noqa: E702
-            for k, a, b in zip(keys, (t0, t1, t2, t3, t4, t5), (t1, t2, t3, t4, t5, t6)):
+            pickle.loads(reply_data); t7 = now()  # noqa: E702
+            for k, a, b in zip(keys, (t0, t1, t2, t3, t4, t5, t6), (t1, t2, t3, t4, t5, t6, t7)):
                 spent[k].append(b - a)
     finally:
         r.shutdown()
@@ -146,51 +152,68 @@ def glue(calls):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=5, help="rounds per variant and payload (alternated)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per variant, payload and mode (alternated)")
     ap.add_argument("--steps", type=int, default=2000, help="round trips per round")
-    ap.add_argument("--single", action="store_true", help="only rank 0 replies (default: every rank)")
     ap.add_argument("--calls", type=int, default=3000, help="calls per glue run (3 runs)")
     a = ap.parse_args()
     if a.workers < 1 or a.rounds < 1 or a.steps < 1 or a.calls < 1:
         ap.error("--workers, --rounds, --steps and --calls must be >= 1")
-    reply_all = not a.single
-    print(f"bench_handover: W={a.workers}, {'all ranks reply' if reply_all else 'rank 0 replies'}, "
-          f"{a.rounds} rounds x {a.steps} round trips per variant and payload, zero work; "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
-    rtt = {(v, p): [] for v in VARIANTS for p in PAYLOADS}
+    modes = ("all", "single") if a.workers > 1 else ("single",)
+    print(f"bench_handover: W={a.workers}, {' and '.join(m + '-rank' for m in modes)} replies, {a.rounds} rounds x "
+          f"{a.steps} round trips per variant, payload and mode, zero work; {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    rtt = {(m, v, p): [] for m in modes for v in VARIANTS for p in PAYLOADS}
     for k in range(a.rounds):
         order = ("a", "c") if k % 2 == 0 else ("c", "a")
-        for p in PAYLOADS:
-            for v in order:
-                rtt[(v, p)].append(one_round(v, a.workers, p, a.steps, reply_all))
+        for m in modes:
+            for p in PAYLOADS:
+                for v in order:
+                    rtt[(m, v, p)].append(one_round(v, a.workers, p, a.steps, m == "all"))
     print("\nround trip p50, us (round 1..N; median)")
     med = {}
-    for p in PAYLOADS:
-        for v in VARIANTS:
-            med[(v, p)] = statistics.median(rtt[(v, p)])
-            print(f"  ({v}) {p:8s} " + " ".join(f"{x:7.1f}" for x in rtt[(v, p)]) + f"   median {med[(v, p)]:7.1f}")
-    for p in PAYLOADS:
-        ratios = [c / x for c, x in zip(rtt[("c", p)], rtt[("a", p)])]
-        print(f"  (c)/(a) {p:8s} " + " ".join(f"{x:7.2f}" for x in ratios) +
-              f"   median {statistics.median(ratios):.2f}")
+    for m in modes:
+        for p in PAYLOADS:
+            for v in VARIANTS:
+                med[(m, v, p)] = statistics.median(rtt[(m, v, p)])
+                print(f"  {m:6s} ({v}) {p:8s} " + " ".join(f"{x:7.1f}" for x in rtt[(m, v, p)]) +
+                      f"   median {med[(m, v, p)]:7.1f}")
+        for p in PAYLOADS:
+            ratios = [c / x for c, x in zip(rtt[(m, "c", p)], rtt[(m, "a", p)])]
+            print(f"  {m:6s} (c)/(a) {p:8s} " + " ".join(f"{x:7.2f}" for x in ratios) +
+                  f"   median {statistics.median(ratios):.2f}")
 
     runs = [glue(a.calls) for _ in range(3)]
     print(f"\none process, interleaved call by call, {a.calls} calls x 3 runs, p50 us (run 1..3)")
     for k in runs[0]:
-        print(f"  {k:10s} " + " ".join(f"{r[k]:6.2f}" for r in runs))
+        print(f"  {k:11s} " + " ".join(f"{r[k]:6.2f}" for r in runs))
     g = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     glue_a = g["a enqueue"] - g["dumps"] + g["a dequeue"] - g["loads"]
     glue_c = g["c enqueue"] - g["dumps"] + g["c dequeue"] - g["loads"]
     print(f"  beyond the pickling (medians): (a) enqueue + dequeue {glue_a:.2f} us, (c) {glue_c:.2f} us")
 
-    ask = 0.2 * med[("a", "showdown")]
-    saving = med[("a", "tiny")] - med[("c", "tiny")]
-    print(f"\nthe sync target (c) <= 0.8 x (a) asks the transport to save 0.2 x (a) = {ask:.1f} us per step "
-          f"((a) {med[('a', 'showdown')]:.1f} us with the showdown's payloads, zero work);")
-    print(f"ringcast's transport saves (a) - (c) = {saving:.1f} us per round trip with tiny payloads "
-          f"({med[('a', 'tiny')]:.1f} - {med[('c', 'tiny')]:.1f}), the calls' own Python "
-          f"{glue_a - glue_c:+.2f} us per request (in one process).")
-    print("reachable by the transport: " + ("yes" if saving >= ask else f"no, short by {ask - saving:.1f} us"))
+    print()
+    for m in modes:
+        a_step, a_tiny, c_tiny = med[(m, "a", "showdown")], med[(m, "a", "tiny")], med[(m, "c", "tiny")]
+        ask, saving = 0.2 * a_step, a_tiny - c_tiny
+        print(f"{m}-rank: the sync target (c) <= 0.8 x (a) asks the transport to save 0.2 x (a) = {ask:.1f} us per "
+              f"step ((a) {a_step:.1f} us with the showdown's payloads, zero work); ringcast's transport saves "
+              f"(a) - (c) = {saving:.1f} us per round trip with tiny payloads ({a_tiny:.1f} - {c_tiny:.1f}): "
+              + ("reachable" if saving >= ask else f"short by {ask - saving:.1f} us") +
+              f"; the calls' own Python differs by {glue_a - glue_c:+.2f} us per request (in one process)")
+    if "all" in modes:
+        # All ranks against one: the executor takes W - 1 more replies, one after another, and unpickles
+        # each in Python — a cost of the step that no wait removes.
+        # The rest is pickling too: the slowest of W workers' unpickling of the request and pickling of its
+        # reply, against one worker's (the largest of W samples of a time that varies).
+        c_all, c_single = med[("all", "c", "showdown")], med[("single", "c", "showdown")]
+        more = (a.workers - 1) * g["reply loads"]
+        transport = med[("all", "c", "tiny")] - med[("single", "c", "tiny")]
+        print(f"aggregation: (c) all / single {c_all / c_single:.2f} ({c_all:.1f} / {c_single:.1f} us; (a) "
+              f"{med[('all', 'a', 'showdown')] / med[('single', 'a', 'showdown')]:.2f}); <= 1.10 allows the all-rank "
+              f"step {0.1 * c_single:.1f} us more, it takes {c_all - c_single:.1f} us more, of which the transport's "
+              f"{transport:.1f} us (tiny payloads), the executor's unpickling of {a.workers - 1} more replies "
+              f"{more:.1f} us ({g['reply loads']:.2f} us each, in one process), the rest "
+              f"{c_all - c_single - transport - more:.1f} us: the slowest of {a.workers} workers' pickling against one's")
 
 
 if __name__ == "__main__":
