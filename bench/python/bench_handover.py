@@ -213,7 +213,8 @@ def main():
               f"step {0.1 * c_single:.1f} us more, it takes {c_all - c_single:.1f} us more, of which the transport's "
               f"{transport:.1f} us (tiny payloads), the executor's unpickling of {a.workers - 1} more replies "
               f"{more:.1f} us ({g['reply loads']:.2f} us each, in one process), the rest "
-              f"{c_all - c_single - transport - more:.1f} us: the slowest of {a.workers} workers' pickling against one's")
+              f"{c_all - c_single - transport - more:.1f} us: the slowest of {a.workers} workers' pickling against one's "
+              f"(less than nothing where replies were unpickled while others were still awaited)")
 
 
 if __name__ == "__main__":
