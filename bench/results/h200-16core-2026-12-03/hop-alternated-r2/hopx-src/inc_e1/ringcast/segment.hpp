@@ -1,0 +1,165 @@
+// ringcast/segment.hpp — create / open / remove a named POSIX shared-memory segment holding one queue.
+//
+// Creation is O_CREAT|O_EXCL|O_NOFOLLOW with an explicit fchmod (umask cannot widen or narrow the
+// requested mode), owner-only 0600 by default. The space is reserved with posix_fallocate so a full
+// /dev/shm is reported at create time rather than as a SIGBUS on first touch. Opening validates the
+// header (magic, ABI version, layout hash) and every size field against the real size of the object
+// before any pointer into it is formed. The creator and every process that uses the ring (prefault())
+// populate the mapping's first 16 MiB: a fresh ring's first lap would otherwise pay a page fault per
+// 4 KiB in every process (segment.cpp says what it measured).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "ringcast/layout.hpp"
+
+namespace ringcast {
+
+struct SegmentOptions {
+    std::uint32_t readers = 1;              // number of reader ranks, 1..layout::kMaxReaders
+    std::uint64_t capacity = 1ULL << 20;    // data ring bytes: power of two, >= 64 KiB
+    mode_t mode = 0600;                     // permission bits of the shm object
+    bool replace_existing = false;          // unlink a same-named segment first (owner only)
+    // A same-named segment of ours that nobody uses any more — its creator, writer and every reader
+    // dead (killed processes leave their segments behind) — is removed and the name reused. Off: such
+    // a name is Error(already_exists) naming `ringcast gc`.
+    bool reclaim_abandoned = true;
+};
+
+// An open POSIX shm object: the one shm_open / size / mmap / errno path of every ringcast object
+// (queue segments and gather doorbells). Errors name the object and the real cause (not_found,
+// already_exists, permission_denied, a symbolic link, no_space, system naming the call).
+// Thread-safety: none needed (a short-lived local of create/open).
+class ShmObject {
+public:
+    // O_CREAT|O_EXCL|O_NOFOLLOW, fchmod(mode) (umask neither widens nor narrows it), ftruncate(size),
+    // posix_fallocate (a full /dev/shm is an error now, not a SIGBUS later). Any failure unlinks it.
+    [[nodiscard]] static ShmObject create(std::string_view name, std::size_t size, mode_t mode);
+    [[nodiscard]] static ShmObject open(std::string_view name);  // read-write, O_NOFOLLOW
+    ShmObject(ShmObject&& o) noexcept
+        : name_(std::move(o.name_)), fd_(std::exchange(o.fd_, -1)), size_(o.size_), created_(o.created_) {}
+    ShmObject& operator=(ShmObject&&) = delete;
+    ShmObject(const ShmObject&) = delete;
+    ShmObject& operator=(const ShmObject&) = delete;
+    ~ShmObject();
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    // MAP_SHARED read-write mapping of the whole object; stays valid after this object is closed. A
+    // failure unlinks an object this process just created.
+    [[nodiscard]] void* map() const;
+
+private:
+    ShmObject(std::string name, int fd, std::size_t size, bool created) noexcept
+        : name_(std::move(name)), fd_(fd), size_(size), created_(created) {}
+    std::string name_;
+    int fd_ = -1;
+    std::size_t size_ = 0;
+    bool created_ = false;
+};
+
+// Thread-safety: a Segment is a mapping; moving/destroying it is not thread-safe, everything inside the
+// mapping is accessed through atomics by ring.hpp.
+class Segment {
+public:
+    Segment() = default;
+    Segment(Segment&& other) noexcept;
+    Segment& operator=(Segment&& other) noexcept;
+    Segment(const Segment&) = delete;
+    Segment& operator=(const Segment&) = delete;
+    ~Segment();
+
+    // Throws Error: invalid_argument, already_exists (naming who still uses the name), permission_denied,
+    // no_space, system.
+    [[nodiscard]] static Segment create(std::string_view name, const SegmentOptions& options);
+    // Throws Error: invalid_argument, not_found, permission_denied, not_ringcast, version_mismatch,
+    // corrupt, system.
+    [[nodiscard]] static Segment open(std::string_view name);
+    // Fills this process's page tables for the mapping's first 16 MiB, reading one byte per page
+    // (segment.cpp says why and what it measured). create() does it itself; a process that will use
+    // an opened ring (a reader, a writer reopening) calls it — inspection and gc do not.
+    void prefault() const noexcept;
+    // Removes the name; mappings stay valid until unmapped. Returns false if it did not exist.
+    static bool remove(std::string_view name);
+    // Validates a name: 1..200 chars of [A-Za-z0-9._-], not starting with '.'. Throws invalid_argument.
+    static void validate_name(std::string_view name);
+
+    [[nodiscard]] bool valid() const noexcept { return base_ != nullptr; }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] std::byte* base() const noexcept { return base_; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+    [[nodiscard]] layout::SegmentHeader& header() const noexcept {
+        return *reinterpret_cast<layout::SegmentHeader*>(base_);
+    }
+    [[nodiscard]] layout::WriterLine& writer_line() const noexcept {
+        return *reinterpret_cast<layout::WriterLine*>(base_ + layout::kWriterLineOffset);
+    }
+    [[nodiscard]] layout::ReaderSleepLine& reader_sleep_line() const noexcept {
+        return *reinterpret_cast<layout::ReaderSleepLine*>(base_ + layout::kReaderSleepLineOffset);
+    }
+    [[nodiscard]] layout::SpaceLine& space_line() const noexcept {
+        return *reinterpret_cast<layout::SpaceLine*>(base_ + layout::kSpaceLineOffset);
+    }
+    [[nodiscard]] layout::ReaderSlot& reader_slot(std::uint32_t rank) const noexcept {
+        return reinterpret_cast<layout::ReaderSlot*>(base_ + layout::kReaderSlotsOffset)[rank];
+    }
+    [[nodiscard]] std::byte* data() const noexcept {
+        return base_ + layout::data_offset(header().reader_count);
+    }
+
+    // Who still uses a segment image: "" when nobody (creator, writer and every reader dead or gone),
+    // else e.g. "reader rank 3 is attached by live pid 812". The image must be a valid one.
+    [[nodiscard]] static std::string user_of(const std::byte* image);
+    // Validates a mapped image (used by open() and by the fuzzer): throws Error describing the first
+    // inconsistency. `size` is the real size of the image.
+    static void validate_image(const std::byte* image, std::size_t size);
+
+private:
+    Segment(std::string name, std::byte* base, std::size_t size) noexcept
+        : name_(std::move(name)), base_(base), size_(size) {}
+    void unmap() noexcept;
+
+    std::string name_;
+    std::byte* base_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// One object removed (or, dry run, to be removed) by sweep_abandoned().
+struct AbandonedObject {
+    std::string name;
+    std::uint64_t bytes = 0;  // its size in /dev/shm
+};
+
+// Removes every ringcast object of this user whose name starts with `prefix` and that nobody uses any
+// more: segments whose creator, writer and every reader are dead (Segment::user_of), and gather
+// doorbells whose group has no reply ring left. Killed processes leave their segments behind by
+// nature; `ringcast gc` and Python's MessageQueue/ReplyGather (unless told not to) call this.
+// Other users' objects, foreign objects, segments still being created or made by another ringcast
+// version are never touched. dry_run: only lists. Thread-safe; safe against concurrent sweeps and
+// creators (an object is unlinked only if it is still the one judged, see unlink_if_still_abandoned).
+// Throws Error(system) if /dev/shm cannot be listed.
+[[nodiscard]] std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix = {}, bool dry_run = false);
+// Unlinks `name` if it is still the object `seg` maps, owned by us and unused. True if unlinked.
+bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);
+
+// Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
+[[nodiscard]] std::uint64_t shm_free_bytes();
+
+// pid + start time (clock ticks since boot, /proc/<pid>/stat field 22): a pid-reuse-safe identity.
+[[nodiscard]] std::uint64_t process_start_time(pid_t pid) noexcept;  // 0 if the process is gone
+// start_time 0: unknown, judged by the pid alone. Compared modulo 2^39 (layout.hpp, owner words).
+[[nodiscard]] bool process_alive(pid_t pid, std::uint64_t start_time) noexcept;
+// Our own owner word for a role, in `state`.
+[[nodiscard]] std::uint64_t my_owner_word(layout::SlotState state) noexcept;
+// Is the holder named by an owner word alive? pid 0 (nobody) is not.
+[[nodiscard]] inline bool owner_alive(const layout::Owner& o) noexcept {
+    return o.pid != 0 && process_alive(static_cast<pid_t>(o.pid), o.start_time);
+}
+
+}  // namespace ringcast

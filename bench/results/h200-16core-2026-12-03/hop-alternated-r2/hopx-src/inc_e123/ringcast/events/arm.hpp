@@ -1,0 +1,30 @@
+// ringcast/events/arm.hpp — steps 3a'..3d of wait.hpp for a waiter whose sleep (3e) belongs to an
+// event loop: the one arm() behind Reader/Writer/GatherCollector::arm_wake_fd and the WaitSet.
+#pragma once
+
+#include <atomic>
+
+#include "ringcast/events/eventfd.hpp"
+#include "ringcast/wait.hpp"
+
+namespace ringcast {
+
+// Drains `fd` (3a': before the announcement, never after the re-check), announces on `site` (3a),
+// fences (3b), re-checks `ready` (3d). true: ready — announcement withdrawn, do not wait. false: armed
+// — the fd becomes readable once a waker ran w2..w3 after our 3a (or a close/cancel poked it); the
+// caller retracts (disarm) when it stops waiting. Throws Error(permission_denied) if a waker recorded
+// that it cannot take the fd. Thread-safety: the endpoint's one waiting thread.
+template <class Ready>
+[[nodiscard]] bool arm_eventfd(EventfdWaiter& fd, const SleepSite& site, Ready&& ready) {
+    fd.check_refused();
+    fd.drain();                                           // 3a'
+    announce(site);                                       // 3a
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // 3b
+    if (ready()) {                                        // 3d
+        retract(site);
+        return true;
+    }
+    return false;
+}
+
+}  // namespace ringcast

@@ -1,0 +1,95 @@
+// ringcast/events/waitset.hpp — one wait over many endpoints: readers waiting for data, writers
+// waiting for space, gather collectors waiting for replies.
+//
+//   ringcast::WaitSet set;                      // io_uring if the kernel has its futex opcodes, else epoll
+//   auto a = set.add(reader_a), b = set.add(reader_b), c = set.add(collector, ranks);
+//   for (std::size_t id : set.wait(1s)) ...     // the ids that are ready now; empty: timed out
+//
+// Every endpoint is armed with wait.hpp's handshake (announce its bit, fence, re-check; only an
+// announced endpoint is ever woken), then the set sleeps in ONE kernel wait:
+//   epoll     the endpoints' eventfds (events/eventfd.hpp; registered by add(), so from then on the
+//             endpoint's own blocking calls sleep on its eventfd too)
+//   io_uring  one IORING_OP_FUTEX_WAIT per endpoint on the endpoint's own futex word (the value read at
+//             arm time, after the announcement: wait.hpp step 3c), each with a linked timeout (a
+//             backstop, 8 x recheck); an endpoint that already has an eventfd gets a POLL_ADD on it
+//             instead. Futex-mode endpoints need no fd at all. liburing 2.3 has no futex helpers: the
+//             SQEs are built by hand (src/events/waitset_uring.cpp).
+// A kernel wake is a hint: the set re-checks the endpoint's condition and reports only endpoints that
+// are ready (data or closed; room; a pending reply or a closed reply ring), re-arming the others. No
+// wait() sleeps longer than WaitSetOptions::recheck at a time: then every armed endpoint's condition is
+// re-checked without re-arming it (a peer killed between its publish and its wake costs one
+// interval) and its peer's liveness checked (Error peer_dead, as the endpoint's own blocking calls).
+//
+// Back-end choice (run time): WaitSetBackend::automatic takes io_uring when built with liburing, the
+// kernel lets this process create a ring, and the ring's probe lists IORING_OP_FUTEX_WAIT; otherwise
+// epoll, with one line on stderr saying why. RINGCAST_WAITSET=epoll in the environment forces epoll.
+//
+// Thread-safety: one thread uses a WaitSet and the endpoints in it (it may be built in another). The
+// io_uring ring is single-issuer (IORING_SETUP_DEFER_TASKRUN: completions run inside our own wait): the
+// first thread that waits is its issuer, and a wait() from another thread throws Error(system) saying
+// so. The endpoints must outlive their membership (remove() or the WaitSet's destruction).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringcast/gather.hpp"
+#include "ringcast/ring.hpp"
+
+namespace ringcast {
+
+enum class WaitSetBackend : std::uint8_t { automatic, epoll, io_uring };
+[[nodiscard]] const char* to_string(WaitSetBackend b) noexcept;
+
+struct WaitSetOptions {
+    WaitSetBackend backend = WaitSetBackend::automatic;  // io_uring: throw if it is unavailable
+    std::chrono::nanoseconds recheck = std::chrono::seconds(1);  // longest kernel wait (see above)
+};
+
+// Is the io_uring back end usable here? "" if so, else the reason (for logs and tests).
+[[nodiscard]] std::string io_uring_futex_unavailable_reason();
+
+class WaitSet {
+public:
+    explicit WaitSet(const WaitSetOptions& options = {});
+    WaitSet(const WaitSet&) = delete;
+    WaitSet& operator=(const WaitSet&) = delete;
+    ~WaitSet();  // withdraws every announcement (and cancels io_uring waits)
+
+    // Members; each returns an id for wait()'s results and remove().
+    [[nodiscard]] std::size_t add(Reader& reader);
+    // A writer waiting for room for a message of `message_bytes` (Writer::arm_wake_fd).
+    [[nodiscard]] std::size_t add_space(Writer& writer, std::size_t message_bytes);
+    [[nodiscard]] std::size_t add(GatherCollector& collector, std::span<const std::uint32_t> ranks = {});
+    void remove(std::size_t id);
+    // Changes what a writer member waits for (the next message's size).
+    void set_message_bytes(std::size_t id, std::size_t message_bytes);
+
+    // Waits until at least one member is ready or `timeout` passed; returns the ready ids (empty:
+    // timed out). A member reported ready is re-armed on the next wait(): consume what it has first
+    // (level-triggered: one still ready is reported again). Throws Error(peer_dead) as the members'
+    // own blocking calls would, Error(permission_denied) when a peer cannot take an eventfd.
+    [[nodiscard]] std::vector<std::size_t> wait(std::chrono::nanoseconds timeout);
+
+    [[nodiscard]] WaitSetBackend backend() const noexcept;
+    [[nodiscard]] std::size_t size() const noexcept;
+    [[nodiscard]] std::uint64_t kernel_waits() const noexcept;  // epoll_wait / io_uring waits made
+
+    struct Member;  // (waitset.cpp)
+    class Backend;  // epoll or io_uring (waitset.cpp, waitset_uring.cpp)
+
+private:
+    std::size_t add_member(Member member);
+
+    std::vector<std::unique_ptr<Member>> members_;  // index = id; null: removed
+    std::unique_ptr<Backend> backend_;
+    std::chrono::nanoseconds recheck_;
+    std::uint64_t kernel_waits_ = 0;
+};
+
+}  // namespace ringcast

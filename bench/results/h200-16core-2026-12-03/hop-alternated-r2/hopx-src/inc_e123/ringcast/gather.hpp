@@ -1,0 +1,210 @@
+// ringcast/gather.hpp — N→1 replies: one reply ring per worker rank, collected with ONE wait.
+//
+//   worker 0 ──reply ring "G.r0"──┐
+//   worker 1 ──reply ring "G.r1"──┼──► collector: collect(tag, ranks, timeout)
+//   worker N ──reply ring "G.rN"──┘          ▲
+//                   └──── doorbell "G.bell" ──┘  (rung only while the collector sleeps)
+//
+// Each reply ring is an ordinary one-reader broadcast ring (ring.hpp): the worker is its writer, the
+// collector its reader rank 0. Every reply carries the request's tag in its record header; collect()
+// refuses a reply with another tag (Error stale_reply naming the rank and both tags).
+//
+// Two ways to wait for "any of the pending ranks has a reply", selectable and benchmarked:
+//  * doorbell: the collector announces itself on one shared line (collector_sleeping, layout.hpp
+//    DoorbellLine) and sleeps on doorbell_seq. Every reply ring's Writer has the bell as its publish
+//    bell (Writer::set_publish_bell): after EVERY record it publishes — each fragment of a reply
+//    larger than its ring included — the tail exchange is w1 and the bell's w2..w3 follow, the same
+//    handshake as wait.hpp (3a..3f / w1..w3) with "condition" = any pending ring's tail moved.
+//  * futex_waitv: the collector announces itself as reader rank 0 on every pending ring (bit 0 of
+//    each ring's sleeping bits), snapshots each ring's notify_seq, re-checks all tails, then sleeps in
+//    one futex_waitv over all notify_seq words — wait.hpp's block_until over several sites. The
+//    workers' ordinary publish path wakes it: no doorbell needed. At most 128 ranks (FUTEX_WAITV_MAX).
+// Both are the one sleep mechanism of wait.hpp, with the same spin, liveness, cancel and timeout rules.
+//
+// Replies a collect() took without finishing — it failed with an exception (a stale reply, a dead
+// worker, a corrupt record) or returned timed_out / cancelled (its result carries them too) — are
+// kept: the next collect() of the same tag returns them, so a retry, or a caller collecting in
+// slices, never waits for a reply that already came; a collect of another tag drops them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringcast/ring.hpp"
+
+namespace ringcast {
+
+enum class GatherWait : std::uint8_t { doorbell, futex_waitv };
+
+struct GatherOptions {
+    std::uint32_t ranks = 1;                // worker ranks 0..ranks-1
+    std::uint64_t capacity = 1ULL << 20;    // bytes per reply ring (replies of any size still work)
+    mode_t mode = 0600;
+    WaitOptions wait{};                     // spin phase (if any) before the kernel wait
+    GatherWait method = GatherWait::doorbell;
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
+};
+
+
+struct GatherResult {
+    Status status = Status::timed_out;             // ok: every requested rank answered
+    std::vector<std::optional<std::vector<std::byte>>> replies;  // indexed by rank; set for answers
+    std::vector<std::uint32_t> missing;            // requested ranks without an answer (status != ok)
+    // "timed out after 2.0 s waiting for ranks 1, 3" — for exceptions and logs.
+    [[nodiscard]] std::string describe() const;
+};
+
+// Shared mapping of the doorbell object.
+class DoorbellMapping {
+public:
+    static DoorbellMapping create(const std::string& name, std::uint32_t ranks, mode_t mode);
+    static DoorbellMapping open(const std::string& name, std::uint32_t ranks);
+    DoorbellMapping(DoorbellMapping&& o) noexcept : line_(std::exchange(o.line_, nullptr)) {}
+    DoorbellMapping& operator=(DoorbellMapping&&) = delete;
+    DoorbellMapping(const DoorbellMapping&) = delete;
+    DoorbellMapping& operator=(const DoorbellMapping&) = delete;
+    ~DoorbellMapping();
+    [[nodiscard]] layout::DoorbellLine& line() const noexcept { return *line_; }
+
+private:
+    explicit DoorbellMapping(layout::DoorbellLine* line) noexcept : line_(line) {}
+    layout::DoorbellLine* line_ = nullptr;
+};
+
+// The executor side. Thread-safety: one thread at a time (cancel() from any thread).
+class GatherCollector {
+public:
+    // Creates "<name>.r<rank>" reply rings and "<name>.bell"; removes them when destroyed.
+    [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
+    GatherCollector(GatherCollector&&) noexcept = default;
+    GatherCollector& operator=(GatherCollector&&) = delete;
+    ~GatherCollector();
+
+    // Waits ONCE for replies tagged `tag` from `ranks` (empty: all ranks), draining whichever is ready
+    // in any order. Throws Error(stale_reply) for a reply with another tag (it is consumed; the good
+    // replies taken before it are kept for the next collect of `tag`), Error(peer_dead) when a
+    // pending worker died. A worker that closed its ring while a reply from it
+    // is pending gives status closed, with that rank in `missing`.
+    //
+    // `on_early_reply`, if set, is called once for each reply this call takes from its ring while
+    // other replies of the collect are still awaited (not for the last ones, which end it, nor for
+    // replies kept from an earlier call), between two waits: the caller may work on the early
+    // replies (the Python binding unpickles them) while the later workers still work — as reading
+    // rank by rank would, but with one wait. It runs with nothing of any ring held (the record is
+    // copied and released first); a reply published meanwhile is found by the next wait, which
+    // checks before it waits (wait.hpp block_until), so none is missed. It must not call this
+    // collector. What it throws ends the collect, the replies taken kept as for any other exception.
+    using EarlyReply = std::function<void(std::uint32_t rank, std::span<const std::byte> reply)>;
+    [[nodiscard]] GatherResult collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
+                                       std::chrono::nanoseconds timeout = kForever,
+                                       const EarlyReply& on_early_reply = {});
+    [[nodiscard]] GatherResult collect_all(std::uint64_t tag, std::chrono::nanoseconds timeout = kForever) {
+        return collect(tag, {}, timeout);
+    }
+    void cancel() noexcept;
+    void clear_cancel() noexcept { cancelled_->store(false, std::memory_order_release); }
+    // The check collect() runs every liveness_interval, for callers that wait in their own slices:
+    // throws Error(peer_dead) naming a dead worker among `ranks` (empty: all).
+    void check_liveness(std::span<const std::uint32_t> ranks);
+    void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
+
+    [[nodiscard]] std::uint32_t ranks() const noexcept { return static_cast<std::uint32_t>(readers_.size()); }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] std::uint64_t kernel_waits() const noexcept { return kernel_waits_; }
+    // The adaptive spin's predictor: how long a whole collect typically waited (one sample per
+    // collect that waited at all, from its first wait until every reply was in).
+    [[nodiscard]] std::chrono::nanoseconds typical_collect_wait() const noexcept { return reply_waits_.typical(); }
+    [[nodiscard]] GatherWait method() const noexcept { return options_.method; }
+
+    // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this collector sleeps on
+    // (via the doorbell, whatever `method`); registered on first call (WaitKind::eventfd: at create),
+    // from then on every collect() wait sleeps on it. Throws Error(system).
+    [[nodiscard]] int wake_fd();
+    // Announces a wait for a reply from any of `ranks` (empty: all) that the next collect still
+    // needs (a rank whose reply an unfinished collect keeps is not waited for). true: one is there (or
+    // a ring closed) — collect with a zero timeout. false: armed; watch wake_fd(), then
+    // disarm_wake_fd() and collect with a zero timeout; replies it takes are kept for the next one.
+    [[nodiscard]] bool arm_wake_fd(std::span<const std::uint32_t> ranks);
+    void disarm_wake_fd() noexcept;
+
+private:
+    friend class WaitSet;  // arms its wait among many endpoints (events/waitset.hpp)
+    GatherCollector(std::string name, const GatherOptions& options, DoorbellMapping bell)
+        : name_(std::move(name)), options_(options), bell_(std::move(bell)) {}
+    // Waits until a pending rank has a record (or closed) — the one wait of collect().
+    [[nodiscard]] WaitOutcome wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline,
+                                       SpinHistory& history);
+    [[nodiscard]] SleepSite bell_site() const noexcept;
+    void check_pending_alive(const std::vector<std::uint32_t>& pending);
+    // Drains every pending rank that has a reply (no waiting) into `result`; removes them from
+    // `pending`, closed ones into `closed_ranks`.
+    void drain_ready(std::uint64_t tag, std::vector<std::uint32_t>& pending, std::vector<std::uint32_t>& closed_ranks,
+                     GatherResult& result);
+    [[nodiscard]] bool any_pending_ready(const std::vector<std::uint32_t>& pending) noexcept;
+    // As any_pending_ready, skipping ranks whose reply an unfinished collect keeps (an event loop's
+    // condition: a reply the next collect still needs).
+    [[nodiscard]] bool any_awaited_ready(const std::vector<std::uint32_t>& ranks) noexcept;
+
+    std::string name_;
+    GatherOptions options_;
+    DoorbellMapping bell_;
+    std::vector<Reader> readers_;  // reader rank 0 of each worker's reply ring
+    std::uint64_t kernel_waits_ = 0;
+    // Replies taken by a collect() that did not finish: returned by the next collect(kept_tag_).
+    std::vector<std::optional<std::vector<std::byte>>> kept_;
+    std::uint64_t kept_tag_ = 0;
+    SpinHistory reply_waits_;   // how long whole collects waited (adaptive hybrid)
+    SpinHistory reply_spread_;  // how far a collect's last reply trailed its first: the later waits' spin
+    Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
+    std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
+    std::unique_ptr<EventfdWaiter> eventfd_;  // ours, once registered (wake_fd); destroyed (unregistered)
+                                              // before bell_ is unmapped
+};
+
+// The worker side: the writer of its rank's reply ring. Thread-safety: one thread at a time.
+class GatherWorker {
+public:
+    [[nodiscard]] static GatherWorker attach(std::string_view name, std::uint32_t rank,
+                                             const WriterOptions& options = {});
+    // Publishes one reply for request `tag` (any size); the doorbell rings after each of its records
+    // while the collector sleeps.
+    [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
+                               std::chrono::nanoseconds timeout = kForever);
+    // Zero-copy: reserve on the reply ring, then commit_reply(used, tag).
+    [[nodiscard]] Reservation reserve(std::size_t n, std::chrono::nanoseconds timeout = kForever) {
+        return writer_.reserve(n, timeout);
+    }
+    void commit_reply(std::size_t used, std::uint64_t tag);
+    void close() noexcept { writer_.close(); }  // wakes the collector on the bell too
+    // Throws Error(peer_dead) if the collector (the reply ring's reader) died.
+    void check_liveness() { writer_.check_liveness(); }
+    void set_wait(const WaitOptions& wait) noexcept { writer_.set_wait(wait); }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return writer_.wait_options(); }
+    [[nodiscard]] std::size_t max_reserve() const noexcept { return writer_.max_reserve(); }
+    GatherWorker(GatherWorker&& o) noexcept = default;
+    GatherWorker& operator=(GatherWorker&&) = delete;
+    ~GatherWorker() = default;  // the Writer closes the reply ring: the collector sees closed
+    [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
+    [[nodiscard]] std::uint64_t bell_rings() const noexcept { return bell_.line().rings.load(std::memory_order_relaxed); }
+
+private:
+    GatherWorker(DoorbellMapping bell, Writer writer, std::uint32_t rank);
+    DoorbellMapping bell_;  // before writer_: the Writer's destructor (close) still rings it; mapped
+                            // once, so the publish bell's pointers stay valid across moves
+    std::unique_ptr<EventfdSignaller> bell_eventfds_;  // before writer_, for the same reason: a copy of
+                                                       // the collector's eventfd (bell wakes)
+    Writer writer_;
+    std::uint32_t rank_;
+};
+
+[[nodiscard]] std::string gather_ring_name(std::string_view group, std::uint32_t rank);
+[[nodiscard]] std::string gather_bell_name(std::string_view group);
+
+}  // namespace ringcast

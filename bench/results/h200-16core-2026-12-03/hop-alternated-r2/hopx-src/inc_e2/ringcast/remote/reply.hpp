@@ -1,0 +1,117 @@
+// ringcast/remote/reply.hpp — replies from workers on other machines into a local GatherCollector.
+//
+//   remote worker rank 2 ──ZeroMQ──┐                        ┌─ reply ring G.r2 ─┐
+//   remote worker rank 3 ──ZeroMQ──┴─► RemoteReplyBridge ───┴─ reply ring G.r3 ─┴─► GatherCollector
+//   local worker rank 0/1 ───────────────── reply rings G.r0 / G.r1 ──────────────┘   collect(tag, ...)
+//
+// The bridge (a thread in the collector's process, usually) is the writer of the reply rings of the
+// remote ranks: every reply that arrives over ZeroMQ is written into its rank's ring with its tag,
+// ringing the gather doorbell like a local worker. So collect() is unchanged — one wait over local and
+// remote ranks, the same tag check (stale_reply), timeouts, cancel and kept replies.
+//
+// No lost wake: the bridge's thread writes a remote reply with GatherWorker::reply, the very call a local
+// worker makes: the reply ring's Writer publishes it and rings the gather doorbell on its publish path
+// (gather.hpp; the announce/ring handshake checked in tests/model/gather.pml). So a collect() that saw
+// no reply before it slept is woken exactly as by a local worker — no new wait or wake path. Being a
+// thread of the collector's process changes nothing: the futex words live in the shared mapping.
+//
+// Liveness: the bridge heartbeats each connected worker every heartbeat_interval; a worker whose
+// connection is gone (process died; a vanished host after connection_timeout: TCP keepalive and
+// TCP_USER_TIMEOUT, as heartbeats are in flight to it) is listed in lost_ranks() and THEN has its
+// reply ring closed, so a collect() waiting for it returns status closed with that rank in `missing`
+// (never a hang) and already finds it in lost_ranks(). A
+// worker that detaches cleanly (close(), or its destructor) says bye: listed in left_ranks(), ring
+// closed — as a local worker's close. A worker that reconnects (a replacement process) reopens its
+// ring. A worker whose bridge went silent for its liveness_interval gets Error(peer_dead) from
+// reply() / check_liveness().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringcast/error.hpp"
+#include "ringcast/remote/security.hpp"
+#include "ringcast/ring.hpp"
+
+namespace ringcast::remote {
+
+struct RemoteReplyOptions {
+    ListenOptions listen;
+    std::vector<std::uint32_t> ranks;  // the gather's worker ranks that reply from other machines
+    int high_water_mark = 16;          // replies buffered per worker connection
+    std::chrono::nanoseconds heartbeat_interval = std::chrono::milliseconds(200);
+    std::chrono::nanoseconds connection_timeout = std::chrono::seconds(10);
+    std::chrono::milliseconds linger = std::chrono::seconds(1);
+    WriterOptions ring;  // the bridge's writers of the remote ranks' reply rings
+};
+
+// Thread-safety: every method from any thread; the sockets and ring writers belong to its thread.
+class RemoteReplyBridge {
+public:
+    // Becomes the writer of the reply rings of `options.ranks` of gather `gather_name` (created by
+    // GatherCollector::create), binds the listener, starts the thread. Throws on a bad address, a
+    // rank out of range or already written by a live worker.
+    [[nodiscard]] static RemoteReplyBridge start(std::string_view gather_name, const RemoteReplyOptions& options);
+    RemoteReplyBridge(RemoteReplyBridge&&) noexcept;
+    RemoteReplyBridge& operator=(RemoteReplyBridge&&) = delete;
+    ~RemoteReplyBridge();  // stop()
+
+    [[nodiscard]] const std::string& endpoint() const noexcept;
+    [[nodiscard]] const std::string& curve_public_key() const noexcept;
+    // Until every remote rank has connected: ok or timed_out (missing_ranks() names them).
+    [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
+    [[nodiscard]] std::vector<std::uint32_t> missing_ranks() const;
+    [[nodiscard]] std::vector<std::uint32_t> lost_ranks() const;  // connection gone; ring closed
+    [[nodiscard]] std::vector<std::uint32_t> left_ranks() const;  // said bye (clean close); ring closed
+    [[nodiscard]] std::uint64_t replies() const;                 // replies written into the rings
+    void stop() noexcept;  // closes the remote ranks' reply rings; idempotent
+
+    struct State;
+
+private:
+    explicit RemoteReplyBridge(std::unique_ptr<State> state) noexcept;
+    std::unique_ptr<State> state_;
+};
+
+struct RemoteWorkerOptions {
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
+    int high_water_mark = 16;  // replies queued towards the bridge before reply() waits
+    ConnectSecurity security;
+};
+
+// Thread-safety: one thread at a time.
+class RemoteGatherWorker {
+public:
+    [[nodiscard]] static RemoteGatherWorker connect(std::string_view endpoint, std::uint32_t rank,
+                                                    const RemoteWorkerOptions& options = {});
+    RemoteGatherWorker(RemoteGatherWorker&&) noexcept;
+    RemoteGatherWorker& operator=(RemoteGatherWorker&&) = delete;
+    ~RemoteGatherWorker();  // close()
+
+    // Waits for the bridge's welcome: ok or timed_out.
+    [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
+    // Sends one reply for request `tag` (any size). Waits (up to `timeout`) only while the
+    // connection's queue is full. Throws Error(peer_dead) when the bridge has been silent for the
+    // liveness interval.
+    [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
+                               std::chrono::nanoseconds timeout = kForever);
+    void check_liveness();
+    // Clean detach: tells the bridge (bye), which closes this rank's reply ring (a collect waiting for
+    // it returns closed; the rank is in left_ranks(), not lost_ranks()). Later reply() returns
+    // Status::closed. Idempotent; never waits.
+    void close() noexcept;
+    [[nodiscard]] std::uint32_t rank() const noexcept;
+
+    struct State;
+
+private:
+    explicit RemoteGatherWorker(std::unique_ptr<State> state) noexcept;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace ringcast::remote

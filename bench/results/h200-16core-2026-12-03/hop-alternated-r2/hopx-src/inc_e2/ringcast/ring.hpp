@@ -1,0 +1,433 @@
+// ringcast/ring.hpp — the broadcast ring: one Writer, N Readers (ranks 0..N-1), each reader receives
+// every message in order, exactly once.
+//
+// Publish order (Writer::commit_record), the one place bytes become visible:
+//   1. payload bytes written into the ring (plain stores)
+//   2. record header's length and tag written (plain stores)
+//   2b. Z: stamp word at the record's end cleared (relaxed), then the record's stamp stored (release;
+//      a padding record in front is stamped after it) ← publishes 1 and 2 to a caught-up reader,
+//                                              which polls the stamp at its head (layout.hpp "Stamps")
+//   3. tail.exchange(new_tail, seq_cst)     ← publishes 1 and 2 (a release; pairs with the readers'
+//                                              acquire loads of tail); w1 of wait.hpp
+//   4. if a reader's sleeping bit is set (seq_cst load): notify_seq += 1; futex_wake  (wait.hpp, w2..w3)
+//   5. the same w2..w3 on the publish bell, if one is set (the gather doorbell): after EVERY record,
+//      fragments included, so a collector asleep on the bell sees a reply that fills the ring
+//      before it is complete (the worker would otherwise wait for space the collector never frees)
+// Release order (Reader::release, or release_fragments / abandon_fragments of record-by-record
+// reading, → Reader::store_head):
+//   1. the reader is done with the bytes (plain loads)
+//   2. head.exchange(new_head, seq_cst)     ← a release; pairs with the writer's acquire loads of
+//                                              heads: it overwrites those bytes only after seeing this
+//   3. if writer_sleeping (seq_cst load): space_seq += 1; futex_wake
+//
+// Back-pressure: the writer may use bytes up to min(head over held ranks) + capacity. A rank is held
+// unless evicted or left (its owner word's state). Ranks that never attached have head 0 and hold
+// the writer: a late reader misses nothing.
+//
+// Ownership (layout.hpp, "owner words"): every change of a slot's state is one CAS of its owner
+// word, so the writer's eviction and a replacement's claim of the same dead owner cannot both win:
+//   C1 claim:   CAS {never_attached | detached | attached by a dead pid} -> {attached, me}
+//   C2          clear the rank's sleeping bit (a dead predecessor may have died asleep)
+//   E1 evict:   CAS {attached by that dead pid} -> {evicted}  (only then is its head ignored)
+//   E2          clear the evicted rank's sleeping bit
+//   D1 detach:  CAS {attached, me} -> {left} (default) or {detached} (keep_place); after {left}, wake
+//               a writer waiting for space (the CAS is w1 of wait.hpp's handshake)
+// Clean-exit policy: a reader that leaves cleanly releases its rank unless it asked to keep its
+// place, so no clean exit of a reader can hang the writer; a kept place is honoured until the rank
+// re-attaches.
+// A crashed writer never exposes a torn record: a record is visible only once its stamp or the tail
+// passed it, and both are stored after the whole record. A writer that died between its stamps and
+// its tail exchange left records a reader may have taken: its successor adopts them
+// (layout::stamped_end), as do the checks that compare a head with the tail.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringcast/error.hpp"
+#include "ringcast/detail/movable.hpp"
+#include "ringcast/detail/wake_ahead.hpp"
+#include "ringcast/layout.hpp"
+#include "ringcast/segment.hpp"
+#include "ringcast/wait.hpp"
+
+namespace ringcast {
+
+// The largest message a reader will reassemble (a corrupt fragment total beyond it is an error).
+inline constexpr std::uint64_t kMaxMessage = 1ULL << 40;
+
+struct WriterOptions {
+    WaitOptions wait{};
+    // While blocked on space for this long, check whether the lagging readers are alive.
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
+    // A dead lagging reader: false → write() throws Error(peer_dead) naming it; true → the rank is
+    // evicted (its head no longer holds the writer; it cannot re-attach) and the writer goes on.
+    bool evict_dead_readers = false;
+    // The creating Writer unlinks the segment's name when destroyed (mappings stay valid).
+    bool unlink_on_destroy = true;
+    // Writer::open of a queue its previous writer closed: false → Error(protocol) (a closed queue
+    // stays closed); true → reopen it: the closed flag is cleared and readers that drained it and
+    // got `closed` receive the new messages if they read again (a restarted gather worker does this).
+    bool reopen_closed = false;
+};
+
+struct ReaderOptions {
+    WaitOptions wait{};
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);  // check the writer this often
+    // attach() of a name that does not exist yet, or exists but is still being created (no magic
+    // yet), waits this long for its writer to create it (a reader started before the writer), then
+    // throws the last error (not_found, or not_ringcast for a foreign object). Zero: fail at once.
+    std::chrono::nanoseconds create_timeout{0};
+    // On a clean detach (destruction): false → the rank is released: the writer stops keeping
+    // messages for it and it cannot re-attach (Error rank_left). true → the writer keeps honouring
+    // its head (and may block on it) until the rank re-attaches and resumes where it left.
+    bool keep_place = false;
+};
+
+// Where a resumable write (Writer::write_parts with progress) stopped. Opaque to callers: start with a
+// default-constructed one per message, pass the same one to every retry of that message.
+struct WriteProgress {
+    std::uint64_t written = 0;  // message bytes already published (0: nothing of it is out)
+    std::uint64_t stream = 0;   // the Writer's stream serial it belongs to (a stale one is not resumed)
+    [[nodiscard]] bool started() const noexcept { return written != 0; }
+};
+
+struct Reservation {
+    Status status = Status::timed_out;
+    std::span<std::byte> bytes{};  // valid until commit(); empty unless status == ok
+};
+
+struct Message {
+    Status status = Status::timed_out;
+    std::span<const std::byte> bytes{};  // valid until release(); empty unless status == ok
+    std::uint64_t tag = 0;
+};
+
+// One record of a message, where it lies in the ring (Reader::peek_fragment): a message of one record
+// is one fragment (offset 0, last()); a fragmented message is one per record, in order.
+struct Fragment {
+    Status status = Status::timed_out;
+    std::span<const std::byte> bytes{};  // this record's part of the message; valid until released
+    std::uint64_t offset = 0;            // where `bytes` go in the message
+    std::uint64_t total = 0;             // the whole message's size (every fragment carries it)
+    std::uint64_t tag = 0;
+    std::uint64_t release_mark = 0;      // Reader::release_fragments(release_mark) frees this record and all before it
+    bool withdrawn = false;              // the writer gave the message up part way: drop it (bytes empty)
+    [[nodiscard]] bool last() const noexcept { return status == Status::ok && !withdrawn && offset + bytes.size() == total; }
+};
+
+// ===================================================================================================
+// Writer. Thread-safety: one thread at a time uses a Writer, except cancel()/clear_cancel(), which any
+// thread may call at any time. One Writer per segment (claimed in the header, pid-checked).
+class Writer {
+public:
+    [[nodiscard]] static Writer create(std::string_view name, const SegmentOptions& segment_options,
+                                       const WriterOptions& options = {});
+    // Become the writer of an existing segment (e.g. created by a launcher).
+    [[nodiscard]] static Writer open(std::string_view name, const WriterOptions& options = {});
+
+    Writer(Writer&& other) noexcept = default;
+    Writer& operator=(Writer&&) = delete;
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+    ~Writer();  // close()s the queue, releases the writer claim, unlinks the name if asked
+
+    // Copies `message` into the ring (fragmented when larger than max_reserve()). Blocks for space
+    // up to `timeout`. On timed_out/cancelled nothing of a small message is visible; of a fragmented
+    // message the fragments already published are withdrawn by an abort record at the next write().
+    // Throws Error(peer_dead) for a dead lagging reader (unless evicting).
+    [[nodiscard]] Status write(std::span<const std::byte> message, std::chrono::nanoseconds timeout = kForever,
+                               std::uint64_t tag = 0);
+
+    // Scatter write: the message is the concatenation of `parts` (no copy is made to join them).
+    // Without `progress`, as write(). With `progress`, a fragmented message that times out (or is
+    // cancelled) stays open: its fragments stay published, `progress` records how far it got, and
+    // calling write_parts again with the same parts and progress resumes where it stopped — so a
+    // caller waiting in bounded slices (a Python binding checking for Ctrl-C) never restarts a large
+    // message. Any other write, reserve or abort_write first withdraws the open message (an abort
+    // record: readers drop what they got of it). Returns ok once the whole message is published.
+    [[nodiscard]] Status write_parts(std::span<const std::span<const std::byte>> parts,
+                                     std::chrono::nanoseconds timeout = kForever, std::uint64_t tag = 0,
+                                     WriteProgress* progress = nullptr);
+    // Fills `dst` (a reserved record in the ring) with the message bytes [offset, offset + dst.size()).
+    // The record is published as soon as it returns, so it returns only once those bytes are in place
+    // (a device copy has completed). It may throw: that record is not published (as a timeout there).
+    using FillFn = void (*)(void* context, std::span<std::byte> dst, std::uint64_t offset);
+    // As write_parts, but the `total` bytes come from `fill`, called once per record in message order
+    // (one call for a message up to max_reserve(), one per fragment beyond): a caller whose bytes are
+    // not in host memory (GPU interop: one DMA per record) writes them straight into the ring.
+    [[nodiscard]] Status write_filled(std::uint64_t total, FillFn fill, void* context,
+                                      std::chrono::nanoseconds timeout = kForever, std::uint64_t tag = 0,
+                                      WriteProgress* progress = nullptr);
+    // Withdraws the open message of `progress` (publishes the abort record now). ok also when nothing
+    // of it was out; timed_out/cancelled if the abort record found no space (it stays owed).
+    [[nodiscard]] Status abort_write(WriteProgress& progress, std::chrono::nanoseconds timeout = kForever);
+
+    // Zero-copy: a span of n bytes in the ring, published by commit(used <= n). n <= max_reserve()
+    // or Error(message_too_large). A second reserve() before commit() replaces the first.
+    [[nodiscard]] Reservation reserve(std::size_t n, std::chrono::nanoseconds timeout = kForever);
+    void commit(std::size_t used, std::uint64_t tag = 0);
+    void commit() { commit(reserved_size_, 0); }
+
+    // A message follows soon: the caller is about to make it (pickle it, copy it from a GPU) and
+    // publish it. Readers asleep now are woken, so that their wake-up runs while it is made instead
+    // of after its publish; each spins for it (wait.hpp, case 3g) about twice as long as this
+    // writer's recent wake-aheads came before their publish, then sleeps again. The publish wakes
+    // whoever sleeps then, as always: a wake-ahead not followed by a message costs the woken readers
+    // that spin, and loses nothing. Readers that sleep on an eventfd are not woken ahead. After a few
+    // wake-aheads in a row whose publish still had to wake readers (the message took longer than
+    // they spin), the next ones are skipped for a while (detail/wake_ahead.hpp). Returns true if a
+    // wake system call was made; with nobody asleep it is one load of the announcement bits.
+    // Thread-safety: any thread (its state is atomic), also while another publishes.
+    bool wake_ahead() noexcept;
+
+    // Readers drain what was published, then get Status::closed. Idempotent.
+    void close() noexcept;
+    [[nodiscard]] bool closed() const noexcept;
+
+    // Until clear_cancel(): the blocking call in progress and every later call that has to wait
+    // return Status::cancelled (a call whose data or space is already there still completes).
+    // Safe from any thread.
+    void cancel() noexcept;
+    void clear_cancel() noexcept { cancelled_.get().store(false, std::memory_order_release); }
+
+    // The liveness check a blocked write() runs every liveness_interval, for callers that wait in
+    // their own slices (the Python binding): throws Error(peer_dead) naming a dead lagging reader, or
+    // evicts it under evict_dead_readers.
+    void check_liveness() { check_lagging_readers(); }
+    // The strategy of later blocking calls (e.g. a caller waiting in slices spins only in its first).
+    void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
+    // After every published record (fragments included) also run w2..w3 of wait.hpp on `bell`,
+    // counting wakes in `wake_calls` (the gather doorbell). Both must outlive the Writer.
+    void set_publish_bell(const SleepSite& bell, std::atomic<std::uint64_t>& wake_calls) noexcept {
+        bell_ = bell;
+        bell_wake_calls_ = &wake_calls;
+    }
+
+    [[nodiscard]] std::size_t max_reserve() const noexcept { return max_payload_; }
+    [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+    [[nodiscard]] std::uint32_t reader_count() const noexcept { return readers_; }
+    [[nodiscard]] const Segment& segment() const noexcept { return segment_; }
+    // Diagnostics from the shared counters.
+    [[nodiscard]] std::uint64_t wake_calls() const noexcept;
+    [[nodiscard]] std::uint64_t space_waits() const noexcept;
+
+    // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this writer sleeps on
+    // while waiting for space; registered on first call (WaitKind::eventfd: at creation), from then on
+    // every wait for space of this Writer sleeps on it. Throws Error(system).
+    [[nodiscard]] int wake_fd();
+    // Announces a wait for room for a message of `message_bytes` (a larger one: for its next
+    // fragment). true: room now, nothing armed — write. false: armed; watch wake_fd(), then
+    // disarm_wake_fd() and retry the write with a zero timeout. Throws Error(permission_denied) when a
+    // reader cannot take the fd.
+    [[nodiscard]] bool arm_wake_fd(std::size_t message_bytes);
+    void disarm_wake_fd() noexcept;
+
+private:
+    friend class WaitSet;  // arms its wait for space among many endpoints (events/waitset.hpp)
+    Writer(Segment segment, const WriterOptions& options, bool owns_name);
+    [[nodiscard]] SleepSite space_site() const noexcept;
+    [[nodiscard]] SleepSite data_site() const noexcept;
+    [[nodiscard]] std::uint64_t min_reader_head_acquire() const noexcept;
+    [[nodiscard]] Status wait_for_space(std::uint64_t need, Timeout& timeout);
+    [[nodiscard]] Status reserve_record(std::uint64_t payload, Timeout& timeout);
+    void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
+    void clear_stamp_ahead(std::uint64_t end) noexcept;
+    [[nodiscard]] Status finish_broken_stream(Timeout& timeout);
+    [[nodiscard]] Status write_stream(FillFn fill, void* context, std::uint64_t total, Timeout& timeout,
+                                      std::uint64_t tag, WriteProgress& progress, bool resumable);
+    // The start of write_parts/write_filled: resume `progress` if it is the open stream, else withdraw
+    // an open stream first. ok: go on writing.
+    [[nodiscard]] Status begin_message(Timeout& timeout, WriteProgress* progress);
+    void check_lagging_readers();
+    static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
+
+    Segment segment_;
+    WriterOptions options_;
+    SpinHistory space_waits_;  // how long waits for space lasted (adaptive hybrid)
+    Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
+    detail::Taken<layout::WriterLine*> line_;  // nullptr: moved from
+    std::byte* data_ = nullptr;
+    std::uint64_t capacity_ = 0;
+    std::uint64_t mask_ = 0;
+    unsigned lap_shift_ = 0;  // log2(capacity): a cursor's lap for its stamp
+    std::size_t max_payload_ = 0;
+    std::uint32_t readers_ = 0;
+    std::uint64_t tail_ = 0;             // local copy: only this Writer stores the shared tail
+    std::uint64_t known_free_end_ = 0;   // tail may grow up to here without rescanning heads
+    std::uint64_t reserved_pos_ = 0;     // where the reserved record's header goes
+    std::uint64_t reserved_size_ = 0;    // payload bytes reserved; 0 with !has_reservation_
+    bool has_reservation_ = false;
+    bool stream_broken_ = false;         // a fragmented write stopped half way: abort it first
+    std::uint64_t stream_serial_ = 1;    // numbers fragmented streams, so a stale WriteProgress is not resumed
+    detail::Taken<bool> owns_name_;
+    std::uint64_t owner_word_ = 0;       // our claim in the header's writer_owner
+    SleepSite bell_{};                   // set_publish_bell(); seq == nullptr: none
+    std::atomic<std::uint64_t>* bell_wake_calls_ = nullptr;
+    detail::MovableFlag cancelled_;  // set by cancel() from any thread
+    detail::AheadClock ahead_;       // wake_ahead(): when it woke readers, how far ahead of a publish
+    std::unique_ptr<EventfdSignaller> reader_eventfds_;  // copies of the readers' eventfds (data wakes)
+    std::unique_ptr<EventfdWaiter> space_eventfd_;       // ours, once registered (wake_fd)
+};
+
+// ===================================================================================================
+// Reader of one rank. Thread-safety: one thread at a time uses a Reader, except cancel()/clear_cancel().
+class GatherCollector;
+class WaitSet;
+
+class Reader {
+public:
+    // The name exists from Writer::create until that Writer is destroyed (WriterOptions::
+    // unlink_on_destroy; mappings stay valid after), so a reader may start first (options.
+    // create_timeout) but not after a creating writer is gone.
+    // Throws Error: rank_in_use when another live process holds the rank; invalid_argument for a rank
+    // out of range; peer_dead for an evicted rank; rank_left for a rank released by a clean detach;
+    // corrupt for a slot whose head is impossible; everything Segment::open throws.
+    [[nodiscard]] static Reader attach(std::string_view name, std::uint32_t rank, const ReaderOptions& options = {});
+
+    Reader(Reader&& other) noexcept = default;
+    Reader& operator=(Reader&&) = delete;
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+    ~Reader();  // detaches: releases the rank, or keeps its place (ReaderOptions::keep_place)
+
+    // Zero-copy: the next message, valid until release(). A fragmented message is reassembled into this
+    // reader's own buffer (its fragments are released as they are copied). Calling peek() again before
+    // release() returns the same message. Throws Error(corrupt) on an impossible record header and
+    // Error(peer_dead) if the writer died.
+    [[nodiscard]] Message peek(std::chrono::nanoseconds timeout = kForever);
+    void release();
+    // Copying read: `into` is resized to the message.
+    [[nodiscard]] Status read(std::vector<std::byte>& into, std::chrono::nanoseconds timeout = kForever,
+                              std::uint64_t* tag = nullptr);
+
+    // Record-by-record reading, for callers that move each record elsewhere themselves (GPU interop: one
+    // DMA per record, no reassembly copy): the next record of the message being read. Nothing is
+    // released: its bytes stay valid, and the writer cannot overwrite them, until release_fragments()
+    // with its release_mark (or a later one), so several records may be held while their copies run.
+    // While any is held it does not wait (as with a zero timeout): a held record may be the very space
+    // the writer needs to publish the next one, so waiting while holding could wait forever — release
+    // what is done, then wait. withdrawn: the writer gave the message up (an abort record): drop what
+    // arrived of it (release its mark too). closed in the middle of a message: it never completes.
+    // A new message does not start while records of the previous one are held (Error(protocol)); nor
+    // while peek() has a message open, and peek() refuses while a message is open here.
+    [[nodiscard]] Fragment peek_fragment(std::chrono::nanoseconds timeout = kForever);
+    // Frees the records up to `mark` (a release_mark peek_fragment returned, not below an earlier one).
+    void release_fragments(std::uint64_t mark);
+    // Hands the message being read back, none of it released yet (Error(protocol) otherwise): the next
+    // peek() or peek_fragment() returns it from its start (a caller that found no room for it).
+    void rewind_fragments();
+    // Gives the message being read up: frees every record handed out; the rest of its records are
+    // skipped by the next peek() / peek_fragment() (as by a rank that attached in mid-message).
+    void abandon_fragments();
+
+    void cancel() noexcept;
+    void clear_cancel() noexcept { cancelled_.get().store(false, std::memory_order_release); }
+
+    // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
+    // writer died without closing.
+    void check_liveness() const { check_writer(); }
+    void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
+    [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
+
+    [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
+    [[nodiscard]] const Segment& segment() const noexcept { return segment_; }
+    [[nodiscard]] std::uint64_t waits() const noexcept;       // futex_wait calls of this rank
+    [[nodiscard]] std::uint64_t wake_calls() const noexcept;  // space wakes this rank made
+
+    // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this rank sleeps on
+    // while waiting for data; registered on first call (WaitKind::eventfd: at attach), from then on
+    // every wait of this Reader sleeps on it. Throws Error(system).
+    [[nodiscard]] int wake_fd();
+    // Announces a wait for data. true: a message (or the close) is there now, nothing armed — peek.
+    // false: armed; watch wake_fd(), then disarm_wake_fd() and peek with a zero timeout (a wake may
+    // find nothing: arm again). Throws Error(permission_denied) when the writer cannot take the fd.
+    [[nodiscard]] bool arm_wake_fd();
+    void disarm_wake_fd() noexcept;
+
+private:
+    friend class GatherCollector;  // waits on many readers at once (gather.hpp)
+    friend class WaitSet;          // arms it among many endpoints (events/waitset.hpp)
+    Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options);
+    // One look, no waiting: loads tail and the closed flag. True if peek() would not block.
+    [[nodiscard]] bool poll_acquire() noexcept;
+    [[nodiscard]] bool stamped_at_head() noexcept;
+    [[nodiscard]] SleepSite data_site() const noexcept;
+    [[nodiscard]] SleepSite space_site() const noexcept;
+    friend class Writer;  // clears an evicted rank's announcement bit (E1)
+    [[nodiscard]] static SleepSite data_site_of(const Segment& segment, std::uint32_t rank) noexcept;
+    void release_claim(layout::SlotState to) noexcept;
+    [[nodiscard]] Status wait_for_data(Timeout& timeout);
+    void store_head(std::uint64_t new_head) noexcept;
+    void check_writer() const;
+    static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
+    [[noreturn]] void corrupt(const std::string& why) const;
+    // The header of the record at head_ (cached_tail_ > head_), checked against what the writer can have
+    // published: a corrupt header must not make us read outside the ring or past the tail.
+    struct RecordAt {
+        std::uint32_t kind;
+        std::uint64_t length;  // payload bytes (padding: to the ring's end)
+        std::uint64_t tag;
+        const std::byte* payload;
+        std::uint64_t end;     // head_ after this record
+    };
+    [[nodiscard]] RecordAt record_at_head() const;
+    [[noreturn]] void refuse_fragment_mix(const char* call) const;
+
+    Segment segment_;
+    ReaderOptions options_;
+    SpinHistory data_waits_;  // how long waits for data lasted (adaptive hybrid)
+    Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
+    layout::WriterLine* line_ = nullptr;
+    detail::Taken<layout::ReaderSlot*> slot_;  // nullptr: moved from
+    std::byte* data_ = nullptr;
+    std::uint64_t capacity_ = 0;
+    std::uint64_t mask_ = 0;
+    unsigned lap_shift_ = 0;  // log2(capacity): the lap a stamp at head_ must carry
+    std::uint64_t max_payload_ = 0;
+    std::uint32_t rank_ = 0;
+    std::uint64_t head_ = 0;         // next record to look at; the shared head lags it until release()
+    std::uint64_t cached_tail_ = 0;  // published up to here (the last tail seen, or the end of the record
+                                     // stamped at head_): no shared load while head_ < cached_tail_
+    std::uint64_t pending_end_ = 0;  // head after release() of the peeked message
+    bool has_pending_ = false;
+    Message pending_{};
+    // Reassembly of a fragmented message.
+    std::unique_ptr<std::byte[]> assembly_;
+    std::uint64_t assembly_capacity_ = 0;  // bytes allocated (kept across messages)
+    std::uint64_t assembly_size_ = 0;      // the announced total of the message being assembled
+    std::uint64_t assembly_filled_ = 0;    // bytes copied so far
+    std::uint64_t assembly_tag_ = 0;
+    bool assembling_ = false;
+    // Record-by-record reading (peek_fragment). The shared head lags head_ while records are held.
+    bool streaming_ = false;              // a fragmented message is open: its first record handed out, not its last
+    bool fragments_held_ = false;         // records handed out and not yet released (shared head < head_)
+    bool message_partly_released_ = false;  // release_fragments freed part of the open message (no rewind)
+    std::uint64_t stream_total_ = 0;
+    std::uint64_t stream_offset_ = 0;     // message bytes handed out so far
+    std::uint64_t stream_tag_ = 0;
+    std::uint64_t message_end_mark_ = 0;  // release_mark of a handed-out last record: its release counts the message
+    std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word
+    detail::MovableFlag cancelled_;  // set by cancel() from any thread
+    // Case 3g of block_until (Writer::wake_ahead): the spin of a reader woken ahead of a message, from
+    // the options it attached with — a hybrid reader's, also while a caller waiting in slices has
+    // set_wait() a later slice to sleep at once (the Python binding); zero max: none.
+    std::chrono::nanoseconds ahead_min_{0};
+    std::chrono::nanoseconds ahead_max_{0};
+    std::unique_ptr<EventfdSignaller> writer_eventfd_;  // a copy of the writer's eventfd (space wakes)
+    std::unique_ptr<EventfdWaiter> data_eventfd_;       // ours, once registered (wake_fd)
+};
+
+}  // namespace ringcast
+
+#include "ringcast/detail/ring_inl.hpp"
