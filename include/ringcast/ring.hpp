@@ -382,6 +382,7 @@ private:
         std::uint64_t end;     // head_ after this record
     };
     [[nodiscard]] RecordAt record_at_head() const;
+    [[nodiscard]] Message keep_pending(Message m) noexcept;  // pending_ = m, returned from m
     [[noreturn]] void refuse_fragment_mix(const char* call) const;
 
     Segment segment_;

@@ -68,6 +68,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <sched.h>
@@ -615,6 +616,22 @@ struct WaitTiming {
 // gather's pending rings in general.
 inline constexpr std::uint32_t kSpinStepsPerClockRead = 64;
 
+// A spin step's look. A condition may offer a cheaper one for spinning, ready(SpinLook{}): true only
+// where ready() is true, but allowed to miss what ready() finds (a caught-up reader looks at the
+// record's stamp and not at the tail's line, which the writer stores on every publish: 0.03-0.05 us of
+// a core-to-core round trip, docs/benchmarks.md). The spin makes the full look at each checkpoint
+// (every kSpinStepsPerClockRead steps), and every re-check of the sleep phase (3d) is the full look,
+// so what only it finds is found at the next checkpoint, and the wake argument above is untouched.
+struct SpinLook {};
+template <class Ready>
+[[nodiscard]] bool spin_look(Ready& ready) {
+    if constexpr (std::is_invocable_r_v<bool, Ready&, SpinLook>) {
+        return ready(SpinLook{});
+    } else {
+        return ready();
+    }
+}
+
 // Waits until `ready()` returns true. `ready` must only read shared state (it may be called many
 // times) and must load the shared words it depends on itself (the fence in 3b orders those loads).
 // `timing`, if given, learns when the loop first read the clock (the adaptive wrapper's wait start).
@@ -655,8 +672,9 @@ template <WaitStrategy S, class Ready>
         Deadline spin_end{};
         for (std::uint32_t i = 1;; ++i) {
             strategy.relax(i);
-            if (ready()) return WaitOutcome::ready;
+            if (spin_look(ready)) return WaitOutcome::ready;
             if ((i & (kSpinStepsPerClockRead - 1)) == 0) {
+                if (ready()) return WaitOutcome::ready;  // the full look (SpinLook), once per checkpoint
                 if (is_cancelled()) return WaitOutcome::cancelled;
                 if (!liveness) {  // (2a) the first read: the spin's budget counts from here
                     start_clock();
