@@ -322,8 +322,9 @@ int cmd_strategies(int argc, char** argv) {
 // The core hop, measured fairly on a VM whose speed drifts: strategies and matrix measure each row
 // once, one after the other, so a ratio to the floor also carries whatever the host did between the
 // two rows (the floor moved 0.36–0.75 µs between back-to-back tables on the 16-core machine). Here
-// the floor and the ringcast rows alternate in short rounds (the order rotated each round, so no
-// row always follows the same one) and each round's ratio uses that round's floor.
+// the floor and the ringcast rows alternate in short rounds — the order rotated each round and
+// reversed every other one, so no row keeps its place or its neighbour — and each round's ratio uses
+// that round's floor. A row runs for its time (--rtt-seconds), not for a count of round trips.
 int cmd_hop(int argc, char** argv) {
     const Args a = parse(argc, argv, {"--readers", "--size", "--rounds", "--rtt-seconds", "--json"}, {"--pin"});
     const auto readers = std::uint32_t(to_u64("--readers", a.get("--readers", "2"), 1, 64));
@@ -333,21 +334,29 @@ int cmd_hop(int argc, char** argv) {
     PhaseLimits lim;
     lim.warmup_s = 0.1;
     lim.rtt_s = to_seconds("--rtt-seconds", a.get("--rtt-seconds", "0.4"));
-    lim.rtt_max_iters = 200'000;
-    lim.stream = false;  // round trips only: the floor cannot stream
+    lim.rtt_max_iters = 1'000'000'000;  // bounded by rtt_s: a fast row must not stop early
+    lim.stream = false;                  // round trips only: the floor cannot stream
     const std::vector<std::string> names = {"floor_atomic", "spin", "hybrid", "hybrid_adapt"};
     Machine m = describe_machine();
     std::printf("ringcast hop: 1 writer -> %u reader processes, %s messages, 8 B replies, %s; %zu rounds, each\n"
-                "running %s in a rotated order (%.1f s of round trips per row)\n",
-                readers, size_name(size).c_str(), pin ? "pinned" : "unpinned", rounds, "floor_atomic, spin, hybrid, hybrid_adapt",
-                lim.rtt_s);
+                "running %s in a rotated order, reversed every other round (%.2f s of round trips per row;\n"
+                "hybrid: the fixed 10 us spin, the matrix's target row; hybrid_adapt: the library's default)\n",
+                readers, size_name(size).c_str(), pin ? "pinned" : "unpinned", rounds,
+                "floor_atomic, spin, hybrid, hybrid_adapt", lim.rtt_s);
     std::printf("machine: %s; load average at start: %s\n\n", machine_line(m).c_str(), m.load_start.c_str());
-    std::vector<std::vector<double>> p50(names.size());  // [row][round], ns
+    std::vector<std::vector<double>> p50(names.size());                // [row][round], ns
+    std::vector<std::vector<std::size_t>> samples(names.size());       // [row][round], round trips
+    std::vector<std::vector<std::size_t>> orders(rounds);              // [round]: the rows in the order run
     for (std::size_t k = 0; k < rounds; ++k) {
         for (std::size_t j = 0; j < names.size(); ++j) {
-            const std::size_t i = (j + k) % names.size();
+            const std::size_t step = k % 2 == 0 ? j : names.size() - 1 - j;
+            orders[k].push_back((step + k / 2) % names.size());
+        }
+        for (const std::size_t i : orders[k]) {
             std::fprintf(stderr, "  round %zu: %s...\n", k + 1, names[i].c_str());
-            p50[i].push_back(run_config(*find_system(names[i]), size, readers, lim, {pin}).p50);
+            const RunResult r = run_config(*find_system(names[i]), size, readers, lim, {pin});
+            p50[i].push_back(r.p50);
+            samples[i].push_back(r.rtt_ns.size());
         }
     }
     // Round k's ratio of row i: its p50 over the same round's floor.
@@ -362,6 +371,12 @@ int cmd_hop(int argc, char** argv) {
         for (double v : p50[i]) std::printf(" %6s", us(v).c_str());
         std::printf("\n");
     }
+    std::printf("order per round (f floor_atomic, s spin, h hybrid, a hybrid_adapt):");
+    for (const auto& order : orders) {
+        std::printf(" ");
+        for (const std::size_t i : order) std::printf("%c", "fsha"[i]);
+    }
+    std::printf("\n");
     std::printf("\n%-13s %s\n", "x floor", "round 1..N, then the median of the rounds and how many <= 1.30");
     for (std::size_t i = 1; i < names.size(); ++i) {
         const auto r = ratios(i);
@@ -382,9 +397,16 @@ int cmd_hop(int argc, char** argv) {
           << ",\"load_start\":" << json_str(m.load_start) << ",\"load_end\":" << json_str(m.load_end)
           << "},\"readers\":" << readers << ",\"size\":" << size << ",\"pinned\":" << (pin ? "true" : "false")
           << ",\"rtt_seconds\":" << json_num(lim.rtt_s) << ",\"rows\":[";
+        const auto counts = [](const std::vector<std::size_t>& v) {
+            std::string out = "[";
+            for (std::size_t x = 0; x < v.size(); ++x) out += (x ? "," : "") + std::to_string(v[x]);
+            return out + "]";
+        };
         for (std::size_t i = 0; i < names.size(); ++i)
             f << (i ? "," : "") << "{\"system\":" << json_str(names[i]) << ",\"p50_ns\":" << json_arr(p50[i])
-              << ",\"over_floor_atomic\":" << json_arr(ratios(i)) << "}";
+              << ",\"round_trips\":" << counts(samples[i]) << ",\"over_floor_atomic\":" << json_arr(ratios(i)) << "}";
+        f << "],\"orders\":[";
+        for (std::size_t k = 0; k < rounds; ++k) f << (k ? "," : "") << counts(orders[k]);
         f << "],\"hybrid_over_floor_median\":" << json_num(hybrid_median) << "}\n";
         if (!f) throw BenchError("cannot write " + a.get("--json", ""));
     }

@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
 # ringcast-bench hop: the floor and the ringcast rows alternate in rounds, and every ratio it prints is
 # that round's p50 over the same round's floor (the figure the core-hop target is stated on). A short
-# run (1 reader, 2 rounds of 50 ms rows) checks the arithmetic from its JSON, the text's summary line,
-# and that a bad option is refused with its name.
+# run (1 reader, 3 rounds of 50 ms rows) checks the arithmetic from its JSON against the text, the
+# rounds' orders, and that a bad option is refused with its name.
 set -euo pipefail
 bench=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$bench" hop --readers 1 --rounds 2 --rtt-seconds 0.05 --json "$dir/hop.json" > "$dir/hop.txt" 2> "$dir/err.txt"
+"$bench" hop --readers 1 --rounds 3 --rtt-seconds 0.05 --json "$dir/hop.json" > "$dir/hop.txt" 2> "$dir/err.txt"
 grep -q "^hybrid RTT / atomic floor, median of the rounds: [0-9.]* (target <= 1.30: \(met\|MISSED\))" "$dir/hop.txt"
 python3 - "$dir/hop.json" "$dir/hop.txt" <<'PY'
-import json, statistics, sys
+import json, re, statistics, sys
 d = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
 rows = {r["system"]: r for r in d["rows"]}
-assert list(rows) == ["floor_atomic", "spin", "hybrid", "hybrid_adapt"], list(rows)
+names = ["floor_atomic", "spin", "hybrid", "hybrid_adapt"]
+assert list(rows) == names, list(rows)
 floor = rows["floor_atomic"]["p50_ns"]
-assert len(floor) == 2 and all(v > 0 for v in floor), floor
+assert len(floor) == 3 and all(v > 0 for v in floor), floor
 for name, r in rows.items():
-    assert len(r["p50_ns"]) == 2 and all(v > 0 for v in r["p50_ns"]), (name, r)
+    assert len(r["p50_ns"]) == 3 and all(v > 0 for v in r["p50_ns"]), (name, r)
+    assert len(r["round_trips"]) == 3 and all(n > 100 for n in r["round_trips"]), (name, r)
     want = [p / f for p, f in zip(r["p50_ns"], floor)]
     assert all(abs(a - b) <= 1e-4 * b for a, b in zip(r["over_floor_atomic"], want)), (name, r, want)
+    if name != "floor_atomic":  # the text's row: each round's ratio, their median, the count <= 1.30
+        m = re.search(r"^%-13s((?: +[\d.]+){3})   median ([\d.]+), <= 1\.30 in (\d) of 3$" % name, text, re.M)
+        assert m, (name, text)
+        shown = [float(x) for x in m.group(1).split()]
+        assert all(abs(a - b) <= 0.0051 for a, b in zip(shown, r["over_floor_atomic"])), (name, shown, r)
+        assert abs(float(m.group(2)) - statistics.median(r["over_floor_atomic"])) <= 0.0051, (name, m.group(0))
+        assert int(m.group(3)) == sum(v <= 1.3 for v in r["over_floor_atomic"]), (name, m.group(0))
+# Every round runs each row once; the order moves: no row keeps its place, rounds 2k+1 run backwards.
+orders = d["orders"]
+assert len(orders) == 3 and all(sorted(o) == [0, 1, 2, 3] for o in orders), orders
+assert orders[0] == [0, 1, 2, 3] and orders[1] == [3, 2, 1, 0] and orders[2] == [1, 2, 3, 0], orders
+letters = " ".join("".join("fsha"[i] for i in o) for o in orders)
+assert "order per round (f floor_atomic, s spin, h hybrid, a hybrid_adapt): " + letters in text, (letters, text)
 hybrid = rows["hybrid"]["over_floor_atomic"]
 assert abs(d["hybrid_over_floor_median"] - statistics.median(hybrid)) <= 1e-4 * statistics.median(hybrid), d
 line = "hybrid RTT / atomic floor, median of the rounds: %.2f" % statistics.median(hybrid)
