@@ -555,11 +555,13 @@ TEST(Stamps, AStampedRecordWhoseTailNeverMovedIsAdopted) {
     EXPECT_EQ(got, bytes_of(50, 2));
 }
 
-// A spinning reader looks at the stamp alone on each step (SpinLook in wait.hpp) and at the tail only
-// at its checkpoints: what only the tail shows must still be found while it spins. Here the tail moves
-// past a record that carries no stamp (a corrupt ring: nothing but the tail says it is there) and then
-// the writer closes; a spinning reader reports the record as corrupt, and a spinning reader of a
-// drained queue sees it closed — each long before its deadline.
+// A spinning reader looks at the stamp alone on each step (SpinLook in wait.hpp) and at the tail and
+// the closed flag only at its checkpoints: what only they show must still be found while it spins, long
+// before its deadline (whose last look would find it too). Here the tail moves past a record that
+// carries no stamp (a corrupt ring: nothing but the tail says it is there): the spinning reader reports
+// it as corrupt. (Next test: a spinning reader of a drained queue sees it close.) The forger writes
+// through the reader's own mapping, so that TSan sees the length and the tail's release as the
+// reader's acquire pairs with them.
 TEST(Stamps, ASpinningReaderFindsWhatOnlyTheTailShows) {
     ScopedName n("spintail");
     auto w = Writer::create(n, SegmentOptions{.readers = 1, .capacity = 64 << 10});
@@ -568,13 +570,13 @@ TEST(Stamps, ASpinningReaderFindsWhatOnlyTheTailShows) {
     auto r = Reader::attach(n, 0, spin);
     std::vector<std::byte> got;
     ASSERT_EQ(r.read(got, 0ns), Status::timed_out);  // caught up: it polls the stamp at 0 from now on
+    const auto t0 = std::chrono::steady_clock::now();
     std::thread forger([&] {
         std::this_thread::sleep_for(20ms);
-        auto& h = layout::record_at(w.segment().data(), 0);
+        auto& h = layout::record_at(r.segment().data(), 0);
         h.length = 8;  // a header without a stamp, then the tail past it
-        w.segment().writer_line().tail.store(layout::record_size(8), std::memory_order_release);
+        r.segment().writer_line().tail.store(layout::record_size(8), std::memory_order_release);
     });
-    const auto t0 = std::chrono::steady_clock::now();
     EXPECT_THROW((void)r.read(got, 2s), Error) << "the record only the tail shows was not found while spinning";
     forger.join();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
@@ -582,18 +584,18 @@ TEST(Stamps, ASpinningReaderFindsWhatOnlyTheTailShows) {
 
 TEST(Stamps, ASpinningReaderSeesItsQueueClose) {
     ScopedName n("spinclose");
-    std::optional<Writer> w(Writer::create(n, SegmentOptions{.readers = 1, .capacity = 64 << 10}));
+    auto w = Writer::create(n, SegmentOptions{.readers = 1, .capacity = 64 << 10});
     ReaderOptions spin;
     spin.wait.kind = WaitKind::spin;
     auto r = Reader::attach(n, 0, spin);
     std::vector<std::byte> got;
-    ASSERT_EQ(w->write(bytes_of(8, 1), 0ns), Status::ok);
+    ASSERT_EQ(w.write(bytes_of(8, 1), 0ns), Status::ok);
     ASSERT_EQ(r.read(got, 0ns), Status::ok);
+    const auto t0 = std::chrono::steady_clock::now();
     std::thread closer([&] {
         std::this_thread::sleep_for(20ms);
-        w->close();
+        w.close();
     });
-    const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(r.read(got, 2s), Status::closed);
     closer.join();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);

@@ -616,16 +616,20 @@ struct WaitTiming {
 // gather's pending rings in general.
 inline constexpr std::uint32_t kSpinStepsPerClockRead = 64;
 
-// A spin step's look. A condition may offer a cheaper one for spinning, ready(SpinLook{}): true only
-// where ready() is true, but allowed to miss what ready() finds (a caught-up reader looks at the
-// record's stamp and not at the tail's line, which the writer stores on every publish: 0.03-0.05 us of
-// a core-to-core round trip, docs/benchmarks.md). The spin makes the full look at each checkpoint
-// (every kSpinStepsPerClockRead steps), and every re-check of the sleep phase (3d) is the full look,
-// so what only it finds is found at the next checkpoint, and the wake argument above is untouched.
+// A spin step's look. A condition may offer a cheaper one for spinning, ready(SpinLook{}), by declaring
+// a static member function spin_look_tag(): true only where ready() is true at that instant, changing
+// no state but what ready() would change in returning true; allowed to miss what ready() finds. (A caught-up
+// reader looks at the record's stamp and not at the tail's line, which the writer stores on every
+// publish; docs/benchmarks.md.) It is never the re-check before a sleep (3d): every re-check, the
+// look of case 1, the deadline's and the full look at each checkpoint of the spin (every
+// kSpinStepsPerClockRead steps) call ready(), so what only ready() finds is found at most
+// kSpinStepsPerClockRead - 1 steps later (~1-4 us of pause steps), and the wake argument above is
+// untouched. Not for SpinYield, whose every step is a sched_yield: 63 of them beside a busy thread
+// take tens of ms, against the ~0.04 us a look at the tail costs.
 struct SpinLook {};
 template <class Ready>
 [[nodiscard]] bool spin_look(Ready& ready) {
-    if constexpr (std::is_invocable_r_v<bool, Ready&, SpinLook>) {
+    if constexpr (requires { std::remove_cvref_t<Ready>::spin_look_tag(); }) {
         return ready(SpinLook{});
     } else {
         return ready();
@@ -672,9 +676,9 @@ template <WaitStrategy S, class Ready>
         Deadline spin_end{};
         for (std::uint32_t i = 1;; ++i) {
             strategy.relax(i);
-            if (spin_look(ready)) return WaitOutcome::ready;
+            if (S::kind == WaitKind::spin_yield ? ready() : spin_look(ready)) return WaitOutcome::ready;
             if ((i & (kSpinStepsPerClockRead - 1)) == 0) {
-                if (ready()) return WaitOutcome::ready;  // the full look (SpinLook), once per checkpoint
+                if (ready()) return WaitOutcome::ready;  // the full look (see SpinLook), once per checkpoint
                 if (is_cancelled()) return WaitOutcome::cancelled;
                 if (!liveness) {  // (2a) the first read: the spin's budget counts from here
                     start_clock();
@@ -744,8 +748,8 @@ template <WaitStrategy S, class Ready>
             idle_tick(now);
             // 3g: woken, and nothing there. The waker may have woken us ahead of a message it is
             // still making (Writer::wake_ahead): spin for as long as it said that takes, politely
-            // (the CPU may be the writer's), then sleep again from 3a. Spinning only re-checks
-            // ready(), as case 2 does: no wake depends on it.
+            // (the CPU may be the writer's), then sleep again from 3a. Spinning re-checks the full
+            // ready() on every step: no wake depends on it.
             if (ctx.ahead_us != nullptr && (r == FutexWaitResult::woken || r == FutexWaitResult::value_changed)) {
                 const auto said = std::chrono::microseconds{ctx.ahead_us->load(std::memory_order_relaxed)};
                 const auto spin = std::clamp<std::chrono::nanoseconds>(said, ctx.ahead_min,

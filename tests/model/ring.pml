@@ -104,7 +104,9 @@
  * WHAT IS ABSTRACTED AWAY
  *   - Record framing, padding, fragments, byte sizes: one message = one slot.
  *     (Fragmented messages in a gather reply ring: tests/model/gather.pml.)
- *   - Case 2 of block_until, the bounded spin: it only repeats case 1.
+ *   - Case 2 of block_until, the bounded spin: it only repeats case 1 (its
+ *     steps may look at part of it, a reader's stamp alone (SpinLook); every
+ *     checkpoint and every way out of the spin looks at all of it).
  *   - Timeouts / EINTR / spurious futex returns of the readers: off by
  *     default, because the protocol must not need them (they would mask lost
  *     wake-ups).  -DSPURIOUS lets every futex_wait return early at any time.
@@ -505,7 +507,8 @@ active [N] proctype Reader()              /* _pid 0..N-1 = reader rank */
             :: atomic { AVAIL -> LOAD_SECOND }; break    /* case 1: tail > my head or closed: return */
             :: atomic { !AVAIL -> t = 0; c = 0 }         /* case 1: nothing: go on */
             fi;
-            /* case 2 (bounded spin re-checking case 1): abstracted, adds no behaviour */
+            /* case 2 (bounded spin re-checking case 1, in part on its steps (SpinLook),
+               in full at its checkpoints and before it ends): abstracted, adds no behaviour */
 #ifndef BUG_DRAIN_AFTER_RECHECK
             if
             :: IS_EFD(_pid) -> efd[_pid] = 0             /* 3a': drain the eventfd (read), before 3a */

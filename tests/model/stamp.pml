@@ -7,8 +7,10 @@
  *      Writer::clear_stamp_ahead, Writer::commit_record 2b,
  *      Reader::stamped_at_head, Reader::poll_acquire, Reader::record_at_head).
  * Checked by tests/model/check.sh. The sleep handshake is not modelled here:
- * the stamp only adds a way for poll_acquire to say "ready"; a poll that finds
- * no stamp still loads the tail, which is the cursor whose handshake
+ * the stamp only adds a way for poll_acquire to say "ready"; a full look that
+ * finds no stamp still loads the tail (every re-check before a sleep, and each
+ * checkpoint of a spin, whose other steps may look at the stamp alone:
+ * SpinLook in wait.hpp), the cursor whose handshake
  * tests/model/ring.pml checks (a stamp is stored before that tail, so a
  * "ready" by stamp is never a record the tail would not have shown).
  *

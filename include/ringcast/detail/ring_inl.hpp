@@ -374,6 +374,7 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     // so closed + (tail == head_) means drained. A spin step looks at the stamp alone (SpinLook in
     // wait.hpp): the tail's line is not loaded on every step while the writer stores it on every publish.
     struct HasData {
+        static void spin_look_tag() noexcept {}  // opts in to SpinLook (wait.hpp)
         Reader& r;
         bool operator()() const { return r.poll_acquire(); }
         bool operator()(SpinLook) const { return r.has_pending_ || r.head_ < r.cached_tail_ || r.stamped_at_head(); }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 15, call C (packed into $OUT/s15c.tgz): bench_handover.py — what a transport can take off a sync
-# Python step — W=2 and 8, all-rank and single-rank, W=16 all-rank; 5 alternated rounds each.
+# Python step — W=2 and 8 (each run does both reply modes); 5 alternated rounds each. (As kept here: the
+# first two calls ran W=16 and separate --single runs too, with the bench's earlier options.)
 set -uo pipefail
 out=${OUT:-/tmp/out}; work=/tmp/s15c; mkdir -p "$out" "$work"
 pack() { date -u > "$work/date.txt"; tar czf "$out/s15c.tgz" -C "$work" . ; }
