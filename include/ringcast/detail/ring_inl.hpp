@@ -356,11 +356,13 @@ inline bool Reader::stamped_at_head() noexcept {
     return true;
 }
 
+// A record at head_ by what this reader holds or by the stamp alone: no load of the tail's line.
+inline bool Reader::stamp_look() noexcept { return has_pending_ || head_ < cached_tail_ || stamped_at_head(); }
+
 // Stamp first: while the writer is idle the three loads hit this core's cache; when it publishes, the
 // record's line is the one fetched, and the tail's line is not needed for the message.
 inline bool Reader::poll_acquire() noexcept {
-    if (has_pending_ || head_ < cached_tail_) return true;
-    if (stamped_at_head()) return true;
+    if (stamp_look()) return true;
     const bool closed = (segment_.header().flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
     cached_tail_ = line_->tail.load(std::memory_order_acquire);  // pairs with Writer::commit_record
     return head_ < cached_tail_ || closed;
@@ -377,7 +379,7 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
         static void spin_look_tag() noexcept {}  // opts in to SpinLook (wait.hpp)
         Reader& r;
         bool operator()() const { return r.poll_acquire(); }
-        bool operator()(SpinLook) const { return r.has_pending_ || r.head_ < r.cached_tail_ || r.stamped_at_head(); }
+        bool operator()(SpinLook) const { return r.stamp_look(); }
     } has_data{*this};
     if (has_data()) return head_ < cached_tail_ ? Status::ok : Status::closed;  // no clock read
     const SleepSite site = data_site();
