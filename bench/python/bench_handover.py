@@ -28,7 +28,6 @@ against what an all-rank step's executor does more: unpickle W - 1 further repli
         [--steps 2000] [--calls 3000]
 """
 import argparse
-import ctypes
 import os
 import pickle
 import platform
@@ -41,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "showdown"))
 
 import ringcast  # noqa: E402
-from showdown import Baseline, RingcastGather, scheduler_output  # noqa: E402
+from showdown import Baseline, RingcastGather, fork_workers, kill_workers, scheduler_output  # noqa: E402
 from spin_yield_mq import SpinYieldQueue  # noqa: E402
 
 VARIANTS = {"a": Baseline, "c": RingcastGather}
@@ -66,9 +65,6 @@ def reply_obj(payload, step, rank):
 
 
 def worker(transport, rank, payload, reply_all):
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: no orphan spins on
-    if os.getppid() == 1:
-        os._exit(1)
     recv, reply, cleanup, _ = transport.worker_endpoints(rank)
     while True:
         msg = recv()
@@ -101,14 +97,7 @@ def one_round(name, workers, payload, steps, reply_all):
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(ROUND_LIMIT_S)
     try:
-        for rank in range(workers):
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    worker(transport, rank, payload, reply_all)
-                finally:
-                    os._exit(1)
-            pids.append(pid)
+        fork_workers(pids, workers, lambda rank: worker(transport, rank, payload, reply_all))
         if hasattr(transport, "connect"):
             transport.connect()
         ranks = list(range(workers)) if reply_all else [0]
@@ -135,12 +124,7 @@ def one_round(name, workers, payload, steps, reply_all):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-        for pid in pids:  # never leave a spinning worker behind
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+        kill_workers(pids)  # those not reaped above
         transport.close()
 
 

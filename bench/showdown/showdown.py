@@ -320,11 +320,34 @@ TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": 
               "e": RingcastGatherPureSpin, "f": RingcastGatherNoWakeAhead}
 
 
+def fork_workers(pids, workers, body):
+    """Forks `workers` processes, each running body(rank) and exiting; their pids go into `pids` as they
+    start, so that a caller's kill_workers(pids) reaches every one started. Each dies with its parent: a
+    spin-waiting orphan would burn a core forever."""
+    for rank in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+                if os.getppid() == 1:
+                    os._exit(1)
+                body(rank)
+            finally:
+                os._exit(1)
+        pids.append(pid)
+
+
+def kill_workers(pids):
+    """Never leaves a spinning worker behind: SIGKILL and reap every pid in `pids`."""
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+            os.waitpid(p, 0)
+        except OSError:
+            pass
+
+
 def worker_main(transport, rank, work, reply_all):
-    # Die with the executor: a spin-waiting orphan would burn a core forever.
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() == 1:
-        os._exit(1)
     if PINNING["workers"]:
         os.sched_setaffinity(0, {PINNING["workers"][rank]})
     recv, reply, cleanup, sleeps = transport.worker_endpoints(rank)
@@ -404,24 +427,12 @@ def run_variant(kind, workers, steps, work, reply_all, prep, idle_s=1.0):
     try:
         return measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s)
     except BaseException:
-        for p in pids:  # never leave spinning workers behind
-            try:
-                os.kill(p, 9)
-                os.waitpid(p, 0)
-            except OSError:
-                pass
+        kill_workers(pids)
         raise
 
 
 def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s):
-    for rank in range(workers):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                worker_main(transport, rank, work, reply_all)
-            finally:
-                os._exit(1)
-        pids.append(pid)
+    fork_workers(pids, workers, lambda rank: worker_main(transport, rank, work, reply_all))
     if hasattr(transport, "connect"):
         transport.connect()
     ranks = list(range(workers)) if reply_all else [0]
