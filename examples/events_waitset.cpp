@@ -29,46 +29,47 @@ int main(int argc, char** argv) {
     auto replies = ringcast::GatherCollector::create(group, {.ranks = 2});
     const pid_t child = ::fork();
     if (child == 0) {
-        auto wa = ringcast::Writer::create(jobs, {.readers = 1, .capacity = 1 << 16});
-        auto wb = ringcast::Writer::create(logs, {.readers = 1, .capacity = 1 << 16});
-        auto w0 = ringcast::GatherWorker::attach(group, 0), w1 = ringcast::GatherWorker::attach(group, 1);
-        // The names go with this process: publish once the loop's readers are attached.
-        const auto attached = [](const ringcast::Writer& w) {
-            return ringcast::layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state ==
-                   ringcast::layout::SlotState::attached;
-        };
-        for (int t = 0; !(attached(wa) && attached(wb)); ++t) {
-            if (t > 10000) ::_exit(1);
-            std::this_thread::sleep_for(1ms);
-        }
-        for (int i = 0; i < kMessages; ++i) {
-            const std::string m = "message " + std::to_string(i);
-            const auto bytes = std::as_bytes(std::span(m));
-            if ((wa.write(bytes, 5s) != ringcast::Status::ok) || (wb.write(bytes, 5s) != ringcast::Status::ok)) ::_exit(1);
-            if (i % 10 == 9) {
-                const std::uint64_t step = static_cast<std::uint64_t>(i / 10);
-                if (w0.reply(step, bytes, 5s) != ringcast::Status::ok || w1.reply(step, bytes, 5s) != ringcast::Status::ok)
-                    ::_exit(1);
-                std::this_thread::sleep_for(2ms);  // the loop falls asleep in between
+        // The writers and workers are destroyed before _exit: a Writer's destructor closes its queue
+        // and removes the name (the loop's mappings stay valid and it drains what is left).
+        const auto run = [&]() -> int {
+            auto wa = ringcast::Writer::create(jobs, {.readers = 1, .capacity = 1 << 16});
+            auto wb = ringcast::Writer::create(logs, {.readers = 1, .capacity = 1 << 16});
+            auto w0 = ringcast::GatherWorker::attach(group, 0), w1 = ringcast::GatherWorker::attach(group, 1);
+            // The names go with the writers: publish once the loop's readers are attached.
+            const auto attached = [](const ringcast::Writer& w) {
+                return ringcast::layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state ==
+                       ringcast::layout::SlotState::attached;
+            };
+            for (int t = 0; !(attached(wa) && attached(wb)); ++t) {
+                if (t > 10000) return 1;
+                std::this_thread::sleep_for(1ms);
             }
+            for (int i = 0; i < kMessages; ++i) {
+                const std::string m = "message " + std::to_string(i);
+                const auto bytes = std::as_bytes(std::span(m));
+                if ((wa.write(bytes, 5s) != ringcast::Status::ok) || (wb.write(bytes, 5s) != ringcast::Status::ok)) return 1;
+                if (i % 10 == 9) {
+                    const std::uint64_t step = static_cast<std::uint64_t>(i / 10);
+                    if (w0.reply(step, bytes, 5s) != ringcast::Status::ok || w1.reply(step, bytes, 5s) != ringcast::Status::ok)
+                        return 1;
+                    std::this_thread::sleep_for(2ms);  // the loop falls asleep in between
+                }
+            }
+            return 0;  // destroying wa and wb closes both queues: the loop drains, then sees `closed`
+        };
+        int rc = 1;
+        try {
+            rc = run();
+        } catch (const ringcast::Error& e) {
+            std::fprintf(stderr, "child: %s\n", e.what());
         }
-        wa.close();  // the loop drains, then sees `closed` (_exit runs no destructors)
-        wb.close();
-        ::_exit(0);
+        ::_exit(rc);  // not the parent's atexit work or destructors
     }
 
-    // Rank 0 of each queue; a reader that never attached still holds the writer back, so nothing is
-    // missed whenever we get there (retry while the child is still creating them).
+    // Rank 0 of each queue, attached while the child may still be creating them (create_timeout);
+    // a reader that never attached still holds the writer back, so nothing is missed.
     const auto attach = [](const std::string& name) {
-        for (int tries = 0;; ++tries) {
-            try {
-                return ringcast::Reader::attach(name, 0);
-            } catch (const ringcast::Error& e) {
-                const bool early = e.code() == ringcast::ErrorCode::not_found || e.code() == ringcast::ErrorCode::not_ringcast;
-                if (!early || tries > 5000) throw;
-            }
-            std::this_thread::sleep_for(1ms);
-        }
+        return ringcast::Reader::attach(name, 0, {.create_timeout = 10s});
     };
     auto a = attach(jobs);
     auto b = attach(logs);
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
         for (std::size_t id : ready) {
             if (id == ig) {  // take every finished step; a half-finished one is kept for the next look
                 while (step < kSteps && replies.collect_all(step, 0s).status == ringcast::Status::ok) ++step;
+                // Done with the group: a worker that exits closes its reply ring, and a closed ring
+                // stays ready (like a closed socket) — a member kept past its last step would spin us.
+                if (step == kSteps) set.remove(ig);
                 continue;
             }
             ringcast::Reader& r = id == ia ? a : b;

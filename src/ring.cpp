@@ -248,23 +248,53 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
     // always at a record boundary (only whole records are released), so we resume cleanly.
 }
 
+namespace {
+// Nothing alive uses `segment` and nothing in it is left for `rank`: see Reader::attach.
+bool left_over_for(const Segment& segment, std::uint32_t rank) {
+    if (!Segment::user_of(segment.base()).empty()) return false;
+    const auto& h = segment.header();
+    if ((h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) == 0) return true;  // killed, never closed
+    if (rank >= h.reader_count) return false;  // the constructor's invalid_argument says so
+    const SlotState state = layout::unpack_owner(segment.reader_slot(rank).owner.load(std::memory_order_acquire)).state;
+    return state == SlotState::left || state == SlotState::evicted;
+}
+}  // namespace
+
 Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOptions& options) {
     const Deadline give_up = deadline_after(options.create_timeout);
+    const auto waited = [&] { return " (waited " + std::to_string(options.create_timeout.count() / 1'000'000) + " ms"; };
+    bool left_over = false;  // the last look found the name held by a segment nobody alive uses
     for (auto pause = std::chrono::milliseconds(1);; pause = std::min(2 * pause, std::chrono::milliseconds(50))) {
+        const bool may_wait = give_up != kPollOnly && Clock::now() < give_up;
+        left_over = false;
         try {
-            Reader r(Segment::open(name), rank, options);
-            r.segment_.prefault();  // once the rank is ours: its first lap needs the pages
-            return r;
+            Segment segment = Segment::open(name);
+            // A reader that may start first also waits past a segment left over under this name by a
+            // killed run: nobody alive uses it (creator, writer, readers gone) and it is not a queue
+            // its writer closed and left to drain — or our rank in it can never be claimed again
+            // (left, evicted). The next writer's create reclaims the name
+            // (SegmentOptions::reclaim_abandoned); claiming a rank in the left-over now would attach
+            // us to a queue nobody writes and make us the live user that has that create refuse the
+            // name. A writer that wrote, closed and exited before we looked is not waited past: its
+            // queue is drained. Past the wait we take what is there.
+            left_over = give_up != kPollOnly && left_over_for(segment, rank);
+            if (!left_over || !may_wait) {
+                Reader r(std::move(segment), rank, options);
+                r.segment_.prefault();  // once the rank is ours: its first lap needs the pages
+                return r;
+            }
         } catch (const Error& e) {
             // Waiting for the name covers its creation too: between the creator's shm_open and its
             // header's magic the object exists but is not a ringcast segment yet (not_ringcast). A
             // foreign object stays so: after the wait, its error is the one thrown.
             const bool creating = e.code() == ErrorCode::not_found || e.code() == ErrorCode::not_ringcast;
-            if (!creating || give_up == kPollOnly || Clock::now() >= give_up) {
+            if (!creating || !may_wait) {
+                if (left_over)  // rank_left, peer_dead, ...: say why it is so
+                    throw Error(e.code(), std::string(e.what()) + "; segment '" + std::string(name) +
+                                              "' is left over: nobody alive uses it" + waited() +
+                                              " for a writer to create it anew; `ringcast gc` removes such segments)");
                 if (e.code() == ErrorCode::not_found && give_up != kPollOnly)
-                    throw Error(ErrorCode::not_found, std::string(e.what()) + " (waited " +
-                                                          std::to_string(options.create_timeout.count() / 1'000'000) +
-                                                          " ms for its writer to create it)");
+                    throw Error(ErrorCode::not_found, std::string(e.what()) + waited() + " for its writer to create it)");
                 throw;
             }
         }

@@ -310,6 +310,80 @@ TEST(Processes, AReaderStartedBeforeTheWriterWaitsForTheName) {
     EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
 }
 
+// A reader started before its writer waits past a segment left over under the name by a killed run
+// (nobody alive uses it; not closed, or its rank there can never be claimed again) until the writer's
+// create reclaims the name, and reads that writer's message. (Before: it claimed a rank in the
+// left-over at once — a queue nobody writes, or rank_left.) Past the wait it attaches to what is
+// there and the error says the segment is a left-over. A queue whose writer closed it and exited
+// before the reader looked is not waited past: it is attached at once and drained.
+TEST(Processes, AnEarlyReaderWaitsPastALeftOverSegmentForItsWriter) {
+    enum class Ending { killed, rank_left, closed };
+    const auto earlier_run = [](const ScopedName& name, Ending ending) {
+        const pid_t pid = fork_child([&] {
+            WriterOptions wo;
+            wo.unlink_on_destroy = false;  // the name stays, as after a kill
+            auto w = Writer::create(name, SegmentOptions{.readers = 1}, wo);
+            std::vector<std::byte> msg(64);
+            fill_message(msg, 1);
+            ASSERT_EQ(w.write(msg, 1s), Status::ok);
+            if (ending == Ending::killed) ::kill(::getpid(), SIGKILL);
+            if (ending == Ending::rank_left) {
+                auto r = Reader::attach(name, 0);  // detaches cleanly at once: rank 0 is left
+            }
+        });
+        return wait_child(pid, 30s);
+    };
+    ReaderOptions ro;
+    ro.create_timeout = 10s;
+    for (const Ending ending : {Ending::killed, Ending::rank_left}) {
+        SCOPED_TRACE(ending == Ending::killed ? "killed" : "rank left");
+        ScopedName name("leftover");
+        ASSERT_EQ(earlier_run(name, ending), ending == Ending::killed ? -SIGKILL : 0);
+        const pid_t writer = fork_child([&] {
+            std::this_thread::sleep_for(200ms);
+            WriterOptions wo;
+            wo.unlink_on_destroy = false;  // the parent's ScopedName removes it
+            auto w = Writer::create(name, SegmentOptions{.readers = 1}, wo);  // reclaims the left-over
+            std::vector<std::byte> msg(64);
+            fill_message(msg, 7);
+            ASSERT_EQ(w.write(msg, 10s), Status::ok);
+        });
+        {
+            auto r = Reader::attach(name, 0, ro);
+            std::vector<std::byte> got;
+            ASSERT_EQ(r.read(got, 10s), Status::ok);
+            EXPECT_EQ(check_message(got, 7, 64), "") << "read the left-over's message, not the new writer's";
+        }
+        EXPECT_EQ(wait_child(writer, 30s), 0);
+    }
+
+    ScopedName closed("leftover-closed");  // a finished run: closed, rank 0 never attached
+    ASSERT_EQ(earlier_run(closed, Ending::closed), 0);
+    auto start = std::chrono::steady_clock::now();
+    {
+        auto r = Reader::attach(closed, 0, ro);
+        std::vector<std::byte> got;
+        ASSERT_EQ(r.read(got, 0s), Status::ok);
+        EXPECT_EQ(check_message(got, 1, 64), "");
+        EXPECT_EQ(r.read(got, 0s), Status::closed);
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "waited past a closed queue left to drain";
+
+    ScopedName only("leftover-only");
+    ASSERT_EQ(earlier_run(only, Ending::rank_left), 0);
+    ro.create_timeout = 100ms;
+    start = std::chrono::steady_clock::now();
+    try {
+        (void)Reader::attach(only, 0, ro);
+        FAIL() << "attached a rank released by a clean detach";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::rank_left) << e.what();
+        EXPECT_NE(std::string(e.what()).find("is left over: nobody alive uses it (waited 100 ms"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
+}
+
 // A name whose creator, writer and readers were all killed is reclaimed by the next create (killed
 // processes leave their segments behind); a name still in use is refused naming the live user; with
 // reclaim_abandoned off the refusal names `ringcast gc`.
