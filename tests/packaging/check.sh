@@ -85,14 +85,15 @@ lap "python -m build --wheel + install into a bare venv + round trip"
 # 4. the suite against the installed package, from outside the source tree: a copy of tests/python and of
 #    the scripts some of its tests run (examples/, bench/showdown/, bench/python/bench_step_split.py,
 #    bench_wake_ahead.py and the request they borrow from bench_glue.py, bench_speed_episodes.py,
-#    bench_handover.py), without the package's sources.
+#    bench_handover.py, bench_after_sleep.py), without the package's sources.
 tree=$work/tests-tree
 mkdir -p "$tree/tests" "$tree/bench/python"
 cp -r "$src/tests/python" "$tree/tests/python"
 cp -r "$src/examples" "$tree/examples"
 cp -r "$src/bench/showdown" "$tree/bench/showdown"
 cp "$src/bench/python/bench_step_split.py" "$src/bench/python/bench_wake_ahead.py" "$src/bench/python/bench_glue.py" \
-  "$src/bench/python/bench_speed_episodes.py" "$src/bench/python/bench_handover.py" "$tree/bench/python/"
+  "$src/bench/python/bench_speed_episodes.py" "$src/bench/python/bench_handover.py" \
+  "$src/bench/python/bench_after_sleep.py" "$tree/bench/python/"
 find "$tree" -name __pycache__ -prune -exec rm -rf {} +
 cd "$work"
 where=$("$venv/bin/python" -c 'import ringcast, sys; print(ringcast.__file__); assert ringcast.__file__.startswith(sys.prefix)') \

@@ -1,0 +1,41 @@
+"""bench/python/bench_after_sleep.py end to end on a tiny budget: every pause, every kind once per round
+in a rotated order, and each printed figure recomputed from the JSON's steps. Asserts structure and
+arithmetic, never a duration."""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "bench", "python", "bench_after_sleep.py")
+KINDS = ("none", "spin", "sleep")
+
+
+def test_the_after_sleep_probe_prints_what_its_steps_say(tmp_path):
+    out_json = tmp_path / "after.json"
+    out = subprocess.run([sys.executable, SCRIPT, "--pauses-ms", "0.02", "0.2", "--rounds", "4", "--steps", "5",
+                          "--json", str(out_json)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    data = json.loads(out_json.read_text())
+    lines = re.findall(r"^pause (\S+) ms: none (\S+), spin (\S+), sleep (\S+) us; sleep - spin (\S+) us "
+                       r"\(rounds: ([^)]*)\)$", out.stdout, re.M)
+    assert [float(x[0]) for x in lines] == [0.02, 0.2], out.stdout
+    assert [e["pause_ms"] for e in data["by_pause"]] == [0.02, 0.2]
+    for (_, none, spin, sleep, diff, rounds), entry in zip(lines, data["by_pause"]):
+        steps = entry["steps_us"]
+        orders = entry["orders"]
+        assert len(orders) == 4 and all(sorted(o) == sorted(KINDS) for o in orders)
+        assert len({tuple(o) for o in orders}) == 4, orders  # rotated, and reversed every other cycle
+        assert all(len(steps[k]) == 4 and all(len(r) == 5 for r in steps[k]) for k in KINDS)
+        pooled = {k: statistics.median([v for r in steps[k] for v in r]) for k in KINDS}
+        assert [float(none), float(spin), float(sleep)] == [round(pooled[k], 1) for k in KINDS]
+        assert float(diff) == round(pooled["sleep"] - pooled["spin"], 1)
+        per_round = [statistics.median(s) - statistics.median(p) for s, p in zip(steps["sleep"], steps["spin"])]
+        assert [float(x) for x in rounds.split()] == [round(d, 1) for d in per_round]
+
+
+def test_the_after_sleep_probe_refuses_an_empty_budget():
+    out = subprocess.run([sys.executable, SCRIPT, "--rounds", "0"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--rounds and --steps must be >= 1" in out.stderr
