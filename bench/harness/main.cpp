@@ -185,6 +185,11 @@ std::string json_arr(const std::vector<double>& v) {
     for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + json_num(v[i]);
     return s + "]";
 }
+std::string json_arr(const std::vector<std::size_t>& v) {  // counts: exact (%.6g would round them)
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+}
 
 // ---- aggregation over runs ----------------------------------------------------------------------
 struct Agg {
@@ -397,16 +402,11 @@ int cmd_hop(int argc, char** argv) {
           << ",\"load_start\":" << json_str(m.load_start) << ",\"load_end\":" << json_str(m.load_end)
           << "},\"readers\":" << readers << ",\"size\":" << size << ",\"pinned\":" << (pin ? "true" : "false")
           << ",\"rtt_seconds\":" << json_num(lim.rtt_s) << ",\"rows\":[";
-        const auto counts = [](const std::vector<std::size_t>& v) {
-            std::string out = "[";
-            for (std::size_t x = 0; x < v.size(); ++x) out += (x ? "," : "") + std::to_string(v[x]);
-            return out + "]";
-        };
         for (std::size_t i = 0; i < names.size(); ++i)
             f << (i ? "," : "") << "{\"system\":" << json_str(names[i]) << ",\"p50_ns\":" << json_arr(p50[i])
-              << ",\"round_trips\":" << counts(samples[i]) << ",\"over_floor_atomic\":" << json_arr(ratios(i)) << "}";
+              << ",\"round_trips\":" << json_arr(samples[i]) << ",\"over_floor_atomic\":" << json_arr(ratios(i)) << "}";
         f << "],\"orders\":[";
-        for (std::size_t k = 0; k < rounds; ++k) f << (k ? "," : "") << counts(orders[k]);
+        for (std::size_t k = 0; k < rounds; ++k) f << (k ? "," : "") << json_arr(orders[k]);
         f << "],\"hybrid_over_floor_median\":" << json_num(hybrid_median) << "}\n";
         if (!f) throw BenchError("cannot write " + a.get("--json", ""));
     }

@@ -422,11 +422,13 @@ inline void wake_all(const SleepSite& site) noexcept {
 enum class WaitOutcome : std::uint8_t { ready, timed_out, cancelled };
 
 // ---- strategies ---------------------------------------------------------------------------------
-// A strategy says how long to spin and what to do per spin step; whether it ever sleeps.
+// A strategy says how long to spin and what to do per spin step; whether it ever sleeps; whether
+// a spin step gives the CPU away (steps_yield: then every step takes the full look, see SpinLook).
 template <class S>
 concept WaitStrategy = requires(const S& s, std::uint32_t i) {
     { S::kind } -> std::convertible_to<WaitKind>;
     { S::sleeps } -> std::convertible_to<bool>;
+    { S::steps_yield } -> std::convertible_to<bool>;
     { s.spin_budget() } -> std::convertible_to<std::chrono::nanoseconds>;
     s.relax(i);
 };
@@ -434,12 +436,14 @@ concept WaitStrategy = requires(const S& s, std::uint32_t i) {
 struct SpinStrategy {
     static constexpr WaitKind kind = WaitKind::spin;
     static constexpr bool sleeps = false;
+    static constexpr bool steps_yield = false;
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return kForever; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
 };
 struct SpinYieldStrategy {
     static constexpr WaitKind kind = WaitKind::spin_yield;
     static constexpr bool sleeps = false;
+    static constexpr bool steps_yield = true;
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return kForever; }
     void relax(std::uint32_t) const noexcept { ::sched_yield(); }
 };
@@ -447,18 +451,21 @@ struct SpinYieldStrategy {
 struct EventfdStrategy {
     static constexpr WaitKind kind = WaitKind::eventfd;
     static constexpr bool sleeps = true;
+    static constexpr bool steps_yield = false;
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return std::chrono::nanoseconds::zero(); }
     void relax(std::uint32_t) const noexcept {}
 };
 struct FutexStrategy {
     static constexpr WaitKind kind = WaitKind::futex;
     static constexpr bool sleeps = true;
+    static constexpr bool steps_yield = false;
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return std::chrono::nanoseconds::zero(); }
     void relax(std::uint32_t) const noexcept {}
 };
 struct HybridStrategy {
     static constexpr WaitKind kind = WaitKind::hybrid;
     static constexpr bool sleeps = true;
+    static constexpr bool steps_yield = false;
     std::chrono::nanoseconds spin_for{10'000};
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return spin_for; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
@@ -480,6 +487,7 @@ struct HybridStrategy {
 struct AdaptiveHybridStrategy {
     static constexpr WaitKind kind = WaitKind::hybrid;
     static constexpr bool sleeps = true;
+    static constexpr bool steps_yield = false;
     std::chrono::nanoseconds spin_for;
     std::chrono::nanoseconds budget;  // from SpinHistory, taken once per wait
     mutable GivenAwayCpu given_away{};
@@ -624,7 +632,7 @@ inline constexpr std::uint32_t kSpinStepsPerClockRead = 64;
 // look of case 1, the deadline's and the full look at each checkpoint of the spin (every
 // kSpinStepsPerClockRead steps) call ready(), so what only ready() finds is found at most
 // kSpinStepsPerClockRead - 1 steps later (~1-4 us of pause steps), and the wake argument above is
-// untouched. Not for SpinYield, whose every step is a sched_yield: 63 of them beside a busy thread
+// untouched. Not for a strategy whose steps yield (SpinYield: a sched_yield each): 63 of them beside a busy thread
 // take tens of ms, against the ~0.04 us a look at the tail costs.
 struct SpinLook {};
 template <class Ready>
@@ -676,7 +684,7 @@ template <WaitStrategy S, class Ready>
         Deadline spin_end{};
         for (std::uint32_t i = 1;; ++i) {
             strategy.relax(i);
-            if (S::kind == WaitKind::spin_yield ? ready() : spin_look(ready)) return WaitOutcome::ready;
+            if (S::steps_yield ? ready() : spin_look(ready)) return WaitOutcome::ready;
             if ((i & (kSpinStepsPerClockRead - 1)) == 0) {
                 if (ready()) return WaitOutcome::ready;  // the full look (see SpinLook), once per checkpoint
                 if (is_cancelled()) return WaitOutcome::cancelled;
