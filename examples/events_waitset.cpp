@@ -66,50 +66,69 @@ int main(int argc, char** argv) {
         ::_exit(rc);  // not the parent's atexit work or destructors
     }
 
-    // Rank 0 of each queue, attached while the child may still be creating them (create_timeout);
-    // a reader that never attached still holds the writer back, so nothing is missed.
-    const auto attach = [](const std::string& name) {
-        return ringcast::Reader::attach(name, 0, {.create_timeout = 10s});
-    };
-    auto a = attach(jobs);
-    auto b = attach(logs);
-    ringcast::WaitSet set(options);
-    std::printf("WaitSet back end: %s\n", ringcast::to_string(set.backend()));
-    const std::size_t ia = set.add(a), ib = set.add(b), ig = set.add(replies);
-    int got_a = 0, got_b = 0, closed = 0;
-    std::uint64_t step = 0;
-    std::vector<std::byte> msg;
-    while (closed < 2 || step < kSteps) {
-        const auto ready = set.wait(5s);
-        if (ready.empty()) {
-            std::fprintf(stderr, "nothing for 5 s\n");
-            return 1;
-        }
-        for (std::size_t id : ready) {
-            if (id == ig) {  // take every finished step; a half-finished one is kept for the next look
-                while (step < kSteps && replies.collect_all(step, 0s).status == ringcast::Status::ok) ++step;
-                // Done with the group: a worker that exits closes its reply ring, and a closed ring
-                // stays ready (like a closed socket) — a member kept past its last step would spin us.
-                if (step == kSteps) set.remove(ig);
-                continue;
+    // Everything below may throw (a dead peer, a queue that never came): catch it here, so that
+    // `replies` is destroyed and its names removed (an exception out of main destroys nothing).
+    try {
+        // Rank 0 of each queue, attached while the child may still be creating them (create_timeout);
+        // a reader that never attached still holds the writer back, so nothing is missed.
+        const auto attach = [](const std::string& name) {
+            return ringcast::Reader::attach(name, 0, {.create_timeout = 10s});
+        };
+        auto a = attach(jobs);
+        auto b = attach(logs);
+        ringcast::WaitSet set(options);
+        std::printf("WaitSet back end: %s\n", ringcast::to_string(set.backend()));
+        const std::size_t ia = set.add(a), ib = set.add(b), ig = set.add(replies);
+        int got_a = 0, got_b = 0, closed = 0;
+        std::uint64_t step = 0;
+        std::vector<std::byte> msg;
+        while (closed < 2 || step < kSteps) {
+            const auto ready = set.wait(5s);
+            if (ready.empty()) {
+                std::fprintf(stderr, "nothing for 5 s\n");
+                return 1;
             }
-            ringcast::Reader& r = id == ia ? a : b;
-            for (;;) {  // drain it; the next wait() re-arms it
-                const ringcast::Status s = r.read(msg, 0s);
-                if (s == ringcast::Status::timed_out) break;
-                if (s == ringcast::Status::closed) {
-                    ++closed;
-                    set.remove(id);
-                    break;
+            for (std::size_t id : ready) {
+                if (id == ig) {  // take every finished step; a half-finished one is kept for the next look
+                    for (; step < kSteps; ++step) {
+                        const ringcast::GatherResult got = replies.collect_all(step, 0s);
+                        if (got.status == ringcast::Status::timed_out) break;
+                        if (got.status != ringcast::Status::ok) {  // closed: a worker exited mid-way
+                            std::fprintf(stderr, "step %llu: %s\n", static_cast<unsigned long long>(step),
+                                         got.describe().c_str());
+                            return 1;
+                        }
+                    }
+                    // Done with the group: a worker that exits closes its reply ring, and a closed
+                    // ring stays ready (like a closed socket) — a member kept past its last step
+                    // would spin this loop.
+                    if (step == kSteps) set.remove(ig);
+                    continue;
                 }
-                ++(id == ia ? got_a : got_b);
+                ringcast::Reader& r = id == ia ? a : b;
+                for (;;) {  // drain it; the next wait() re-arms it
+                    const ringcast::Status s = r.read(msg, 0s);
+                    if (s == ringcast::Status::timed_out) break;
+                    if (s == ringcast::Status::closed) {
+                        ++closed;
+                        set.remove(id);
+                        break;
+                    }
+                    ++(id == ia ? got_a : got_b);
+                }
             }
         }
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        std::printf("jobs: %d messages, logs: %d messages, %llu gather steps, %llu kernel waits\n", got_a, got_b,
+                    static_cast<unsigned long long>(step), static_cast<unsigned long long>(set.kernel_waits()));
+        (void)ib;
+        return got_a == kMessages && got_b == kMessages && step == kSteps && WIFEXITED(status) &&
+                       WEXITSTATUS(status) == 0
+                   ? 0
+                   : 1;
+    } catch (const ringcast::Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 1;
     }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    std::printf("jobs: %d messages, logs: %d messages, %llu gather steps, %llu kernel waits\n", got_a, got_b,
-                static_cast<unsigned long long>(step), static_cast<unsigned long long>(set.kernel_waits()));
-    (void)ib;
-    return got_a == kMessages && got_b == kMessages && step == kSteps && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

@@ -249,12 +249,17 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
 }
 
 namespace {
-// Nothing alive uses `segment` and nothing in it is left for `rank`: see Reader::attach.
+// A segment left over under its name, for a reader that may wait for its writer (Reader::attach):
+// nobody alive uses it, a writer once had it (a segment no writer ever had is a launcher's, waiting
+// for its Writer::open), and nothing in it is for `rank`: its writer died without closing it (a
+// killed run), or `rank` there can never be claimed again (left, evicted). ~Writer closes before it
+// clears its owner word, so "closed, or a writer's word still set" is "a writer once had it".
 bool left_over_for(const Segment& segment, std::uint32_t rank) {
-    if (!Segment::user_of(segment.base()).empty()) return false;
     const auto& h = segment.header();
-    if ((h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) == 0) return true;  // killed, never closed
-    if (rank >= h.reader_count) return false;  // the constructor's invalid_argument says so
+    if (rank >= h.reader_count) return false;  // the constructor's invalid_argument says so at once
+    if (!Segment::user_of(segment.base()).empty()) return false;
+    const bool closed = (h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
+    if (!closed) return h.writer_owner.load(std::memory_order_acquire) != 0;
     const SlotState state = layout::unpack_owner(segment.reader_slot(rank).owner.load(std::memory_order_acquire)).state;
     return state == SlotState::left || state == SlotState::evicted;
 }
@@ -269,14 +274,14 @@ Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOpt
         left_over = false;
         try {
             Segment segment = Segment::open(name);
-            // A reader that may start first also waits past a segment left over under this name by a
-            // killed run: nobody alive uses it (creator, writer, readers gone) and it is not a queue
-            // its writer closed and left to drain — or our rank in it can never be claimed again
-            // (left, evicted). The next writer's create reclaims the name
+            // A reader that may start first also waits past a segment left over under this name
+            // (left_over_for: nobody alive uses it, its writer died without closing it or our rank
+            // there is gone for good). The next writer's create reclaims the name
             // (SegmentOptions::reclaim_abandoned); claiming a rank in the left-over now would attach
             // us to a queue nobody writes and make us the live user that has that create refuse the
             // name. A writer that wrote, closed and exited before we looked is not waited past: its
-            // queue is drained. Past the wait we take what is there.
+            // queue is drained (and, while we drain it, a new writer's create of the name is refused
+            // as in use). Past the wait we take what is there.
             left_over = give_up != kPollOnly && left_over_for(segment, rank);
             if (!left_over || !may_wait) {
                 Reader r(std::move(segment), rank, options);

@@ -292,6 +292,77 @@ TEST(GatherDoorbell, NoBellRingWhenTheCollectorIsAwake) {
     EXPECT_EQ(c.kernel_waits(), 0u);
 }
 
+// A group whose collector and workers were killed leaves its bell and reply rings behind; the next
+// create of the name reclaims it (the default), refuses it while a worker of it lives, names
+// `ringcast gc` when told not to reclaim, and never takes a bell that has no ring yet (a collector
+// creating it). The reclaimed group works. (Before: every one of these was already_exists.)
+TEST(GatherGroups, CreateReclaimsAGroupNobodyUsesAnyMore) {
+    ScopedName name("greclaim");
+    const std::string group(name.str());
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    const pid_t killed_run = fork_child([&] {
+        auto c = GatherCollector::create(group, o);
+        auto w = GatherWorker::attach(group, 1);
+        ASSERT_EQ(w.reply(1, reply_bytes(1, 1)), Status::ok);
+        ::kill(::getpid(), SIGKILL);  // collector and worker die together: the group stays
+    });
+    ASSERT_EQ(wait_child(killed_run, 30s), -SIGKILL);
+    const auto create_fails = [&](const GatherOptions& opts, const std::string& why) {
+        try {
+            (void)GatherCollector::create(group, opts);
+            ADD_FAILURE() << "created over a group that should be refused (" << why << ")";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::already_exists) << e.what();
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+    };
+    GatherOptions no_reclaim = o;
+    no_reclaim.reclaim_abandoned = false;
+    create_fails(no_reclaim, "nobody uses it any more");
+
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t live_worker = fork_child([&] {  // a worker of the dead group, still alive
+        auto w = GatherWorker::attach(group, 0);
+        char byte = 0;
+        (void)::read(go[0], &byte, 1);
+    });
+    const auto writer_pid = [&](const std::string& ring) {
+        const Segment seg = Segment::open(ring);
+        return layout::unpack_owner(seg.header().writer_owner.load()).pid;
+    };
+    for (int t = 0; t < 1000; ++t) {  // until its writer claim is in the ring
+        if (writer_pid(group + ".r0") == static_cast<std::uint32_t>(live_worker)) break;
+        std::this_thread::sleep_for(5ms);
+    }
+    create_fails(o, "is in use: reply ring '" + group + ".r0': its writer pid " + std::to_string(live_worker));
+    ASSERT_EQ(::write(go[1], "x", 1), 1);
+    EXPECT_EQ(wait_child(live_worker, 30s), 0);
+
+    {
+        auto c = GatherCollector::create(group, o);  // reclaims: every user of the old group is gone
+        const pid_t worker = fork_child([&] {
+            auto w0 = GatherWorker::attach(group, 0);
+            auto w1 = GatherWorker::attach(group, 1);
+            ASSERT_EQ(w0.reply(5, reply_bytes(0, 5)), Status::ok);
+            ASSERT_EQ(w1.reply(5, reply_bytes(1, 5)), Status::ok);
+        });
+        const GatherResult got = c.collect_all(5, 10s);
+        ASSERT_EQ(got.status, Status::ok) << got.describe();
+        EXPECT_EQ(check_message(*got.replies[1], 5 * 1000 + 1, 24), "") << "the old group's reply came back";
+        EXPECT_EQ(wait_child(worker, 30s), 0);
+    }
+
+    // A bell with no ring: a collector between its bell and its first ring. Never taken.
+    { auto bell = DoorbellMapping::create(group + ".bell", 2, 0600); }
+    create_fails(o, "has no reply ring");
+    (void)Segment::remove(group + ".bell");  // (a plain unlink of the name)
+    ::close(go[0]);
+    ::close(go[1]);
+}
+
 TEST(GatherDoorbell, BadArguments) {
     EXPECT_THROW((void)GatherCollector::create("rc-gbad", GatherOptions{.ranks = 0}), Error);
     EXPECT_THROW((void)GatherCollector::create("rc-gbad", GatherOptions{.ranks = 200, .method = GatherWait::futex_waitv}), Error);

@@ -310,12 +310,12 @@ TEST(Processes, AReaderStartedBeforeTheWriterWaitsForTheName) {
     EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
 }
 
-// A reader started before its writer waits past a segment left over under the name by a killed run
-// (nobody alive uses it; not closed, or its rank there can never be claimed again) until the writer's
+// A reader started before its writer waits past a segment left over under the name (nobody alive
+// uses it; its writer was killed, or its rank there can never be claimed again) until the writer's
 // create reclaims the name, and reads that writer's message. (Before: it claimed a rank in the
 // left-over at once — a queue nobody writes, or rank_left.) Past the wait it attaches to what is
-// there and the error says the segment is a left-over. A queue whose writer closed it and exited
-// before the reader looked is not waited past: it is attached at once and drained.
+// there and the error says the segment is a left-over. Not waited past: a queue whose writer closed
+// it and exited before the reader looked (drained), and a segment no writer has had yet.
 TEST(Processes, AnEarlyReaderWaitsPastALeftOverSegmentForItsWriter) {
     enum class Ending { killed, rank_left, closed };
     const auto earlier_run = [](const ScopedName& name, Ending ending) {
@@ -368,6 +368,26 @@ TEST(Processes, AnEarlyReaderWaitsPastALeftOverSegmentForItsWriter) {
         EXPECT_EQ(r.read(got, 0s), Status::closed);
     }
     EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "waited past a closed queue left to drain";
+
+    // Made by a launcher that has exited, for a Writer::open still to come: no writer has had it yet.
+    ScopedName launched("leftover-launched");
+    const pid_t launcher = fork_child([&] { auto seg = Segment::create(launched, SegmentOptions{.readers = 1}); });
+    ASSERT_EQ(wait_child(launcher, 30s), 0);
+    start = std::chrono::steady_clock::now();
+    {
+        auto r = Reader::attach(launched, 0, ro);
+        EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "waited past a segment no writer has had yet";
+        const pid_t writer = fork_child([&] {
+            auto w = Writer::open(launched);
+            std::vector<std::byte> msg(64);
+            fill_message(msg, 9);
+            ASSERT_EQ(w.write(msg, 10s), Status::ok);
+        });
+        std::vector<std::byte> got;
+        ASSERT_EQ(r.read(got, 10s), Status::ok);
+        EXPECT_EQ(check_message(got, 9, 64), "");
+        EXPECT_EQ(wait_child(writer, 30s), 0);
+    }
 
     ScopedName only("leftover-only");
     ASSERT_EQ(earlier_run(only, Ending::rank_left), 0);

@@ -86,10 +86,12 @@ struct ReaderOptions {
     // attach() of a name that does not exist yet, or exists but is still being created (no magic
     // yet), waits this long for its writer to create it (a reader started before the writer), then
     // throws the last error (not_found, or not_ringcast for a foreign object). Zero: fail at once.
-    // A segment left over under the name by a killed run (nobody alive uses it, and it is not
-    // closed, or this rank in it is left or evicted) is waited past too, for the writer's create to
-    // reclaim it; past the wait, attach takes what is there and an error names the left-over. A
-    // queue its writer closed and exited before we looked is attached at once and drained.
+    // A segment left over under the name — nobody alive uses it, a writer once had it, and that
+    // writer died without closing it (a killed run) or this rank in it is left or evicted — is
+    // waited past too, for the writer's create to reclaim it; past the wait, attach takes what is
+    // there and an error names the left-over. A queue its writer closed before exiting is attached
+    // at once and drained (while this reader uses it, a new writer's create of the name is refused
+    // as in use); so is a segment no writer has had yet (made with Segment::create for a Writer::open).
     std::chrono::nanoseconds create_timeout{0};
     // On a clean detach (destruction): false → the rank is released: the writer stops keeping
     // messages for it and it cannot re-attach (Error rank_left). true → the writer keeps honouring
