@@ -65,53 +65,6 @@ DoorbellMapping::~DoorbellMapping() {
 
 // ---- collector ------------------------------------------------------------------------------------
 
-namespace {
-// A group left over under `name` (its bell exists): reclaimed — its reply rings and bell unlinked —
-// only when a collector once finished making it (at least one of the reply rings its bell counts
-// exists) and nobody alive uses any of them (Segment::user_of: a ring's creator is its collector,
-// its writer a worker, its reader the collector). A bell without rings is a collector creating the
-// group right now, or one killed while creating it: refused (`ringcast gc` removes such a bell). The
-// rings are judged first and unlinked after, each only if still the object judged; the bell has no
-// owner of its own and goes with its rings. Throws Error(already_exists) naming why not.
-void reclaim_group_if_abandoned(const std::string& name, bool allowed) {
-    const std::string bell = gather_bell_name(name);
-    const std::string taken = "gather group '" + name + "' already exists";
-    std::uint32_t ranks = 0;
-    try {
-        ranks = DoorbellMapping::open(bell, 0).line().ranks.load(std::memory_order_relaxed);
-    } catch (const Error& e) {
-        if (e.code() == ErrorCode::not_found) return;  // removed meanwhile: just create
-        throw Error(ErrorCode::already_exists, taken + " and cannot be reclaimed (" + e.what() + ")");
-    }
-    std::vector<std::pair<std::string, Segment>> rings;
-    for (std::uint32_t r = 0; r < ranks && r < layout::kMaxReaders; ++r) {
-        std::string ring = gather_ring_name(name, r);
-        try {
-            Segment seg = Segment::open(ring);
-            if (const std::string user = Segment::user_of(seg.base()); !user.empty())
-                throw Error(ErrorCode::already_exists, taken + " and is in use: reply ring '" + ring + "': " + user);
-            rings.emplace_back(std::move(ring), std::move(seg));
-        } catch (const Error& e) {
-            if (e.code() == ErrorCode::not_found) continue;  // never made, or removed already
-            if (e.code() == ErrorCode::already_exists) throw;
-            throw Error(ErrorCode::already_exists, taken + " and its reply ring '" + ring + "' cannot be judged (" +
-                                                       e.what() + ")");
-        }
-    }
-    if (rings.empty())
-        throw Error(ErrorCode::already_exists, taken + " and has no reply ring: a collector is creating it, or one "
-                                                   "was killed while creating it (`ringcast gc` removes such a doorbell)");
-    if (!allowed)
-        throw Error(ErrorCode::already_exists, taken + "; nobody uses it any more (`ringcast gc` removes such "
-                                                   "groups, or set reclaim_abandoned)");
-    for (const auto& [ring, seg] : rings)
-        if (!unlink_if_still_abandoned(ring, seg))
-            throw Error(ErrorCode::already_exists, taken + " (another process re-created it just now)");
-    ::shm_unlink(("/" + bell).c_str());
-}
-}  // namespace
-
-
 GatherCollector GatherCollector::create(std::string_view name, const GatherOptions& options) {
     if (options.ranks < 1 || options.ranks > layout::kMaxReaders)
         throw Error(ErrorCode::invalid_argument, "a gather group needs 1.." + std::to_string(layout::kMaxReaders) +
@@ -120,16 +73,8 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
         throw Error(ErrorCode::invalid_argument, "futex_waitv gathers at most 128 ranks; use the doorbell");
     Segment::validate_name(gather_bell_name(name));  // the longest derived names must be valid too
     Segment::validate_name(gather_ring_name(name, options.ranks - 1));
-    const auto make_bell = [&] { return DoorbellMapping::create(gather_bell_name(name), options.ranks, options.mode); };
-    GatherCollector c(std::string(name), options, [&] {
-        try {
-            return make_bell();
-        } catch (const Error& e) {
-            if (e.code() != ErrorCode::already_exists) throw;
-            reclaim_group_if_abandoned(std::string(name), options.reclaim_abandoned);
-            return make_bell();  // a racing creator may win: already_exists
-        }
-    }());
+    GatherCollector c(std::string(name), options,
+                      DoorbellMapping::create(gather_bell_name(name), options.ranks, options.mode));
     // From here on the destructor removes whatever was created if a later step throws.
     ReaderOptions ro;
     ro.wait = options.wait;
@@ -139,10 +84,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
     c.readers_.reserve(options.ranks);
     for (std::uint32_t r = 0; r < options.ranks; ++r) {
         const std::string ring = gather_ring_name(name, r);
-        {
-            auto seg = Segment::create(ring, SegmentOptions{.readers = 1, .capacity = options.capacity, .mode = options.mode,
-                                                            .reclaim_abandoned = options.reclaim_abandoned});
-        }
+        { auto seg = Segment::create(ring, SegmentOptions{.readers = 1, .capacity = options.capacity, .mode = options.mode}); }
         c.readers_.push_back(Reader::attach(ring, 0, ro));
     }
     if (options.wait.kind == WaitKind::eventfd) (void)c.wake_fd();

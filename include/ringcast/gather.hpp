@@ -49,9 +49,6 @@ struct GatherOptions {
     WaitOptions wait{};                     // spin phase (if any) before the kernel wait
     GatherWait method = GatherWait::doorbell;
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
-    // create() of a name whose group nobody alive uses any more (a killed collector's, and every
-    // worker of it gone) removes that group and creates anew; false: Error(already_exists).
-    bool reclaim_abandoned = true;
 };
 
 
@@ -83,10 +80,7 @@ private:
 // The executor side. Thread-safety: one thread at a time (cancel() from any thread).
 class GatherCollector {
 public:
-    // Creates "<name>.r<rank>" reply rings and "<name>.bell"; removes them when destroyed. A group
-    // left under the name by a killed collector whose workers are gone too is replaced
-    // (GatherOptions::reclaim_abandoned). Throws Error: already_exists (a live group, one in use,
-    // a bell without rings), invalid_argument, and what creating the segments throws.
+    // Creates "<name>.r<rank>" reply rings and "<name>.bell"; removes them when destroyed.
     [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
     GatherCollector(GatherCollector&&) noexcept = default;
     GatherCollector& operator=(GatherCollector&&) = delete;
