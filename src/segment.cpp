@@ -174,18 +174,16 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 }  // namespace
 
-// Unlinks `name` only if it is still the object `seg` maps, ours, and still unused: between judging
-// and unlinking, a racing reclaimer may have replaced it, or a reader attached. (The window between
-// this last check and the unlink stays: an attach landing exactly there keeps its mapping and works;
-// only the name is gone — the same as `ringcast rm` of a segment in use.)
+// Unlinks `name` only if it still leads to the object `seg` maps (its identity, taken when it was
+// opened: between judging and unlinking, a racing reclaimer may have unlinked it and created another
+// object under the name), ours, and still unused (a reader may have attached since). (The window
+// between this last check and the unlink stays: an attach landing exactly there keeps its mapping
+// and works; only the name is gone — the same as `ringcast rm` of a segment in use.)
 bool unlink_if_still_abandoned(std::string_view name, const Segment& seg) {
-    struct stat judged {}, now {};
+    struct stat now {};
     const std::string path = "/dev/shm/" + std::string(name);
-    const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0) return false;
-    const bool same = ::fstat(fd, &judged) == 0 && ::stat(path.c_str(), &now) == 0 && judged.st_ino == now.st_ino &&
-                      judged.st_uid == ::geteuid() && Segment::user_of(seg.base()).empty();
-    ::close(fd);
+    const bool same = ::lstat(path.c_str(), &now) == 0 && ObjectIdentity{now.st_dev, now.st_ino} == seg.identity() &&
+                      now.st_uid == ::geteuid() && Segment::user_of(seg.base()).empty();
     return same && ::shm_unlink(shm_path(name).c_str()) == 0;
 }
 
@@ -278,11 +276,17 @@ Segment Segment::create(std::string_view name, const SegmentOptions& options) {
 
     if (options.replace_existing) remove(name);
     void* p = nullptr;
+    ObjectIdentity identity;
+    const auto create_and_map = [&] {
+        const ShmObject obj = ShmObject::create(name, size, options.mode);
+        p = obj.map();
+        identity = obj.identity();
+    };
     try {
-        p = ShmObject::create(name, size, options.mode).map();
+        create_and_map();
     } catch (const Error& e) {
         if (e.code() != ErrorCode::already_exists || !reclaim_if_abandoned(name, options.reclaim_abandoned)) throw;
-        p = ShmObject::create(name, size, options.mode).map();  // a racing creator may win: already_exists
+        create_and_map();  // a racing creator may win: already_exists
     }
     auto* base = static_cast<std::byte*>(p);
     prefault_created(base, size);
@@ -299,7 +303,7 @@ Segment Segment::create(std::string_view name, const SegmentOptions& options) {
     h.creator_start_time = process_start_time(::getpid());
     // Publishes the header: pairs with the acquire load of magic in validate_image().
     h.magic.store(layout::kMagic, std::memory_order_release);
-    return Segment(std::string(name), base, size);
+    return Segment(std::string(name), base, size, identity);
 }
 
 void Segment::validate_image(const std::byte* image, std::size_t size) {
@@ -380,7 +384,7 @@ Segment Segment::open(std::string_view name) {
         throw Error(ErrorCode::not_ringcast, "segment '" + std::string(name) + "' is too small (" +
                                                  std::to_string(size) + " bytes) to be a ringcast segment");
     void* p = obj.map();
-    Segment seg(std::string(name), static_cast<std::byte*>(p), size);
+    Segment seg(std::string(name), static_cast<std::byte*>(p), size, obj.identity());
     // A creator may be between shm_open and its release store of magic: give it a moment.
     for (int attempt = 0;; ++attempt) {
         try {
@@ -418,7 +422,9 @@ ShmObject ShmObject::create(std::string_view name, std::size_t size, mode_t mode
     if (::fchmod(fd, mode) != 0) fail("fchmod", errno);
     if (::ftruncate(fd, static_cast<off_t>(size)) != 0) fail("ftruncate", errno);
     if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) fail("posix_fallocate", err);
-    return ShmObject(std::string(name), fd, size, true);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) fail("fstat", errno);
+    return ShmObject(std::string(name), fd, size, ObjectIdentity{st.st_dev, st.st_ino}, true);
 }
 
 ShmObject ShmObject::open(std::string_view name) {
@@ -431,7 +437,8 @@ ShmObject ShmObject::open(std::string_view name) {
         ::close(fd);
         throw_system_error("fstat", err);
     }
-    return ShmObject(std::string(name), fd, static_cast<std::size_t>(st.st_size), false);
+    return ShmObject(std::string(name), fd, static_cast<std::size_t>(st.st_size), ObjectIdentity{st.st_dev, st.st_ino},
+                     false);
 }
 
 ShmObject::~ShmObject() {
@@ -456,7 +463,8 @@ bool Segment::remove(std::string_view name) {
 }
 
 Segment::Segment(Segment&& other) noexcept
-    : name_(std::move(other.name_)), base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : name_(std::move(other.name_)), base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)),
+      identity_(std::exchange(other.identity_, {})) {}
 
 Segment& Segment::operator=(Segment&& other) noexcept {
     if (this != &other) {
@@ -464,6 +472,7 @@ Segment& Segment::operator=(Segment&& other) noexcept {
         name_ = std::move(other.name_);
         base_ = std::exchange(other.base_, nullptr);
         size_ = std::exchange(other.size_, 0);
+        identity_ = std::exchange(other.identity_, {});
     }
     return *this;
 }

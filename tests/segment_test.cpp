@@ -8,6 +8,7 @@
 #include <string>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -109,6 +110,36 @@ long minor_faults_of(Fn&& fn) {
 // mappings must arrive populated: writing a byte of every page through either then takes no fault (a
 // few allowed for what the sanitizers' shadow memory takes; unprefaulted it is one per page, 256 here —
 // writes, because read faults on shared memory map 16 pages at a time).
+// A reclaim (Writer::create over an abandoned name, `ringcast gc`) judges a segment, then unlinks its
+// name — only if the name still leads to the object it judged. Another reclaimer may have unlinked
+// it and created a live segment under the name in between: that one keeps its name. (Before: the
+// check compared what the name led to with itself, and the live segment lost its name.)
+TEST(Segment, AReclaimNeverUnlinksAnObjectThatTookTheNameMeanwhile) {
+    const auto abandon = [](const ScopedName& name) {
+        const pid_t creator = fork_child([&] {
+            auto seg = Segment::create(name, SegmentOptions{.readers = 1, .capacity = 64 * 1024});
+            ::kill(::getpid(), SIGKILL);
+        });
+        return wait_child(creator, std::chrono::seconds(30));
+    };
+    ScopedName name("ident");
+    ASSERT_EQ(abandon(name), -SIGKILL);
+    const Segment judged = Segment::open(name);
+    ASSERT_EQ(Segment::user_of(judged.base()), "");
+    ASSERT_TRUE(Segment::remove(name));  // another reclaimer, faster: unlinks and creates anew
+    const Segment live = Segment::create(name, SegmentOptions{.readers = 1, .capacity = 64 * 1024});
+    EXPECT_FALSE(unlink_if_still_abandoned(name, judged));
+    const Segment still = Segment::open(name);  // throws not_found if the live segment lost its name
+    EXPECT_EQ(still.identity(), live.identity());
+    EXPECT_NE(live.identity(), judged.identity());
+
+    ScopedName other("ident2");  // the name still leads to the judged object: unlinked
+    ASSERT_EQ(abandon(other), -SIGKILL);
+    const Segment judged_too = Segment::open(other);
+    EXPECT_TRUE(unlink_if_still_abandoned(other, judged_too));
+    EXPECT_FALSE(Segment::remove(other));
+}
+
 TEST(Segment, WriterAndReaderPrefaultTheRing) {
     {
         // Before Linux 5.14 there is no MADV_POPULATE_WRITE: the prefault is skipped there (a speed-up,

@@ -33,6 +33,14 @@ struct SegmentOptions {
     bool reclaim_abandoned = true;
 };
 
+// Which object a name led to when it was opened or created (its file's device and inode): a name
+// can be unlinked and taken by another object meanwhile, an open object's identity cannot change.
+struct ObjectIdentity {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    [[nodiscard]] bool operator==(const ObjectIdentity&) const noexcept = default;
+};
+
 // An open POSIX shm object: the one shm_open / size / mmap / errno path of every ringcast object
 // (queue segments and gather doorbells). Errors name the object and the real cause (not_found,
 // already_exists, permission_denied, a symbolic link, no_space, system naming the call).
@@ -44,22 +52,25 @@ public:
     [[nodiscard]] static ShmObject create(std::string_view name, std::size_t size, mode_t mode);
     [[nodiscard]] static ShmObject open(std::string_view name);  // read-write, O_NOFOLLOW
     ShmObject(ShmObject&& o) noexcept
-        : name_(std::move(o.name_)), fd_(std::exchange(o.fd_, -1)), size_(o.size_), created_(o.created_) {}
+        : name_(std::move(o.name_)), fd_(std::exchange(o.fd_, -1)), size_(o.size_), identity_(o.identity_),
+          created_(o.created_) {}
     ShmObject& operator=(ShmObject&&) = delete;
     ShmObject(const ShmObject&) = delete;
     ShmObject& operator=(const ShmObject&) = delete;
     ~ShmObject();
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] ObjectIdentity identity() const noexcept { return identity_; }
     // MAP_SHARED read-write mapping of the whole object; stays valid after this object is closed. A
     // failure unlinks an object this process just created.
     [[nodiscard]] void* map() const;
 
 private:
-    ShmObject(std::string name, int fd, std::size_t size, bool created) noexcept
-        : name_(std::move(name)), fd_(fd), size_(size), created_(created) {}
+    ShmObject(std::string name, int fd, std::size_t size, ObjectIdentity identity, bool created) noexcept
+        : name_(std::move(name)), fd_(fd), size_(size), identity_(identity), created_(created) {}
     std::string name_;
     int fd_ = -1;
     std::size_t size_ = 0;
+    ObjectIdentity identity_{};
     bool created_ = false;
 };
 
@@ -93,6 +104,9 @@ public:
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
     [[nodiscard]] std::byte* base() const noexcept { return base_; }
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    // The object this mapping is of (see ObjectIdentity): unlink_if_still_abandoned compares it with
+    // what the name leads to now.
+    [[nodiscard]] ObjectIdentity identity() const noexcept { return identity_; }
 
     [[nodiscard]] layout::SegmentHeader& header() const noexcept {
         return *reinterpret_cast<layout::SegmentHeader*>(base_);
@@ -121,13 +135,14 @@ public:
     static void validate_image(const std::byte* image, std::size_t size);
 
 private:
-    Segment(std::string name, std::byte* base, std::size_t size) noexcept
-        : name_(std::move(name)), base_(base), size_(size) {}
+    Segment(std::string name, std::byte* base, std::size_t size, ObjectIdentity identity) noexcept
+        : name_(std::move(name)), base_(base), size_(size), identity_(identity) {}
     void unmap() noexcept;
 
     std::string name_;
     std::byte* base_ = nullptr;
     std::size_t size_ = 0;
+    ObjectIdentity identity_{};
 };
 
 // One object removed (or, dry run, to be removed) by sweep_abandoned().
@@ -145,7 +160,8 @@ struct AbandonedObject {
 // creators (an object is unlinked only if it is still the one judged, see unlink_if_still_abandoned).
 // Throws Error(system) if /dev/shm cannot be listed.
 [[nodiscard]] std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix = {}, bool dry_run = false);
-// Unlinks `name` if it is still the object `seg` maps, owned by us and unused. True if unlinked.
+// Unlinks `name` if it still leads to the object `seg` maps (Segment::identity), owned by us and
+// unused. True if unlinked.
 bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);
 
 // Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
