@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <fcntl.h>
@@ -73,20 +74,37 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
         throw Error(ErrorCode::invalid_argument, "futex_waitv gathers at most 128 ranks; use the doorbell");
     Segment::validate_name(gather_bell_name(name));  // the longest derived names must be valid too
     Segment::validate_name(gather_ring_name(name, options.ranks - 1));
-    GatherCollector c(std::string(name), options,
-                      DoorbellMapping::create(gather_bell_name(name), options.ranks, options.mode));
-    // From here on the destructor removes whatever was created if a later step throws.
+    // The reply rings first, the bell last: a bell then always names a group whose rings exist, which
+    // is how `ringcast gc` and the sweeps of Python's queues tell a live group's bell from an
+    // abandoned one (sweep_abandoned). A bell made before its rings could be swept by a sweep that
+    // listed /dev/shm in between, and the group's workers would find no bell. Whatever this call made
+    // is removed if a later step throws; nothing it did not make.
+    std::uint32_t made = 0;
+    std::optional<DoorbellMapping> bell;
+    try {
+        for (; made < options.ranks; ++made) {
+            auto seg = Segment::create(gather_ring_name(name, made),
+                                       SegmentOptions{.readers = 1, .capacity = options.capacity, .mode = options.mode});
+        }
+        bell.emplace(DoorbellMapping::create(gather_bell_name(name), options.ranks, options.mode));
+    } catch (...) {
+        for (std::uint32_t r = 0; r < made; ++r) {
+            try {
+                (void)Segment::remove(gather_ring_name(name, r));
+            } catch (...) {  // the first error is the one to report
+            }
+        }
+        throw;
+    }
+    GatherCollector c(std::string(name), options, std::move(*bell));
+    // From here on the destructor removes the rings and the bell if a later step throws.
     ReaderOptions ro;
     ro.wait = options.wait;
     // An eventfd collector sleeps on the doorbell's eventfd (wake_fd); its rank-0 readers only poll.
     if (ro.wait.kind == WaitKind::eventfd) ro.wait.kind = WaitKind::futex;
     ro.liveness_interval = options.liveness_interval;
     c.readers_.reserve(options.ranks);
-    for (std::uint32_t r = 0; r < options.ranks; ++r) {
-        const std::string ring = gather_ring_name(name, r);
-        { auto seg = Segment::create(ring, SegmentOptions{.readers = 1, .capacity = options.capacity, .mode = options.mode}); }
-        c.readers_.push_back(Reader::attach(ring, 0, ro));
-    }
+    for (std::uint32_t r = 0; r < options.ranks; ++r) c.readers_.push_back(Reader::attach(gather_ring_name(name, r), 0, ro));
     if (options.wait.kind == WaitKind::eventfd) (void)c.wake_fd();
     return c;
 }

@@ -224,9 +224,10 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         found.push_back({name, bytes});
     }
     // A gather doorbell "<group>.bell" has no owner of its own: it is abandoned once no reply ring
-    // "<group>.r<N>" of its group is left (the collector removes the bell last; a collector killed
-    // between creating the bell and its first ring leaves a bell alone, too). Only bells whose magic
-    // says they are ringcast's are removed.
+    // "<group>.r<N>" of its group is left. The collector creates its rings before its bell and
+    // removes the bell last (GatherCollector::create), so a live group's bell always has rings. They
+    // are looked for twice: in the listing above, and by name just before the unlink (a ring listed
+    // after the directory was read). Only bells whose magic says they are ringcast's are removed.
     for (const auto& [name, bytes] : bells) {
         const std::string group = name.substr(0, name.size() - 5) + ".r";
         const auto in_group = [&](const std::string& n) { return n.compare(0, group.size(), group) == 0; };
@@ -240,10 +241,21 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
         if (fd < 0) continue;
         std::uint64_t magic = 0;
+        std::uint32_t ranks = 0;
         const bool is_bell = ::pread(fd, &magic, sizeof magic, offsetof(layout::DoorbellLine, magic)) ==
-                                 static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic;
+                                 static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic &&
+                             ::pread(fd, &ranks, sizeof ranks, offsetof(layout::DoorbellLine, ranks)) ==
+                                 static_cast<ssize_t>(sizeof ranks);
         ::close(fd);
-        if (!is_bell || (!dry_run && ::shm_unlink(shm_path(name).c_str()) != 0)) continue;
+        if (!is_bell) continue;
+        bool ring_now = false;  // a ring of the group that this sweep neither removed nor (dry run) would
+        for (std::uint32_t r = 0; r < std::min(ranks, layout::kMaxReaders) && !ring_now; ++r) {
+            const std::string ring = group + std::to_string(r);
+            struct stat st {};
+            ring_now = ::lstat(("/dev/shm/" + ring).c_str(), &st) == 0 &&
+                       std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.name == ring; });
+        }
+        if (ring_now || (!dry_run && ::shm_unlink(shm_path(name).c_str()) != 0)) continue;
         found.push_back({name, bytes});
     }
     return found;

@@ -292,6 +292,45 @@ TEST(GatherDoorbell, NoBellRingWhenTheCollectorIsAwake) {
     EXPECT_EQ(c.kernel_waits(), 0u);
 }
 
+// GatherCollector::create makes the reply rings first and the bell last (a bell then always names a
+// group whose rings exist: what `ringcast gc` goes by), and a create that fails removes what it made
+// and nothing else. (Before: the bell came first, and a ring that someone else held made the
+// collector's destructor remove every ring of the name, that one included.)
+TEST(GatherGroups, ACreateThatFailsRemovesWhatItMadeAndNothingElse) {
+    ScopedName name("gfail");
+    const std::string group(name.str());
+    const auto exists = [](const std::string& n) {
+        try {
+            (void)ShmObject::open(n);
+            return true;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::not_found) << e.what();
+            return false;
+        }
+    };
+    {
+        const Segment theirs = Segment::create(group + ".r1", SegmentOptions{.readers = 1, .capacity = 64 * 1024});
+        try {
+            (void)GatherCollector::create(group, GatherOptions{.ranks = 3, .capacity = 64 * 1024});
+            FAIL() << "created a group over a reply ring in use";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::already_exists) << e.what();
+            EXPECT_NE(std::string(e.what()).find(group + ".r1"), std::string::npos) << e.what();
+        }
+        EXPECT_FALSE(exists(group + ".r0")) << "the ring it made is left behind";
+        EXPECT_TRUE(exists(group + ".r1")) << "a ring it did not make was removed";
+        EXPECT_FALSE(exists(group + ".r2"));
+        EXPECT_FALSE(exists(group + ".bell")) << "a bell was made before its rings";
+        EXPECT_TRUE(Segment::remove(group + ".r1"));
+    }
+    { auto bell = DoorbellMapping::create(group + ".bell", 2, 0600); }  // someone else's bell
+    EXPECT_THROW((void)GatherCollector::create(group, GatherOptions{.ranks = 2, .capacity = 64 * 1024}), Error);
+    EXPECT_FALSE(exists(group + ".r0"));
+    EXPECT_FALSE(exists(group + ".r1"));
+    EXPECT_TRUE(exists(group + ".bell")) << "a bell it did not make was removed";
+    EXPECT_TRUE(Segment::remove(group + ".bell"));
+}
+
 TEST(GatherDoorbell, BadArguments) {
     EXPECT_THROW((void)GatherCollector::create("rc-gbad", GatherOptions{.ranks = 0}), Error);
     EXPECT_THROW((void)GatherCollector::create("rc-gbad", GatherOptions{.ranks = 200, .method = GatherWait::futex_waitv}), Error);

@@ -80,7 +80,8 @@ private:
 // The executor side. Thread-safety: one thread at a time (cancel() from any thread).
 class GatherCollector {
 public:
-    // Creates "<name>.r<rank>" reply rings and "<name>.bell"; removes them when destroyed.
+    // Creates "<name>.r<rank>" reply rings, then "<name>.bell"; removes them when destroyed. A create
+    // that throws (a name in use: Error already_exists naming it) leaves nothing it made behind.
     [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
     GatherCollector(GatherCollector&&) noexcept = default;
     GatherCollector& operator=(GatherCollector&&) = delete;
