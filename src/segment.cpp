@@ -242,10 +242,11 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         if (fd < 0) continue;
         std::uint64_t magic = 0;
         std::uint32_t ranks = 0;
+        struct stat judged {};
         const bool is_bell = ::pread(fd, &magic, sizeof magic, offsetof(layout::DoorbellLine, magic)) ==
                                  static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic &&
                              ::pread(fd, &ranks, sizeof ranks, offsetof(layout::DoorbellLine, ranks)) ==
-                                 static_cast<ssize_t>(sizeof ranks);
+                                 static_cast<ssize_t>(sizeof ranks) && ::fstat(fd, &judged) == 0;
         ::close(fd);
         if (!is_bell) continue;
         bool ring_now = false;  // a ring of the group that this sweep neither removed nor (dry run) would
@@ -255,7 +256,14 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
             ring_now = ::lstat(("/dev/shm/" + ring).c_str(), &st) == 0 &&
                        std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.name == ring; });
         }
-        if (ring_now || (!dry_run && ::shm_unlink(shm_path(name).c_str()) != 0)) continue;
+        if (ring_now) continue;
+        if (!dry_run) {  // only the bell judged: another sweep may have removed it and a new group made one
+            struct stat now {};
+            if (::lstat(("/dev/shm/" + name).c_str(), &now) != 0 ||
+                ObjectIdentity{now.st_dev, now.st_ino} != ObjectIdentity{judged.st_dev, judged.st_ino} ||
+                ::shm_unlink(shm_path(name).c_str()) != 0)
+                continue;
+        }
         found.push_back({name, bytes});
     }
     return found;

@@ -81,7 +81,9 @@ private:
 class GatherCollector {
 public:
     // Creates "<name>.r<rank>" reply rings, then "<name>.bell"; removes them when destroyed. A create
-    // that throws (a name in use: Error already_exists naming it) leaves nothing it made behind.
+    // that throws (a name in use: Error already_exists naming it) leaves nothing it made behind (a
+    // ring left by a killed collector is reclaimed on the way, as Segment::create does; its bell,
+    // which has no owner to judge, is not: `ringcast gc` removes it).
     [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
     GatherCollector(GatherCollector&&) noexcept = default;
     GatherCollector& operator=(GatherCollector&&) = delete;
