@@ -80,13 +80,16 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
     // listed /dev/shm in between, and the group's workers would find no bell. Whatever this call made
     // is removed if a later step throws; nothing it did not make.
     std::uint32_t made = 0;
-    std::optional<DoorbellMapping> bell;
+    bool bell_made = false;
+    std::optional<GatherCollector> collector;
     try {
         for (; made < options.ranks; ++made) {
             auto seg = Segment::create(gather_ring_name(name, made),
                                        SegmentOptions{.readers = 1, .capacity = options.capacity, .mode = options.mode});
         }
-        bell.emplace(DoorbellMapping::create(gather_bell_name(name), options.ranks, options.mode));
+        DoorbellMapping bell = DoorbellMapping::create(gather_bell_name(name), options.ranks, options.mode);
+        bell_made = true;
+        collector.emplace(GatherCollector(std::string(name), options, std::move(bell)));  // may throw bad_alloc
     } catch (...) {
         for (std::uint32_t r = 0; r < made; ++r) {
             try {
@@ -94,10 +97,11 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
             } catch (...) {  // the first error is the one to report
             }
         }
+        if (bell_made) ::shm_unlink(("/" + gather_bell_name(name)).c_str());
         throw;
     }
-    GatherCollector c(std::string(name), options, std::move(*bell));
-    // From here on the destructor removes the rings and the bell if a later step throws.
+    GatherCollector& c = *collector;
+    // From here on its destructor removes the rings and the bell if a later step throws.
     ReaderOptions ro;
     ro.wait = options.wait;
     // An eventfd collector sleeps on the doorbell's eventfd (wake_fd); its rank-0 readers only poll.
@@ -106,7 +110,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
     c.readers_.reserve(options.ranks);
     for (std::uint32_t r = 0; r < options.ranks; ++r) c.readers_.push_back(Reader::attach(gather_ring_name(name, r), 0, ro));
     if (options.wait.kind == WaitKind::eventfd) (void)c.wake_fd();
-    return c;
+    return std::move(c);
 }
 
 GatherCollector::~GatherCollector() {

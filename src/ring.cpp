@@ -268,10 +268,9 @@ bool left_over_for(const Segment& segment, std::uint32_t rank) {
 Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOptions& options) {
     const Deadline give_up = deadline_after(options.create_timeout);
     const auto waited = [&] { return " (waited " + std::to_string(options.create_timeout.count() / 1'000'000) + " ms"; };
-    bool left_over = false;  // the last look found the name held by a segment nobody alive uses
     for (auto pause = std::chrono::milliseconds(1);; pause = std::min(2 * pause, std::chrono::milliseconds(50))) {
         const bool may_wait = give_up != kPollOnly && Clock::now() < give_up;
-        left_over = false;
+        bool left_over = false;  // this look found the name held by a segment nobody alive uses
         try {
             Segment segment = Segment::open(name);
             // A reader that may start first also waits past a segment left over under this name

@@ -169,6 +169,15 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
     return true;
 }
 
+// Whether `name` in /dev/shm still leads to the object `judged` (device, inode), owned by this user.
+// A reclaimer or a sweep judges an object, then unlinks its name; in between another may have
+// unlinked it and created a new object under the name, which must not be taken for the judged one.
+bool still_leads_to(std::string_view name, ObjectIdentity judged) {
+    struct stat now {};
+    return ::lstat(("/dev/shm/" + std::string(name)).c_str(), &now) == 0 &&
+           ObjectIdentity{now.st_dev, now.st_ino} == judged && now.st_uid == ::geteuid();
+}
+
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -180,11 +189,8 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 // between this last check and the unlink stays: an attach landing exactly there keeps its mapping
 // and works; only the name is gone — the same as `ringcast rm` of a segment in use.)
 bool unlink_if_still_abandoned(std::string_view name, const Segment& seg) {
-    struct stat now {};
-    const std::string path = "/dev/shm/" + std::string(name);
-    const bool same = ::lstat(path.c_str(), &now) == 0 && ObjectIdentity{now.st_dev, now.st_ino} == seg.identity() &&
-                      now.st_uid == ::geteuid() && Segment::user_of(seg.base()).empty();
-    return same && ::shm_unlink(shm_path(name).c_str()) == 0;
+    return still_leads_to(name, seg.identity()) && Segment::user_of(seg.base()).empty() &&
+           ::shm_unlink(shm_path(name).c_str()) == 0;
 }
 
 std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_run) {
@@ -231,12 +237,13 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
     for (const auto& [name, bytes] : bells) {
         const std::string group = name.substr(0, name.size() - 5) + ".r";
         const auto in_group = [&](const std::string& n) { return n.compare(0, group.size(), group) == 0; };
+        const auto swept = [&](const std::string& n) {  // removed by this sweep (or, dry, would be)
+            return std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.name == n; });
+        };
         if (std::any_of(kept.begin(), kept.end(), in_group)) continue;
         bool ring_left = false;
-        for (const auto& candidate : candidates) {  // (no structured binding: clang 14 cannot capture one)
-            const std::string& n = candidate.first;
-            ring_left |= in_group(n) && std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.name == n; });
-        }
+        for (const auto& candidate : candidates)  // (no structured binding: clang 14 cannot capture one)
+            ring_left |= in_group(candidate.first) && !swept(candidate.first);
         if (ring_left) continue;  // a ring we could not judge (foreign, being created): keep its bell
         const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
         if (fd < 0) continue;
@@ -253,17 +260,13 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         for (std::uint32_t r = 0; r < std::min(ranks, layout::kMaxReaders) && !ring_now; ++r) {
             const std::string ring = group + std::to_string(r);
             struct stat st {};
-            ring_now = ::lstat(("/dev/shm/" + ring).c_str(), &st) == 0 &&
-                       std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.name == ring; });
+            ring_now = ::lstat(("/dev/shm/" + ring).c_str(), &st) == 0 && !swept(ring);
         }
         if (ring_now) continue;
-        if (!dry_run) {  // only the bell judged: another sweep may have removed it and a new group made one
-            struct stat now {};
-            if (::lstat(("/dev/shm/" + name).c_str(), &now) != 0 ||
-                ObjectIdentity{now.st_dev, now.st_ino} != ObjectIdentity{judged.st_dev, judged.st_ino} ||
-                ::shm_unlink(shm_path(name).c_str()) != 0)
-                continue;
-        }
+        // Only the bell judged: another sweep may have removed it and a new group made one.
+        if (!dry_run && (!still_leads_to(name, ObjectIdentity{judged.st_dev, judged.st_ino}) ||
+                         ::shm_unlink(shm_path(name).c_str()) != 0))
+            continue;
         found.push_back({name, bytes});
     }
     return found;
