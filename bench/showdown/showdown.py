@@ -13,12 +13,16 @@ Variants:
   (c) gather     ringcast.MessageQueue broadcast; replies through ringcast.ReplyGather: one wait for all ranks
                  (in async mode collect_async: no collector thread, result() after the preparation).
                  (b) and (c) use the library's defaults, the adaptive hybrid spin among them (spin about
-                 twice the recent waits, at most 2 ms, politely; sleep at once when waits have been longer)
+                 twice the recent waits, politely, at most 2 ms in a worker's receive and 10 ms in the
+                 executor's collect; past that, sleep until shortly before the expected end)
   (d) gather     as (c) without the adaptive spin (spin_max_us=0: spin 10 us, then sleep)
   (e) gather     as (c) with wait="spin" everywhere: never sleeps, an idle worker burns its core (not
                  run unless asked, --variants abcde): the fastest any wait of ringcast can react
   (f) gather     as (c) without wake-ahead (MessageQueue(wake_ahead=False)): a sleeping worker is woken by
                  the request's publish instead of before its pickling (not run unless asked)
+  (g) gather     as (c) with another cap on the collect's adaptive spin (ReplyGather(spin_max_us=
+                 --g-spin-max-us): 2 ms unless told, the default until 2026-12-03; the workers' too with
+                 --g-queue-spin-max-us): what the collect's longer default cap changes (not run unless asked)
 each in sync mode and in async-scheduling mode, where the executor's main thread spends `--prep-ms` of
 pure-Python work preparing the next step while a second thread collects the replies: a Python thread
 for (a) and (b), as executors do it today; ringcast's collect_async for (c), (d) (no thread: the replies
@@ -316,8 +320,25 @@ class RingcastGatherPureSpin(RingcastGather):
     options = {"wait": "spin"}
 
 
+class RingcastGatherLongSpin(RingcastGather):
+    """(c) with another cap on the adaptive spin of the executor's collect (ReplyGather's spin_max_us,
+    --g-spin-max-us; 2 ms unless told, a reader's cap and the collect's until 2026-12-03) and, if asked,
+    of the workers' receive (MessageQueue's, --g-queue-spin-max-us): whether a step between the two
+    caps is slept through or spun through — a wake-up and the cold caches after it against the CPU."""
+
+    name = "(g) ringcast + gather, collect spin cap 2 ms"
+    gather_options = {"spin_max_us": 2000.0}
+    queue_options = {}
+
+    def __init__(self, workers):
+        self.workers = workers
+        self.bcast = ringcast.MessageQueue(workers, workers, **self.queue_options)
+        self.gather = ringcast.ReplyGather(workers, **self.gather_options)
+        self.handles = (self.bcast.export_handle(), self.gather.export_handle())
+
+
 TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": RingcastGatherNoAdaptiveSpin,
-              "e": RingcastGatherPureSpin, "f": RingcastGatherNoWakeAhead}
+              "e": RingcastGatherPureSpin, "f": RingcastGatherNoWakeAhead, "g": RingcastGatherLongSpin}
 
 
 def fork_workers(pids, workers, body):
@@ -599,7 +620,7 @@ def plot(rows, floors, cpp_floor_us, path):
     except ImportError:
         print("(matplotlib missing: no plot)")
         return
-    colors = {"a": "#c0392b", "b": "#2980b9", "c": "#27ae60", "d": "#8e44ad", "e": "#7f8c8d", "f": "#d35400"}
+    colors = {"a": "#c0392b", "b": "#2980b9", "c": "#27ae60", "d": "#8e44ad", "e": "#7f8c8d", "f": "#d35400", "g": "#16a085"}
     names = {r["kind"]: r["variant"] for r in rows}
     labels = [f"{r['kind']} {r['replies']}\n{r['mode']}" for r in rows]
     x = list(range(len(rows)))
@@ -620,7 +641,7 @@ def plot(rows, floors, cpp_floor_us, path):
     ax.set_ylabel("step overhead p50 (us, log)")
     ax.set_title("overhead per step (lower is better)")
     ax.legend(fontsize=7, loc="upper left")
-    kinds = [k for k in "abcde" if k in names]
+    kinds = [k for k in "abcdefg" if k in names]
     busy = [statistics.mean(r["executor_cpu_pct"] + statistics.mean(r["worker_cpu_pct"]) for r in rows if r["kind"] == k)
             for k in kinds]
     idle = [max(max(r["worker_idle_cpu_pct"]) for r in rows if r["kind"] == k) for k in kinds]
@@ -760,7 +781,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="runs per configuration, interleaved; medians reported")
     ap.add_argument("--work-ms", type=float, default=1.0)
     ap.add_argument("--prep-ms", type=float, default=2.0, help="async mode: main thread's preparation work")
-    ap.add_argument("--variants", default="abcd", help="which of a-f to run (e: pure spin, f: no wake-ahead; only when asked)")
+    ap.add_argument("--variants", default="abcd",
+                    help="which of a-g to run (e: pure spin, f: no wake-ahead, g: another collect spin cap; only when asked)")
+    ap.add_argument("--g-spin-max-us", type=float, default=2000.0, help="(g)'s cap on the collect's adaptive spin")
+    ap.add_argument("--g-queue-spin-max-us", type=float, default=None,
+                    help="(g)'s cap on the workers' adaptive spin (default: the library's)")
     ap.add_argument("--out", default="build/report")
     ap.add_argument("--idle-seconds", type=float, default=1.0, help="length of the idle-CPU window (tests shorten it)")
     ap.add_argument("--pin", choices=("auto", "on", "off"), default="auto",
@@ -772,6 +797,12 @@ def main():
                     help="the C++ floor's overhead p50 (ringcast-showdown-floor), drawn as a line in the plot")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    RingcastGatherLongSpin.gather_options = {"spin_max_us": args.g_spin_max_us}
+    g_name = f"(g) ringcast + gather, collect spin cap {args.g_spin_max_us / 1e3:g} ms"
+    if args.g_queue_spin_max_us is not None:
+        RingcastGatherLongSpin.queue_options = {"spin_max_us": args.g_queue_spin_max_us}
+        g_name += f", workers' {args.g_queue_spin_max_us / 1e3:g} ms"
+    RingcastGatherLongSpin.name = g_name
     # Calibrated before the executor is pinned: on every CPU of this process, at the fastest.
     work, prep, no_prep = Compute(args.work_ms / 1e3), Compute(args.prep_ms / 1e3), Compute(0)
     global SPEED_PROBE
@@ -818,7 +849,7 @@ def main():
     print("\nwhere a sync step's time goes (p50 of each part, us; medians over runs; the last collected"
           " worker is the critical one;\nsleeps/step: kernel sleeps per step of a worker's receive and of the"
           " executor's collect, median over workers and runs — 0 means the wait always spun, - not counted;\na"
-          " predicted wait's alarm counts as one: a step longer than the 2 ms spin shows ~1 however it ends):")
+          " predicted wait's alarm counts as one: a step longer than the collect's spin cap (10 ms; (g): its own) shows ~1 however it ends):")
     def breakdown_table(mode, header, line):
         """One line per row of `mode`, from its breakdown (the parts of a sync step do not apply to an
         async one, whose preparation overlaps the workers, and the other way round)."""

@@ -42,11 +42,24 @@ namespace ringcast {
 
 enum class GatherWait : std::uint8_t { doorbell, futex_waitv };
 
+// The collect's cap on the adaptive spin (GatherOptions::wait.spin_max), 5x a reader's 2 ms
+// (WaitOptions). A collect waits for a step its executor has issued and whose end is near; a reader
+// may wait for a step that never comes. Sleeping through a step is not free: the Python that runs
+// after the wake-up — the next request's pickling, on the step's critical path — ran 8-30 us slower
+// after a 0.5-2 ms sleep than after a spin of the same length on the 16-core VM (docs/benchmarks.md,
+// "What a sleep costs"), on top of the wake-up itself; a 2 ms cap slept through every step of the
+// showdown's calibrated 1 ms of work whenever the VM ran it at half speed. Up to 10 ms the collect
+// spins (~0.3 % of a step or more to save); longer steps are predicted (wait.hpp, SpinHistory: sleep,
+// then spin a window around the expected end). Its CPU: the executor's thread, busy through steps of
+// up to 10 ms while a step is in flight; none once idle (the spin follows the recent collects and
+// stops after one more).
+inline constexpr std::chrono::nanoseconds kCollectSpinMax{10'000'000};
+
 struct GatherOptions {
     std::uint32_t ranks = 1;                // worker ranks 0..ranks-1
     std::uint64_t capacity = 1ULL << 20;    // bytes per reply ring (replies of any size still work)
     mode_t mode = 0600;
-    WaitOptions wait{};                     // spin phase (if any) before the kernel wait
+    WaitOptions wait{.spin_max = kCollectSpinMax};  // the collect's wait: spin phase, then the kernel
     GatherWait method = GatherWait::doorbell;
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
 };

@@ -39,3 +39,43 @@ def test_the_after_sleep_probe_prints_what_its_steps_say(tmp_path):
 def test_the_after_sleep_probe_refuses_an_empty_budget():
     out = subprocess.run([sys.executable, SCRIPT, "--rounds", "0"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--rounds and --steps must be >= 1" in out.stderr
+
+
+def test_the_ring_waits_are_timed_and_compared_with_the_python_spin(tmp_path):
+    """--ring: three more kinds, each a ringcast dequeue that times out after the pause (its strategy's
+    own waiting), in the same rotation; each printed difference from the Python spin recomputed."""
+    ring = ("ring-spin", "ring-yield", "ring-futex")
+    kinds = KINDS + ring
+    out_json = tmp_path / "ring.json"
+    out = subprocess.run([sys.executable, SCRIPT, "--pauses-ms", "0.2", "--rounds", "6", "--steps", "3", "--ring",
+                          "--json", str(out_json)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    data = json.loads(out_json.read_text())
+    assert data["kinds"] == list(kinds)
+    (entry,) = data["by_pause"]
+    assert all(sorted(o) == sorted(kinds) for o in entry["orders"]) and len({tuple(o) for o in entry["orders"]}) == 6
+    steps = entry["steps_us"]
+    pooled = {k: statistics.median([v for r in steps[k] for v in r]) for k in kinds}
+    (line,) = re.findall(r"^  ring waits: (.*)$", out.stdout, re.M)
+    medians = dict(re.findall(r"(ring-\w+) (-?[\d.]+)(?:,| us)", line.split("; - spin ")[0] + " us"))
+    assert {k: float(v) for k, v in medians.items()} == {k: round(pooled[k], 1) for k in ring}, line
+    for k in ring:
+        m = re.search(re.escape(k) + r" ([+-][\d.]+) \(rounds: ([^)]*)\)", line.split("; - spin ")[1])
+        assert m, line
+        assert float(m.group(1)) == round(pooled[k] - pooled["spin"], 1)
+        per_round = [statistics.median(a) - statistics.median(b) for a, b in zip(steps[k], steps["spin"])]
+        assert [float(x) for x in m.group(2).split()] == [round(d, 1) for d in per_round]
+
+
+def test_a_ring_pause_lasts_its_timeout():
+    """The ring kinds really wait: a dequeue on the empty queue returns (timed out) after the pause."""
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import time
+
+    import bench_after_sleep
+
+    for wait in bench_after_sleep.RING_KINDS.values():
+        w = bench_after_sleep.RingWait(wait)
+        t0 = time.monotonic()
+        w.pause(0.02)
+        assert time.monotonic() - t0 >= 0.019, wait

@@ -243,6 +243,41 @@ def test_adaptive_spin_catches_waits_as_short_as_recent_ones():
                 f"plain >= 20 (control) and adaptive <= 10")
 
 
+def test_the_default_collect_spins_through_steps_of_a_few_ms():
+    """ReplyGather's default cap on the adaptive spin is 10 ms (COLLECT_SPIN_MAX_US), a MessageQueue
+    reader's 2 ms: once its collects have learned that steps take ~5 ms, a default collect spins through
+    them (about no kernel wait), where the 2 ms cap sleeps until the predicted window (one per collect).
+    The handle carries the cap to the workers. Timing-based, with the neighbour's retries."""
+    g = ringcast.ReplyGather(1)
+    assert g.export_handle().spin_max_us == ringcast._core.COLLECT_SPIN_MAX_US == 10000.0
+    g.close()
+    q = ringcast.MessageQueue(1, 1)
+    assert q.export_handle().spin_max_us == 2000.0, "a reader's cap stays 2 ms"
+    q.shutdown()
+
+    def kernel_waits_for_20_steps(**options):
+        g = ringcast.ReplyGather(1, **options)
+        w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+        for tag in range(1, 31):
+            if tag == 11:  # the first ten teach the collector how long its steps last
+                before = g._collector.kernel_waits
+            threading.Timer(0.005, w.reply, args=(tag, tag)).start()
+            assert g.collect(tag, timeout=5) == [tag]
+        slept = g._collector.kernel_waits - before
+        w.close()
+        g.close()
+        return slept
+
+    rounds = []
+    for _ in range(3):
+        default, reader_cap = kernel_waits_for_20_steps(), kernel_waits_for_20_steps(spin_max_us=2000.0)
+        rounds.append((default, reader_cap))
+        if default <= 10 and reader_cap >= 15:
+            return
+    pytest.fail(f"kernel waits out of 20 steps of 5 ms (default cap, 2 ms cap) per round: {rounds}; expected "
+                f"default <= 10 and 2 ms >= 15 (control)")
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_collect_async_matches_collect_across_processes(method):
     """collect_async + result() gives what collect() gives, for worker processes, while this thread runs

@@ -141,9 +141,13 @@ struct CollectRun {
     std::uint64_t straggler_found_asleep = 0;   // counted collects whose second reply rang the bell
 };
 
-CollectRun collect_two_ranks(int learn, int counted, std::chrono::microseconds gap) {
+// spin_max: the collect's cap; a reader's 2 ms unless told (the tests of later waits: 5 ms steps and
+// 3 ms gaps stand for ones longer than the collect's own 10 ms, kCollectSpinMax, in a shorter test).
+CollectRun collect_two_ranks(int learn, int counted, std::chrono::microseconds gap,
+                             std::chrono::nanoseconds spin_max = 2ms) {
     ScopedName name("later-waits");
-    GatherOptions o;  // the library's default waits
+    GatherOptions o;  // the library's default waits but for the cap
+    o.wait.spin_max = spin_max;
     o.ranks = 2;
     o.capacity = 64 * 1024;
     auto c = GatherCollector::create(name, o);
@@ -198,6 +202,24 @@ TEST(AdaptiveWait, ACollectSpinsThroughTheSpreadOfItsRepliesAfterAPredictedFirst
                 static_cast<unsigned long long>(kBound));
     EXPECT_LE(runs.back(), kBound) << "kernel waits of " << kCounted << " collects, per run: " << seen
                                    << " — the later replies of a step were slept through";
+}
+
+// The collect's default cap (kCollectSpinMax, 10 ms) against a reader's (2 ms): a collect of 5 ms
+// steps spins through them once it has learned their length, so its replies find it spinning — about
+// no kernel wait per collect, where the 2 ms cap sleeps until the predicted window, one per collect
+// (20 of 20). Behaviour, not speed: the bound is half, and a run may be repeated twice (a busy
+// machine makes the polite spin give its CPU away and sleep).
+TEST(AdaptiveWait, ACollectSpinsThroughAStepShorterThanItsDefaultCap) {
+    static_assert(GatherOptions{}.wait.spin_max == kCollectSpinMax);
+    constexpr int kCounted = 20;
+    constexpr std::uint64_t kBound = kCounted / 2;
+    const auto runs =
+        runs_until_within(kBound, [] { return collect_two_ranks(10, kCounted, 0us, kCollectSpinMax).kernel_waits; });
+    const std::string seen = listed(runs);
+    std::printf("kernel waits of %d collects of 5 ms steps, default cap, per run: %s (bound %llu)\n", kCounted,
+                seen.c_str(), static_cast<unsigned long long>(kBound));
+    EXPECT_LE(runs.back(), kBound) << "kernel waits of " << kCounted << " collects of 5 ms steps, per run: " << seen
+                                   << " — the collect slept through steps shorter than its cap";
 }
 
 TEST(AdaptiveWait, ACollectSleepsThroughAStragglerAndWakesForItsPredictedReply) {

@@ -8,6 +8,7 @@ _BufferLike = Any  # an object with the buffer protocol (bytes, bytearray, memor
 MAX_PARTS: int
 ABI_VERSION: int
 MIN_CAPACITY: int
+COLLECT_SPIN_MAX_US: float
 MAX_READERS: int
 MAIN_THREAD_SLICE_S: float
 NO_GIL_COPY_BYTES: int
@@ -95,7 +96,7 @@ class MultipartMessage:
 
 class GatherCollector:
     def __init__(self, name: str, ranks: int, capacity: int, mode: int = 0o600, method: str = "doorbell",
-                 wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = 2000.0,
+                 wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = 10000.0,
                  liveness_s: float = 1.0) -> None: ...
     def collect(self, tag: int, ranks: Sequence[int], timeout: Optional[float] = None) -> list[bytes]: ...
     def collect_objects(self, tag: int, ranks: Sequence[int], timeout: Optional[float] = None) -> list[Any]: ...

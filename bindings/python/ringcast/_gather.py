@@ -19,8 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
 
 from ringcast import _core
-from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version, require_remote
+from ringcast._queue import check_handle_version, require_remote
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
+
+# A collect's cap on the adaptive spin: 10 ms, 5x a MessageQueue reader's 2 ms (C++'s kCollectSpinMax;
+# gather.hpp says why: a collect waits for a step in flight, a reader perhaps for one that never comes).
+DEFAULT_COLLECT_SPIN_MAX_US = _core.COLLECT_SPIN_MAX_US
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class GatherHandle:
     liveness_interval: float
     spin_us: float = 10.0
     abi_version: int = -1  # set by export_handle; another version's handle is refused
-    spin_max_us: float = DEFAULT_SPIN_MAX_US
+    spin_max_us: float = DEFAULT_COLLECT_SPIN_MAX_US
     remote_ranks: Tuple[int, ...] = ()
     remote_reply_addr: Optional[str] = None
     remote_curve_public_key: str = ""
@@ -97,7 +101,9 @@ class ReplyGather:
             MessageQueue; applied to both sides (travels in the handle).
         spin_us: hybrid: microseconds to spin before sleeping (default 10).
         spin_max_us: hybrid: above spin_us the spin is adaptive (MessageQueue's docstring says
-            how); both sides. Default 2000 (2 ms); 0 turns it off.
+            how); both sides. Default 10000 (10 ms: a collect spins through steps of up to ~10 ms
+            instead of sleeping through them, as a worker's receive does past 2 ms; docs/python.md
+            says why); 0 turns it off.
         liveness_interval: seconds between dead-peer checks while blocked (default 1.0, > 0): a dead
             worker (or executor) raises PeerDeadError within two intervals.
         name: base name of the /dev/shm objects (default: a unique one).
@@ -148,7 +154,7 @@ class ReplyGather:
     rank: Optional[int]
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
-                 wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_SPIN_MAX_US,
+                 wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_COLLECT_SPIN_MAX_US,
                  liveness_interval: float = 1.0, name: Optional[str] = None,
                  mode: int = 0o600, sweep_abandoned: bool = True,
                  remote_ranks: Optional[Iterable[int]] = None, connect_ip: Optional[str] = None,
@@ -238,7 +244,7 @@ class ReplyGather:
         self = ReplyGather.__new__(ReplyGather)
         self.name, self.n_ranks, self._wait, self._liveness = handle.name, handle.n_ranks, handle.wait, handle.liveness_interval
         self._spin_us = handle.spin_us
-        self._spin_max_us = vars(handle).get("spin_max_us", DEFAULT_SPIN_MAX_US)
+        self._spin_max_us = vars(handle).get("spin_max_us", DEFAULT_COLLECT_SPIN_MAX_US)
         self._collector = None
         self._bridge = None
         self.remote_ranks = list(getattr(handle, "remote_ranks", ()))

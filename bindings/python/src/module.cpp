@@ -56,6 +56,7 @@ PYBIND11_MODULE(_core, m) {
     m.attr("MAX_PARTS") = kMaxParts;
     m.attr("ABI_VERSION") = layout::kAbiVersion;
     m.attr("MIN_CAPACITY") = layout::kMinCapacity;
+    m.attr("COLLECT_SPIN_MAX_US") = static_cast<double>(kCollectSpinMax.count()) / 1e3;  // gather.hpp says why
     m.attr("MAX_READERS") = layout::kMaxReaders;
     m.attr("MAIN_THREAD_SLICE_S") = std::chrono::duration<double>(kMainThreadSlice).count();
     m.attr("NO_GIL_COPY_BYTES") = kNoGilCopy;
@@ -217,7 +218,8 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init<const std::string&, std::uint32_t, std::uint64_t, std::uint32_t, const std::string&,
                       const std::string&, double, double, double>(),
              py::arg("name"), py::arg("ranks"), py::arg("capacity"), py::arg("mode") = 0600,
-             py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0,
+             py::arg("method") = "doorbell", py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0,
+             py::arg("spin_max_us") = static_cast<double>(kCollectSpinMax.count()) / 1e3,
              py::arg("liveness_s") = 1.0,
              "Creates `ranks` reply rings of `capacity` bytes named `<name>.r<rank>` and `<name>.bell`.\n"
              "method: 'doorbell' or 'futex_waitv' (<= 128 ranks). Raises ValueError, PermissionError, OSError.")
