@@ -326,15 +326,24 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
                 if (o == WaitOutcome::ready) {
                     first_reply = Clock::now();
                     reply_spread_.take_alarm_late(reply_waits_);
-                    if (reply_spread_.typical() > options_.wait.spin_max)
-                        if (const SpinHistory::Prediction p = reply_spread_.predicted(options_.wait.spin_max);
+                    if (reply_spread_.typical() > straggler_spin_max())
+                        if (const SpinHistory::Prediction p = reply_spread_.predicted(straggler_spin_max());
                             p.wake_after.count() > 0)
                             last_reply = reply_spread_.on_the_clock(p, first_reply);
                 }
-                this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, options_.wait.spin_max),
+                this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, straggler_spin_max()),
                                              last_reply);
             }
             if (o == WaitOutcome::ready) continue;
+            // A first wait that timed out after its spin (waited past spin_for) counts as a collect
+            // that long: a caller that collects with short timeouts while a step is stuck (20 ms
+            // slices, say) then spins its budget in the first few calls only, as the history moves
+            // past the cap, not in every call (up to 10 ms of each 20). A poll (timeout 0) is not
+            // a wait and teaches nothing.
+            if (o == WaitOutcome::timed_out && first && options_.wait.adaptive()) {
+                const auto waited = Clock::now() - first_wait;
+                if (waited > options_.wait.spin_for) reply_waits_.record(waited, options_.wait.spin_max);
+            }
             result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
             result.missing = pending;
             result.missing.insert(result.missing.end(), closed_ranks.begin(), closed_ranks.end());
@@ -358,7 +367,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
         const SpinHistory::Window w = this_collect.later_window();
         const bool near_window = w.alarm - all_in <= w.end - w.alarm;
         const Deadline last = this_collect.ended_before_window() && near_window ? w.alarm : all_in;
-        if (first_reply != Deadline{} && awaited_several) reply_spread_.record(last - first_reply, options_.wait.spin_max);
+        if (first_reply != Deadline{} && awaited_several) reply_spread_.record(last - first_reply, straggler_spin_max());
     }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;

@@ -50,6 +50,10 @@ class RingWait:
         self.writer = ringcast.MessageQueue(1, 1, wait=wait, max_chunk_bytes=1 << 14, max_chunks=4)
         self.reader = ringcast.MessageQueue.create_from_handle(self.writer.export_handle(), 0)
 
+    def close(self):
+        self.reader.shutdown()
+        self.writer.shutdown()
+
     def pause(self, seconds):
         try:
             self.reader.dequeue(timeout=seconds)
@@ -105,6 +109,8 @@ def run(pauses_ms, rounds, steps, cpu, ring=False):
             for kind in order:
                 per_kind[kind].append([timed_step(i, kind, pause_ms / 1e3, rings) for i in range(steps)])
         out["by_pause"].append({"pause_ms": pause_ms, "orders": orders, "steps_us": per_kind})
+    for r in rings.values():
+        r.close()
     return out
 
 

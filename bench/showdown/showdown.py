@@ -320,7 +320,7 @@ class RingcastGatherPureSpin(RingcastGather):
     options = {"wait": "spin"}
 
 
-class RingcastGatherLongSpin(RingcastGather):
+class RingcastGatherCollectCap(RingcastGather):
     """(c) with another cap on the adaptive spin of the executor's collect (ReplyGather's spin_max_us,
     --g-spin-max-us; 2 ms unless told, a reader's cap and the collect's until 2026-12-03) and, if asked,
     of the workers' receive (MessageQueue's, --g-queue-spin-max-us): whether a step between the two
@@ -338,7 +338,7 @@ class RingcastGatherLongSpin(RingcastGather):
 
 
 TRANSPORTS = {"a": Baseline, "b": RingcastRankByRank, "c": RingcastGather, "d": RingcastGatherNoAdaptiveSpin,
-              "e": RingcastGatherPureSpin, "f": RingcastGatherNoWakeAhead, "g": RingcastGatherLongSpin}
+              "e": RingcastGatherPureSpin, "f": RingcastGatherNoWakeAhead, "g": RingcastGatherCollectCap}
 
 
 def fork_workers(pids, workers, body):
@@ -797,12 +797,12 @@ def main():
                     help="the C++ floor's overhead p50 (ringcast-showdown-floor), drawn as a line in the plot")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    RingcastGatherLongSpin.gather_options = {"spin_max_us": args.g_spin_max_us}
+    RingcastGatherCollectCap.gather_options = {"spin_max_us": args.g_spin_max_us}
     g_name = f"(g) ringcast + gather, collect spin cap {args.g_spin_max_us / 1e3:g} ms"
     if args.g_queue_spin_max_us is not None:
-        RingcastGatherLongSpin.queue_options = {"spin_max_us": args.g_queue_spin_max_us}
+        RingcastGatherCollectCap.queue_options = {"spin_max_us": args.g_queue_spin_max_us}
         g_name += f", workers' {args.g_queue_spin_max_us / 1e3:g} ms"
-    RingcastGatherLongSpin.name = g_name
+    RingcastGatherCollectCap.name = g_name
     # Calibrated before the executor is pinned: on every CPU of this process, at the fastest.
     work, prep, no_prep = Compute(args.work_ms / 1e3), Compute(args.prep_ms / 1e3), Compute(0)
     global SPEED_PROBE

@@ -46,13 +46,15 @@ enum class GatherWait : std::uint8_t { doorbell, futex_waitv };
 // (WaitOptions). A collect waits for a step its executor has issued and whose end is near; a reader
 // may wait for a step that never comes. Sleeping through a step is not free: the Python that runs
 // after the wake-up — the next request's pickling, on the step's critical path — ran 8-30 us slower
-// after a 0.5-2 ms sleep than after a spin of the same length on the 16-core VM (docs/benchmarks.md,
-// "What a sleep costs"), on top of the wake-up itself; a 2 ms cap slept through every step of the
-// showdown's calibrated 1 ms of work whenever the VM ran it at half speed. Up to 10 ms the collect
+// after a 0.5-2 ms time.sleep than after a Python busy loop of the same length on the 16-core VM
+// (after ringcast's own futex sleep against its own spin: +0.7 to +16 us; docs/benchmarks.md, "The
+// collect's spin cap: 10 ms"), on top of the wake-up itself; a 2 ms cap slept through every step of
+// the showdown's calibrated 1 ms of work whenever the VM ran it at half speed. Up to 10 ms the collect
 // spins (~0.3 % of a step or more to save); longer steps are predicted (wait.hpp, SpinHistory: sleep,
-// then spin a window around the expected end). Its CPU: the executor's thread, busy through steps of
-// up to 10 ms while a step is in flight; none once idle (the spin follows the recent collects and
-// stops after one more).
+// then spin a window around the expected end), and the replies that trail the first keep a reader's
+// 2 ms (GatherCollector::straggler_spin_max). Its CPU: the executor's thread, busy through steps of
+// up to 10 ms while a step is in flight; none once idle (the spin follows the recent collects — a
+// collect that timed out after its spin counts too — and stops after one more).
 inline constexpr std::chrono::nanoseconds kCollectSpinMax{10'000'000};
 
 struct GatherOptions {
@@ -178,6 +180,14 @@ private:
     std::uint64_t kept_tag_ = 0;
     SpinHistory reply_waits_;   // how long whole collects waited (adaptive hybrid)
     SpinHistory reply_spread_;  // how far a collect's last reply trailed its first: the later waits' spin
+    // The later waits' cap (the stragglers behind a collect's first reply): a reader's (WaitOptions,
+    // 2 ms) or less. The collect's own longer cap (kCollectSpinMax) is for the step, whose end is
+    // near once it was issued; a rank that trails the others by more is in a slow stretch of its own,
+    // and spinning up to 10 ms of every collect for it would keep a long step's executor busy for
+    // what a predicted window catches (SpinHistory::stop_predicting).
+    [[nodiscard]] std::chrono::nanoseconds straggler_spin_max() const noexcept {
+        return std::min(options_.wait.spin_max, WaitOptions{}.spin_max);
+    }
     Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
     std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
     std::unique_ptr<EventfdWaiter> eventfd_;  // ours, once registered (wake_fd); destroyed (unregistered)

@@ -8,7 +8,7 @@
 //   SpinYield  sched_yield in a loop; never sleeps: today's common design, kept as the baseline
 //   Futex      no spinning: announce, re-check, sleep in the kernel
 //   Hybrid     spin for a bounded time, then Futex (the default). With spin_max > spin_for (the
-//              default: 2 ms, in C++ as in Python) it is adaptive: the spin budget follows how long this endpoint's recent waits lasted
+//              default: 2 ms, in C++ as in Python; a gather collect's 10 ms, gather.hpp) it is adaptive: the spin budget follows how long this endpoint's recent waits lasted
 //              (SpinHistory), and the spin yields at each checkpoint and gives up when the CPU is mostly wanted;
 //              waits at a steady rhythm that would often outlast spin_max are predicted (sleep, then spin a window
 //              around the expected end: SpinHistory::predicted)
@@ -136,7 +136,7 @@ struct WaitOptions {
 //   otherwise             predicted(): sleep until `expected - lead - late` (an alarm goes off about
 //                         `late` late), spin up to 2 x lead, then sleep
 //                         (block_until with adaptive options; lead = 2 x (the waits' mean deviation
-//                         + how late the alarm goes off), within [kMinLead, spin_max / 4])
+//                         + how late the alarm goes off), within [kMinLead, min(spin_max / 4, kMaxLead)])
 //   a gather collect's copy after its first wait (stop_predicting)
 //                         no prediction of its own; spin the budget the collector learned from its
 //                         collects' spread (the later replies), then sleep — or, once that spread is
@@ -164,6 +164,10 @@ public:
     };
     // The shortest lead: a timer's slack (50 us by default) plus a wake-up of a halted vCPU.
     static constexpr std::chrono::nanoseconds kMinLead{100'000};
+    // The longest lead: a window of at most 1 ms around a long wait's expected end, whatever the
+    // spin's cap (a reader's 2 ms gives spin_max / 4 = this; a gather collect's 10 ms would give 2.5 ms,
+    // a 5 ms window of spin per long step for waits that stray by milliseconds).
+    static constexpr std::chrono::nanoseconds kMaxLead{500'000};
     // Longer waits are not predicted (an idle queue is not a step, and a wake-up is noise next to
     // half a second); waits are recorded up to twice this, so a run of idle waits reads as "too long".
     static constexpr std::chrono::nanoseconds kLongestPredicted{500'000'000};
@@ -195,8 +199,9 @@ public:
         const std::int64_t late = alarm_late_ns_.load(std::memory_order_relaxed);
         // The lead keeps room for the alarm's lateness as well as the waits' deviation: it varies
         // from alarm to alarm by about its own size (48-165 us around ~115 us on the 2-core VM).
-        const std::int64_t lead = std::clamp<std::int64_t>(2 * (dev + late), kMinLead.count(),
-                                                           std::max(kMinLead.count(), spin_max.count() / 4));
+        const std::int64_t lead = std::clamp<std::int64_t>(
+            2 * (dev + late), kMinLead.count(),
+            std::max(kMinLead.count(), std::min(spin_max.count() / 4, kMaxLead.count())));
         // (2) Waits within the spin's reach whose typical length + 2 x deviation passes it (a 1 ms
         //     step that takes 1.5-2.5 ms on a slow machine) ended in a sleep about as often as not:
         //     predicted when the window (expected +- lead) holds their spread. Not when it does not:

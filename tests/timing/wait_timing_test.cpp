@@ -51,6 +51,16 @@ std::string listed(const std::vector<std::chrono::nanoseconds>& runs) {
     return seen;
 }
 
+std::string listed(const std::vector<double>& shares) {
+    std::string seen;
+    char one[32];
+    for (double v : shares) {
+        std::snprintf(one, sizeof one, "%.2f", v);
+        seen += (seen.empty() ? "" : ", ") + std::string(one);
+    }
+    return seen;
+}
+
 // This thread's CPU time.
 std::chrono::nanoseconds thread_cpu_now() {
     timespec t{};
@@ -220,6 +230,51 @@ TEST(AdaptiveWait, ACollectSpinsThroughAStepShorterThanItsDefaultCap) {
                 seen.c_str(), static_cast<unsigned long long>(kBound));
     EXPECT_LE(runs.back(), kBound) << "kernel waits of " << kCounted << " collects of 5 ms steps, per run: " << seen
                                    << " — the collect slept through steps shorter than its cap";
+}
+
+// A step that never ends, collected with short timeouts (20 ms slices), after collects that learned
+// 5 ms steps: the first slices spin the learned budget (up to 10 ms), and the timed-out waits then
+// teach the history that collects last longer than the cap, so the later slices sleep. Without that
+// every slice spins its 10 ms: half the collecting thread's time; with it, about 2 slices of 10.
+TEST(AdaptiveWait, ACollectWithShortTimeoutsStopsSpinningWhileAStepIsStuck) {
+    constexpr int kLearn = 10, kSlices = 10;
+    constexpr double kBound = 0.3;  // the collecting thread's CPU over the slices' wall time
+    std::vector<double> shares;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        ScopedName name("stuck-step");
+        GatherOptions o;  // the defaults: the collect's 10 ms cap
+        o.ranks = 1;
+        o.capacity = 64 * 1024;
+        auto c = GatherCollector::create(name, o);
+        Pipe go, done;
+        ChildGuard kids;
+        const pid_t child = kids.add(fork_child([&] {
+            auto w = GatherWorker::attach(name, 0);
+            const std::byte bytes[64]{};
+            for (int step = 1; step <= kLearn; ++step) {
+                ASSERT_GE(go.recv(10s), 0);
+                std::this_thread::sleep_for(5ms);
+                ASSERT_EQ(w.reply(static_cast<std::uint64_t>(step), bytes, 5s), Status::ok);
+            }
+            ASSERT_GE(done.recv(30s), 0);  // step kLearn + 1 never gets its reply
+        }));
+        for (int step = 1; step <= kLearn; ++step) {
+            go.send('g');
+            ASSERT_EQ(c.collect_all(static_cast<std::uint64_t>(step), 10s).status, Status::ok) << step;
+        }
+        const auto cpu0 = thread_cpu_now();
+        const auto t0 = Clock::now();
+        for (int slice = 0; slice < kSlices; ++slice)
+            ASSERT_EQ(c.collect_all(kLearn + 1, 20ms).status, Status::timed_out);
+        shares.push_back(std::chrono::duration<double>(thread_cpu_now() - cpu0).count() /
+                         std::chrono::duration<double>(Clock::now() - t0).count());
+        done.send('d');
+        EXPECT_EQ(kids.wait(child, 10s), 0);
+        if (shares.back() <= kBound) break;
+    }
+    std::printf("collecting thread's CPU over %d timed-out 20 ms collects, per run: %s (bound %.2f)\n", kSlices,
+                listed(shares).c_str(), kBound);
+    EXPECT_LE(shares.back(), kBound) << "the collect spun its budget in every timed-out slice: " << listed(shares);
 }
 
 TEST(AdaptiveWait, ACollectSleepsThroughAStragglerAndWakesForItsPredictedReply) {

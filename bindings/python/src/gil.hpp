@@ -134,7 +134,8 @@ protected:
     Status wait_sliced(Gil& gil, Deadline deadline, Core& core, Attempt&& attempt) {
         const bool main = in_main_thread();
         // A hybrid wait spins only in the first slice: the later slices resume the same wait, and
-        // spinning again at every slice boundary would cost CPU while idle (2 ms per slice).
+        // spinning again at every slice boundary would cost CPU while idle (up to spin_max per slice:
+        // 2 ms, a gather collect's 10 ms).
         struct RestoreWait {
             Core& core;
             WaitOptions original;

@@ -43,7 +43,8 @@ PYBIND11_MODULE(_core, m) {
         "argument), PermissionError (another user's segment), RuntimeError (one thread per endpoint).\n\n"
         "Constants: MAX_PARTS (parts per message), ABI_VERSION (handles of another one are refused),\n"
         "MIN_CAPACITY (smallest ring, bytes), MAX_READERS (reader ranks per ring), MAIN_THREAD_SLICE_S\n"
-        "(main-thread slice of a sleeping wait: how often an idle one wakes), NO_GIL_COPY_BYTES (copies this large drop the GIL).";
+        "(main-thread slice of a sleeping wait: how often an idle one wakes), NO_GIL_COPY_BYTES (copies this large drop the GIL),\n"
+        "COLLECT_SPIN_MAX_US (a gather collect's default cap on its adaptive spin).";
 
     register_exceptions(m);
     register_remote(m);  // remote.cpp: ZeroMQ remote readers / replies (HAVE_REMOTE = False without ZeroMQ)
