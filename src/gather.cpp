@@ -114,7 +114,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
 }
 
 GatherCollector::~GatherCollector() {
-    if (name_.empty()) return;  // moved from
+    if (!removes_names_.owns) return;  // moved from
     for (std::uint32_t r = 0; r < options_.ranks; ++r) {
         try {
             Segment::remove(gather_ring_name(name_, r));

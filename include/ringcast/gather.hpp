@@ -34,6 +34,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ringcast/ring.hpp"
@@ -170,6 +171,17 @@ private:
     // condition: a reply the next collect still needs).
     [[nodiscard]] bool any_awaited_ready(const std::vector<std::uint32_t>& ranks) noexcept;
 
+    // Whether this object removes the group's names when it dies: a move hands that over (the
+    // defaulted move of GatherCollector moves this member with it), so a moved-from collector — every
+    // create() moves one — never unlinks a live group's names. (A moved-from std::string is only
+    // "valid but unspecified": the name cannot be the flag.)
+    struct NamesOwner {
+        bool owns = true;
+        NamesOwner() = default;
+        NamesOwner(NamesOwner&& o) noexcept : owns(std::exchange(o.owns, false)) {}
+        NamesOwner& operator=(NamesOwner&&) = delete;
+    };
+    NamesOwner removes_names_;
     std::string name_;
     GatherOptions options_;
     DoorbellMapping bell_;
