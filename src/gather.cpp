@@ -17,10 +17,11 @@
 
 namespace ringcast {
 
+std::string gather_ring_prefix(std::string_view group) { return std::string(group).append(kGatherRingInfix); }
 std::string gather_ring_name(std::string_view group, std::uint32_t rank) {
-    return std::string(group) + ".r" + std::to_string(rank);
+    return gather_ring_prefix(group) + std::to_string(rank);
 }
-std::string gather_bell_name(std::string_view group) { return std::string(group) + ".bell"; }
+std::string gather_bell_name(std::string_view group) { return std::string(group).append(kGatherBellSuffix); }
 
 std::string GatherResult::describe() const {
     std::string s = to_string(status);
@@ -66,6 +67,21 @@ DoorbellMapping::~DoorbellMapping() {
 
 // ---- collector ------------------------------------------------------------------------------------
 
+namespace {
+// Removes the names of a group this process made: reply rings 0..rings-1, and the bell if it made one.
+// The one cleanup of a failed create() and of the collector's destructor; never throws (the error that
+// made a create fail is the one to report; a destructor has no one to report to).
+void remove_group_names(std::string_view name, std::uint32_t rings, bool bell) noexcept {
+    for (std::uint32_t r = 0; r < rings; ++r) {
+        try {
+            (void)Segment::remove(gather_ring_name(name, r));
+        } catch (...) {
+        }
+    }
+    if (bell) ::shm_unlink(("/" + gather_bell_name(name)).c_str());
+}
+}  // namespace
+
 GatherCollector GatherCollector::create(std::string_view name, const GatherOptions& options) {
     if (options.ranks < 1 || options.ranks > layout::kMaxReaders)
         throw Error(ErrorCode::invalid_argument, "a gather group needs 1.." + std::to_string(layout::kMaxReaders) +
@@ -91,13 +107,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
         bell_made = true;
         collector.emplace(GatherCollector(std::string(name), options, std::move(bell)));  // may throw bad_alloc
     } catch (...) {
-        for (std::uint32_t r = 0; r < made; ++r) {
-            try {
-                (void)Segment::remove(gather_ring_name(name, r));
-            } catch (...) {  // the first error is the one to report
-            }
-        }
-        if (bell_made) ::shm_unlink(("/" + gather_bell_name(name)).c_str());
+        remove_group_names(name, made, bell_made);
         throw;
     }
     GatherCollector& c = *collector;
@@ -114,14 +124,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
 }
 
 GatherCollector::~GatherCollector() {
-    if (!removes_names_.owns) return;  // moved from
-    for (std::uint32_t r = 0; r < options_.ranks; ++r) {
-        try {
-            Segment::remove(gather_ring_name(name_, r));
-        } catch (...) {
-        }
-    }
-    ::shm_unlink(("/" + gather_bell_name(name_)).c_str());
+    if (removes_names_.owns) remove_group_names(name_, options_.ranks, true);  // not when moved from
 }
 
 // The collector sleeps on doorbell_seq, announced by bit 0 of collector_sleeping (one collector).
@@ -330,20 +333,19 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
                         if (const SpinHistory::Prediction p = reply_spread_.predicted(straggler_spin_max());
                             p.wake_after.count() > 0)
                             last_reply = reply_spread_.on_the_clock(p, first_reply);
+                } else if (o == WaitOutcome::timed_out) {
+                    // A first wait that timed out after its spin (waited past spin_for) counts as a
+                    // collect that long: a caller that collects with short timeouts while a step is
+                    // stuck (20 ms slices, say) then spins its budget in the first few calls only, as
+                    // the history moves past the cap, not in every call (up to 10 ms of each 20). A
+                    // poll (timeout 0) is not a wait and teaches nothing.
+                    const auto waited = Clock::now() - first_wait;
+                    if (waited > options_.wait.spin_for) reply_waits_.record(waited, options_.wait.spin_max);
                 }
                 this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, straggler_spin_max()),
                                              last_reply);
             }
             if (o == WaitOutcome::ready) continue;
-            // A first wait that timed out after its spin (waited past spin_for) counts as a collect
-            // that long: a caller that collects with short timeouts while a step is stuck (20 ms
-            // slices, say) then spins its budget in the first few calls only, as the history moves
-            // past the cap, not in every call (up to 10 ms of each 20). A poll (timeout 0) is not
-            // a wait and teaches nothing.
-            if (o == WaitOutcome::timed_out && first && options_.wait.adaptive()) {
-                const auto waited = Clock::now() - first_wait;
-                if (waited > options_.wait.spin_for) reply_waits_.record(waited, options_.wait.spin_max);
-            }
             result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;
             result.missing = pending;
             result.missing.insert(result.missing.end(), closed_ranks.begin(), closed_ranks.end());

@@ -1,5 +1,6 @@
 // Segment creation, opening and validation (see include/ringcast/segment.hpp).
 #include "ringcast/segment.hpp"
+#include "ringcast/gather.hpp"  // the names of a gather group's objects, for the sweep
 
 #include <atomic>
 #include <cerrno>
@@ -35,6 +36,8 @@ void throw_system_error(const char* call, int errno_value) {
 namespace {
 
 std::string shm_path(std::string_view name) { return "/" + std::string(name); }
+// The same object as a file: where lstat / fstatat see what shm_open(shm_path(name)) opens.
+std::string shm_file(std::string_view name) { return "/dev/shm/" + std::string(name); }
 
 std::string human_bytes(std::uint64_t n) {
     char buf[64];
@@ -174,7 +177,7 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
 // unlinked it and created a new object under the name, which must not be taken for the judged one.
 bool still_leads_to(std::string_view name, ObjectIdentity judged) {
     struct stat now {};
-    return ::lstat(("/dev/shm/" + std::string(name)).c_str(), &now) == 0 &&
+    return ::lstat(shm_file(name).c_str(), &now) == 0 &&
            ObjectIdentity{now.st_dev, now.st_ino} == judged && now.st_uid == ::geteuid();
 }
 
@@ -212,7 +215,7 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         if (st.st_uid != ::geteuid()) continue;  // other users' objects are theirs to sweep
         const auto bytes = static_cast<std::uint64_t>(st.st_size);
-        if (bytes == sizeof(layout::DoorbellLine) && ends_with(name, ".bell")) bells.emplace_back(name, bytes);
+        if (bytes == sizeof(layout::DoorbellLine) && ends_with(name, kGatherBellSuffix)) bells.emplace_back(name, bytes);
         else if (bytes >= sizeof(layout::SegmentHeader)) candidates.emplace_back(name, bytes);
     }
     ::closedir(dir);
@@ -235,8 +238,9 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
     // are looked for twice: in the listing above, and by name just before the unlink (a ring listed
     // after the directory was read). Only bells whose magic says they are ringcast's are removed.
     for (const auto& [name, bytes] : bells) {
-        const std::string group = name.substr(0, name.size() - 5) + ".r";
-        const auto in_group = [&](const std::string& n) { return n.compare(0, group.size(), group) == 0; };
+        const std::string group = name.substr(0, name.size() - kGatherBellSuffix.size());
+        const std::string rings = gather_ring_prefix(group);
+        const auto in_group = [&](const std::string& n) { return n.compare(0, rings.size(), rings) == 0; };
         const auto swept = [&](const std::string& n) {  // removed by this sweep (or, dry, would be)
             return std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.name == n; });
         };
@@ -258,9 +262,9 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         if (!is_bell) continue;
         bool ring_now = false;  // a ring of the group that this sweep neither removed nor (dry run) would
         for (std::uint32_t r = 0; r < std::min(ranks, layout::kMaxReaders) && !ring_now; ++r) {
-            const std::string ring = group + std::to_string(r);
+            const std::string ring = gather_ring_name(group, r);
             struct stat st {};
-            ring_now = ::lstat(("/dev/shm/" + ring).c_str(), &st) == 0 && !swept(ring);
+            ring_now = ::lstat(shm_file(ring).c_str(), &st) == 0 && !swept(ring);
         }
         if (ring_now) continue;
         // Only the bell judged: another sweep may have removed it and a new group made one.
