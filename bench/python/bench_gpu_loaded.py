@@ -8,11 +8,13 @@ Each configuration runs in a process of its own (a library, once imported, canno
   plain       no GPU array library loaded: the one-call path (pickle.dumps inside the module)
   torch       torch imported (left out where torch is not installed)
   stand-in    a module named "cupy" put into sys.modules (runs without torch)
-and in the loaded ones, in the same process, two baselines on the same message: the one-call path
-(`Writer.send_object`, what enqueue does when no GPU library is loaded) and the device path as it was
-before its pickler used reducer_override: a persistent_id hook, called by the C pickler for every pickled
-object (reimplemented here). Per run: p50 of per-call times over --n enqueues (each dequeued at once);
-every run printed; configurations alternate run by run.
+and in the loaded ones, in the same process, three baselines on the same message: the plain one-call
+path (`Writer.send_object` with its device pickler off: what enqueue does when no GPU library is
+loaded), the device path in Python (ringcast._gpu.enqueue: what enqueue did until 2026-12-03, and still
+does for a MessageQueue subclass with a _pickle of its own), and the device path as it was before its
+pickler used reducer_override: a persistent_id hook, called by the C pickler for every pickled object
+(reimplemented here). Per run: p50 of per-call times over --n enqueues (each dequeued at once); every
+run printed; configurations alternate run by run.
 
     PYTHONPATH=<build>/python python3 bench/python/bench_gpu_loaded.py [--n 3000] [--runs 3]
 """
@@ -73,8 +75,10 @@ def child(mode, n):
 
     out = {"loaded": _gpu.may_hold_device_arrays(), "enqueue": p50(lambda m: q.enqueue(m, timeout=5))}
     if out["loaded"]:
-        out["one_call"] = p50(lambda m: q._writer.send_object(m, 5))
+        out["python_path"] = p50(lambda m: _gpu.enqueue(q, m, 5))
         out["persistent_id"] = p50(persistent_id_enqueue)
+        q._writer.set_device_pickler(None, [], 0)  # the plain one-call path, in this process
+        out["one_call"] = p50(lambda m: q._writer.send_object(m, 5))
     print(json.dumps(out))
 
 
@@ -109,11 +113,13 @@ def main():
     for m in modes[1:]:
         rows = results[m]
         print(f"  {m + ' loaded: enqueue':34} " + "  ".join(f"{x['enqueue']:6.2f}" for x in rows))
-        print(f"  {m + ' loaded: one-call path':34} " + "  ".join(f"{x['one_call']:6.2f}" for x in rows))
+        print(f"  {m + ' loaded: plain one-call path':34} " + "  ".join(f"{x['one_call']:6.2f}" for x in rows))
+        print(f"  {m + ' loaded: Python path (before)':34} " + "  ".join(f"{x['python_path']:6.2f}" for x in rows))
         print(f"  {m + ' loaded: persistent_id (before)':34} " + "  ".join(f"{x['persistent_id']:6.2f}" for x in rows))
-        med = {k: statistics.median(x[k] for x in rows) for k in ("enqueue", "one_call", "persistent_id")}
-        print(f"    medians: enqueue {med['enqueue'] / med['one_call']:.2f}x the one-call path of the same process, "
+        med = {k: statistics.median(x[k] for x in rows) for k in ("enqueue", "one_call", "python_path", "persistent_id")}
+        print(f"    medians: enqueue {med['enqueue'] / med['one_call']:.2f}x the plain one-call path of the same process, "
               f"{med['enqueue'] / statistics.median(plain):.2f}x the plain process's enqueue; "
+              f"the Python path {med['python_path'] / med['enqueue']:.2f}x, "
               f"persistent_id {med['persistent_id'] / med['enqueue']:.2f}x this enqueue")
 
 

@@ -13,6 +13,17 @@ except ImportError:  # numpy is optional: the mixed stream then has no arrays
 import ringcast
 
 
+class EnqueuesWhilePickled:
+    """Pickling it enqueues `inner` on `queue` first (a __reduce__ that sends: nested pickling)."""
+
+    def __init__(self, queue, inner):
+        self.queue, self.inner = queue, inner
+
+    def __reduce__(self):
+        self.queue.enqueue(self.inner, timeout=5)
+        return (str, ("outer",))
+
+
 def mixed_object(i):
     """Message i of the executor-style stream: dicts, lists, strings, bytes, numpy arrays."""
     k = i % 6

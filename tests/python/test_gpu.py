@@ -14,7 +14,7 @@ import types
 import pytest
 
 import ringcast
-from _workers import np
+from _workers import EnqueuesWhilePickled, np
 
 MESSAGES = int(os.environ.get("RINGCAST_GPU_PY_MESSAGES", "300"))
 
@@ -81,6 +81,98 @@ def test_a_loaded_gpu_library_costs_no_python_call_per_pickled_object(queue_pair
     assert (back["a"] == mixed["a"]).all() and back["types"] == mixed["types"] and back["s"] == mixed["s"]
 
 
+def _python_calls(fn):
+    """The Python functions fn() calls, by name (sys.setprofile; C functions are not counted)."""
+    names = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+def test_with_a_gpu_library_loaded_enqueue_is_one_binding_call(queue_pair, monkeypatch):
+    """torch (or cupy, ...) loaded, as in every inference engine: enqueue of plain data pickles inside
+    the binding with the device pickler and sends at once — no Python frame but enqueue's own (the
+    path once ran ~3.5 us of Python per enqueue: closures, a BytesIO, the pickler's __init__). What
+    arrives is what was sent, parts out of band included, pickles over the C pickler's 64 KiB frame
+    (written in several pieces), large in-band bytes and bytearrays, and an enqueue nested in the
+    pickling (another queue's message is sent first)."""
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    q, (r,) = queue_pair(1)
+    q2, (r2,) = queue_pair(1)
+    step = {"ids": [f"req-{i}" for i in range(40)], "n": list(range(40)), "f": 0.5, "s": {1, 2}}
+    assert _python_calls(lambda: q.enqueue(step, timeout=5)) == ["<lambda>", "enqueue"]
+    assert r.dequeue(timeout=5) == step
+    # The writer reuses its pickler: each message must stand alone (its memo cleared after each dump),
+    # and an enqueue nested in the pickling on the same queue makes a pickler of its own.
+    q.enqueue(step, timeout=5)
+    q.enqueue([EnqueuesWhilePickled(q, step), step], timeout=5)
+    assert [r.dequeue(timeout=5) for _ in range(3)] == [step, step, ["outer", step]]
+    big = {"many": [f"x{i}" for i in range(30_000)], "b": bytes(range(256)) * 800, "ba": bytearray(300_000),
+           "a": np.arange(50_000), "nested": EnqueuesWhilePickled(q2, {"inner": np.arange(3)})}
+    assert _python_calls(lambda: q.enqueue(big, timeout=5)).count("enqueue") == 2  # the nested one too
+    inner = r2.dequeue(timeout=5)
+    assert (inner["inner"] == np.arange(3)).all()
+    back = r.dequeue(timeout=5)
+    assert back["many"] == big["many"] and back["b"] == big["b"] and back["ba"] == big["ba"]
+    assert (back["a"] == big["a"]).all() and back["nested"] == "outer"
+
+
+class _Found:
+    """A stand-in for a device array, for a stand-in device pickler."""
+
+
+class _Unpicklable:
+    def __reduce__(self):
+        raise ValueError("this one cannot be pickled")
+
+
+def test_the_binding_hands_a_message_with_device_arrays_back_and_abandons_a_failed_one(queue_pair, monkeypatch):
+    """Writer.send_object with the device pickler: a message whose pickling found arrays is returned
+    unsent (pickle, out-of-band buffers, pickler) for the GPU path; a pickling that raises after
+    finding some calls the pickler's abandon() (which gives back what describing them took), sends
+    nothing and raises the pickling's error; without a GPU library loaded the pickler is not used."""
+    import pickle as pickle_module
+    abandoned = []
+
+    class StandIn(pickle_module.Pickler):
+        arrays = ()
+
+        def reducer_override(self, obj):
+            if isinstance(obj, _Found):
+                self.arrays = [*self.arrays, obj]
+                return (str, (f"array {len(self.arrays) - 1}",))
+            return NotImplemented
+
+        def abandon(self):
+            abandoned.append(len(self.arrays))
+
+    q, (r,) = queue_pair(1)
+    q._writer.set_device_pickler(StandIn, ["cupy"], 4)
+    assert q._writer.send_object({"x": _Found()}, 5) is None  # cupy not loaded: pickle.dumps, sent
+    assert r.dequeue(timeout=5)["x"].__class__ is _Found
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    found = _Found()
+    data, oob, pickler = q._writer.send_object({"x": found, "a": np.arange(10_000)}, 5)
+    assert pickler.arrays == [found] and len(oob) == 1
+    back = pickle_module.loads(data, buffers=oob)
+    assert back["x"] == "array 0" and (back["a"] == np.arange(10_000)).all()
+    with pytest.raises(ValueError, match="cannot be pickled"):
+        q._writer.send_object([_Found(), _Found(), _Unpicklable()], 5)
+    assert abandoned == [2]
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)  # nothing of either was sent
+    q._writer.send_object({"plain": 1}, 5)
+    assert r.dequeue(timeout=5) == {"plain": 1}
+
+
 _REDUCED = []
 
 
@@ -98,7 +190,7 @@ def test_the_device_pickler_pickles_once_and_refers_to_each_array_once():
     fake = _FakeDeviceArray()
     obj = {"before": _CountsItsPickling(), "arrays": [fake, fake], "after": np.arange(10)}
     out, oob = io.BytesIO(), []
-    pickler = _gpu._DevicePickler(out, lambda pb: oob.append(pb.raw()) or False)
+    pickler = _gpu._DevicePickler(out, protocol=5, buffer_callback=lambda pb: oob.append(pb.raw()) or False)
     _REDUCED.clear()
     pickler.dump(obj)
     assert _REDUCED == [1]

@@ -13,7 +13,7 @@ import pytest
 import ringcast
 from ringcast import _core
 from ringcast._queue import dumps_out_of_band
-from _workers import np
+from _workers import EnqueuesWhilePickled, np
 
 
 @pytest.fixture
@@ -67,17 +67,6 @@ _WRITER = [None]
 class EnqueuesWhileUnpickled:
     def __reduce__(self):
         return (_enqueue_while_unpickled, (14_000,))
-
-
-class EnqueuesWhilePickled:
-    """Pickling it enqueues `inner` on `queue` first (a __reduce__ that sends: nested pickling)."""
-
-    def __init__(self, queue, inner):
-        self.queue, self.inner = queue, inner
-
-    def __reduce__(self):
-        self.queue.enqueue(self.inner, timeout=5)
-        return (str, ("outer",))
 
 
 def test_either_path_reads_what_the_other_wrote(queue_pair):

@@ -28,7 +28,7 @@ import io
 import pickle
 import sys
 import time
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 from ringcast._core import RingcastError
 
@@ -55,10 +55,14 @@ def probe(device: int = 0) -> dict:
     return _core().probe(device)
 
 
+# The libraries with device arrays ringcast moves (DLPack / CUDA array interface): while one of them is
+# loaded, enqueue looks for device arrays (the binding's Writer.send_object is given this tuple).
+DEVICE_ARRAY_LIBRARIES = ("torch", "cupy", "numba", "jax")
+
+
 def may_hold_device_arrays() -> bool:
     """True once a GPU array library is loaded: only then does enqueue look for device arrays."""
-    # The libraries with device arrays ringcast moves (DLPack / CUDA array interface), spelled out:
-    # this runs on every enqueue, and a generator over a tuple costs more than the four lookups.
+    # DEVICE_ARRAY_LIBRARIES spelled out: a generator over the tuple costs more than the four lookups.
     modules = sys.modules
     return "torch" in modules or "cupy" in modules or "numba" in modules or "jax" in modules
 
@@ -202,9 +206,10 @@ class _DevicePickler(pickle.Pickler):
     of a step's ~1.8 KB request 2.8-3.7x as long as this (docs/gpu.md). One pass: a __reduce__ with
     side effects runs once, device arrays or not."""
 
-    def __init__(self, file, buffer_callback):
-        super().__init__(file, protocol=5, buffer_callback=buffer_callback)
-        self.arrays: List[_Array] = []
+    # Made as pickle.Pickler(file, protocol=5, buffer_callback=...), with no __init__ of its own: the
+    # binding makes one per enqueue while a GPU array library is loaded (Writer.send_object), and a
+    # Python __init__ would cost a frame on every step. The list of arrays is made by the first one.
+    arrays: Sequence[_Array] = ()
 
     def reducer_override(self, obj):
         # A class is never a device array (and numpy.ndarray's unbound __dlpack_device__ cannot be called).
@@ -213,8 +218,16 @@ class _DevicePickler(pickle.Pickler):
         array = _describe(obj)
         if array is None:
             return NotImplemented
+        if not self.arrays:
+            self.arrays = []
         self.arrays.append(array)
         return (_device_array, (len(self.arrays) - 1,))  # memoized: the same array twice is sent once
+
+    def abandon(self) -> None:
+        """The dump raised: gives back what describing the arrays found so far took (the binding
+        calls it; so does enqueue's Python path)."""
+        arrays, self.arrays = self.arrays, ()
+        _release(list(arrays))
 
 
 def _device_array(index: int) -> Any:
@@ -238,16 +251,18 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
 
 
 def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
-    """MessageQueue.enqueue while a GPU array library is loaded: one pickling pass, with the queue's
-    device pickler (MessageQueue._device_pickler), that finds the device arrays; an object without any
-    goes as the ordinary message."""
+    """MessageQueue.enqueue while a GPU array library is loaded, for a queue whose pickling stays in
+    Python (a subclass with a _pickle of its own): one pickling pass with the queue's device pickler,
+    which finds the device arrays; an object without any goes as the ordinary message. Every other
+    queue does the same in one binding call (Writer.send_object) and comes here only with arrays
+    found (send_device_message)."""
     from ringcast._queue import dumps_out_of_band
 
     picklers: List[_DevicePickler] = []
 
     def device_pickle(o: Any, callback: Any) -> bytes:
         out = io.BytesIO()
-        picklers.append(queue._device_pickler(out, callback))
+        picklers.append(queue._device_pickler_factory()(out, protocol=5, buffer_callback=callback))
         picklers[0].dump(o)
         return out.getvalue()
 
@@ -255,12 +270,19 @@ def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
     try:
         data, *oob = dumps_out_of_band(obj, queue._oob_threshold, queue._max_parts - 3, device_pickle)
     except BaseException:
-        _release(picklers[0].arrays if picklers else [])  # arrays described before the pickling failed
+        if picklers:
+            picklers[0].abandon()  # arrays described before the pickling failed
         raise
-    arrays = picklers[0].arrays
-    if not arrays:
+    if not picklers[0].arrays:
         queue._writer.send([data, *oob], timeout)
         return
+    send_device_message(queue, data, oob, picklers[0], timeout)
+
+
+def send_device_message(queue, data: bytes, oob: list, pickler: _DevicePickler, timeout: Optional[float]) -> None:
+    """Sends a message whose pickling found device arrays (``pickler.arrays``): the message, then each
+    array's bytes by DMA into the ring. Gives back what describing the arrays took, sent or not."""
+    arrays = list(pickler.arrays)
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         metas = pickle.dumps([a.meta for a in arrays], protocol=5)

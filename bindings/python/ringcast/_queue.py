@@ -410,6 +410,10 @@ class MessageQueue:
         # made, keeps the Python path.
         self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
         self._send_object = self._writer.send_object if self._pickle is pickle5 else None
+        # While a GPU array library is loaded, send_object pickles with the device pickler and hands a
+        # message with device arrays back to enqueue for the GPU path (two parts fewer out of band).
+        self._writer.set_device_pickler(self._device_pickler_factory(), list(_gpu.DEVICE_ARRAY_LIBRARIES),
+                                        max(0, self._max_parts - 3))
         # On only with the adaptive hybrid wait (the writer decides: Writer.set_wake_ahead).
         self._writer.set_wake_ahead(bool(wake_ahead))
         self._wake_ahead = self._writer.wake_ahead_enabled
@@ -548,11 +552,14 @@ class MessageQueue:
             self._reader.check_writer_alive()
 
     # ---- objects -------------------------------------------------------------------------------
-    def _device_pickler(self, file: Any, buffer_callback: Any) -> pickle.Pickler:
-        """The pickler of every message while a GPU array library is loaded (ringcast._gpu.enqueue):
-        device arrays become references the reader resolves. A subclass with a _pickle of its own
-        (ringcast.vllm) returns one that does what its _pickle does as well."""
-        return _gpu._DevicePickler(file, buffer_callback)
+    def _device_pickler_factory(self) -> Callable[..., pickle.Pickler]:
+        """What makes the pickler of every message while a GPU array library is loaded:
+        ``factory(file, protocol=5, buffer_callback=cb)`` -> a pickle.Pickler whose reducer_override
+        turns device arrays into references the reader resolves (ringcast._gpu._DevicePickler). A
+        subclass with a _pickle of its own (ringcast.vllm) returns one that does what its _pickle does
+        as well. Asked once, when the writer is made; the binding keeps it, so it must not refer to the
+        queue (a cycle through the binding's writer would keep the queue alive)."""
+        return _gpu._DevicePickler
 
     def _dumps(self, obj: Any) -> list:
         return dumps_out_of_band(obj, self._oob_threshold, self._max_parts - 1, self._pickle)
@@ -599,15 +606,21 @@ class MessageQueue:
             pickle.PicklingError, TypeError, AttributeError: what pickle raises for an object
                 it cannot pickle (nothing is sent).
         """
-        # The hot path of every step: checks inlined, then one binding call that pickles and copies.
+        # The hot path of every step: checks inlined, then one binding call that pickles and copies —
+        # with torch (or another GPU array library) loaded as well, as in every inference engine: the
+        # binding then pickles with the device pickler and returns a message holding CUDA arrays
+        # unsent, for the GPU path (DMA, docs/gpu.md).
         if not self._is_writer:
             self._require_writer("enqueue")
-        if _gpu.may_hold_device_arrays():  # torch/cupy loaded: CUDA arrays go by DMA (docs/gpu.md)
-            if self._wake_ahead:  # readers asleep wake while the message is pickled (send_object does it itself)
+        if self._send_object is not None:
+            device_message = self._send_object(obj, timeout)
+            if device_message is not None:
+                _gpu.send_device_message(self, *device_message, timeout)
+            return None
+        if _gpu.may_hold_device_arrays():  # a _pickle of its own: the device pickling in Python
+            if self._wake_ahead:  # readers asleep wake while the message is pickled
                 self._writer.wake_ahead()
             return _gpu.enqueue(self, obj, timeout)
-        if self._send_object is not None:
-            return self._send_object(obj, timeout)
         if self._wake_ahead:
             self._writer.wake_ahead()
         self._writer.send(dumps_out_of_band(obj, self._oob_threshold, self._max_parts - 1, self._pickle), timeout)

@@ -28,6 +28,7 @@ its ZeroMQ socket. The publisher binds to the address vLLM itself would use (vLL
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import os
@@ -68,6 +69,12 @@ class MessageQueue(_RingcastQueue):
         if not has_ip and isinstance(n_reader, int) and isinstance(n_local_reader, int) and n_reader > n_local_reader:
             kwargs["connect_ip"] = host_ip()
         super().__init__(n_reader, n_local_reader, local_reader_ranks, *args, **kwargs)
+        if self._is_writer:
+            # enqueue in one binding call, as the base class's: without a GPU array library loaded no
+            # tensor can exist and _pickle is pickle.dumps, which the binding calls; with one loaded
+            # (torch, always, in vLLM) the binding pickles with _device_pickler_factory's pickler,
+            # which sends CPU tensors as _pickle does.
+            self._send_object = self._writer.send_object
 
     @classmethod
     def create_from_handle(cls, handle: Handle, rank: int) -> "MessageQueue":
@@ -133,13 +140,10 @@ class MessageQueue(_RingcastQueue):
             return pickle.dumps(obj, protocol=5, buffer_callback=buffer_callback)
         return _TensorPickler.dumps(obj, buffer_callback, torch, self._oob_threshold)
 
-    def _device_pickler(self, file: Any, buffer_callback: Any) -> pickle.Pickler:
+    def _device_pickler_factory(self) -> Any:
         # enqueue while torch is loaded (always, in vLLM): the GPU path's pickler, CPU tensors out of
-        # band as _pickle sends them.
-        torch = sys.modules.get("torch")
-        if torch is None:  # another GPU array library loaded (cupy, ...): no torch tensor can exist
-            return super()._device_pickler(file, buffer_callback)
-        return _TensorDevicePickler(file, buffer_callback, torch, self._oob_threshold)
+        # band as _pickle sends them. Not a bound method: the binding's writer keeps it.
+        return functools.partial(_new_tensor_device_pickler, max(1, self._oob_threshold))
 
     # ---- process groups -------------------------------------------------------------------------
     @classmethod
@@ -233,16 +237,24 @@ def _reduce_cpu_tensor(obj: Any, torch: Any, threshold: int) -> Any:
 
 class _TensorDevicePickler(_gpu._DevicePickler):
     """The GPU path's pickler (device arrays become references) with CPU tensors as _TensorPickler
-    sends them."""
+    sends them (made by _new_tensor_device_pickler)."""
 
-    def __init__(self, file: Any, buffer_callback: Any, torch: Any, threshold: int):
-        super().__init__(file, buffer_callback)
-        self.torch = torch
-        self.threshold = max(1, threshold)
+    torch: Any = None
+    threshold = 1
 
     def reducer_override(self, obj: Any) -> Any:
         reduced = super().reducer_override(obj)
         return reduced if reduced is not NotImplemented else _reduce_cpu_tensor(obj, self.torch, self.threshold)
+
+
+def _new_tensor_device_pickler(threshold: int, file: Any, protocol: int = 5, buffer_callback: Any = None) -> Any:
+    """MessageQueue._device_pickler_factory's pickler: the tensor pickler while torch is loaded."""
+    torch = sys.modules.get("torch")
+    if torch is None:  # another GPU array library loaded (cupy, ...): no torch tensor can exist
+        return _gpu._DevicePickler(file, protocol=protocol, buffer_callback=buffer_callback)
+    pickler = _TensorDevicePickler(file, protocol=protocol, buffer_callback=buffer_callback)
+    pickler.torch, pickler.threshold = torch, threshold
+    return pickler
 
 
 class _TensorPickler(pickle.Pickler):

@@ -17,7 +17,7 @@ PyObject* g_callback_kwnames = nullptr;     // ("buffer_callback",)
 PyObject* g_out_of_band_callback = nullptr;  // the buffer_callback below, as a Python callable
 
 // The callback has no per-call Python object to carry its state (creating one per message would cost
-// what this file saves), so the state of the dumps in progress is this thread's: set by OutOfBand
+// what this file saves), so the state of the dumps in progress is this thread's: set by a Scoped
 // below for the duration of one pickle.dumps call, restored after it (a __reduce__ that enqueues on
 // another queue pickles inside our pickling: the inner call sees its own state, ours comes back).
 // That needs nested calls to end in reverse order, as calls on one thread's stack do; a greenlet that
@@ -30,15 +30,19 @@ struct OutOfBandState {
 };
 thread_local OutOfBandState* t_state = nullptr;
 
-class OutOfBand {
+// Points a thread-local state slot at `state` for one pickling call; the state before comes back
+// after it (a nested call's own, then ours).
+template <class State>
+class Scoped {
 public:
-    explicit OutOfBand(OutOfBandState* s) : saved_(t_state) { t_state = s; }
-    ~OutOfBand() { t_state = saved_; }
-    OutOfBand(const OutOfBand&) = delete;
-    OutOfBand& operator=(const OutOfBand&) = delete;
+    Scoped(State*& slot, State* state) : slot_(slot), saved_(slot) { slot_ = state; }
+    ~Scoped() { slot_ = saved_; }
+    Scoped(const Scoped&) = delete;
+    Scoped& operator=(const Scoped&) = delete;
 
 private:
-    OutOfBandState* saved_;
+    State*& slot_;
+    State* saved_;
 };
 
 // buffer_callback(pb) -> True: keep the buffer in the pickle; False: it travels out of band (appended).
@@ -71,6 +75,43 @@ PyObject* out_of_band_callback(PyObject*, PyObject* pb) {
 
 PyMethodDef g_callback_def = {"_ringcast_out_of_band", out_of_band_callback, METH_O, nullptr};
 
+// dumps_with_pickler's file: the C pickler calls its write() with what it made — once, at the end of
+// dump(), for a pickle under its 64 KiB frame target; more often for a larger one, and with a payload
+// of 64 KiB or more written as itself. The pieces are kept here (thread-local, saved and restored
+// around a nested dump as the out-of-band state is): a bytes piece by reference, anything else (a memoryview of
+// a buffer in the object) copied at once.
+struct SinkState {
+    py::object first;  // the common case: the whole pickle, one bytes object
+    py::list more;     // the pieces after it, if any (created on the second write)
+};
+thread_local SinkState* t_sink = nullptr;
+
+PyObject* sink_write(PyObject*, PyObject* piece) {
+    SinkState* s = t_sink;
+    if (s == nullptr) {
+        PyErr_SetString(PyExc_RuntimeError, "ringcast's pickle collector written outside a dump");
+        return nullptr;
+    }
+    PyObject* kept = PyBytes_CheckExact(piece) ? Py_NewRef(piece) : PyBytes_FromObject(piece);
+    if (kept == nullptr) return nullptr;
+    const Py_ssize_t n = PyBytes_GET_SIZE(kept);
+    if (!s->first) {
+        s->first = py::reinterpret_steal<py::object>(kept);
+    } else {
+        if (!s->more) s->more = py::list();
+        const int appended = PyList_Append(s->more.ptr(), kept);
+        Py_DECREF(kept);
+        if (appended != 0) return nullptr;
+    }
+    return PyLong_FromSsize_t(n);
+}
+
+PyMethodDef g_sink_write_def = {"write", sink_write, METH_O, nullptr};
+PyObject* g_sink = nullptr;              // an object whose write is sink_write (types.SimpleNamespace)
+PyObject* g_pickler_kwnames = nullptr;   // ("protocol", "buffer_callback")
+PyObject* g_dump_name = nullptr;         // "dump"
+PyObject* g_clear_memo_name = nullptr;   // "clear_memo"
+
 PyObject* call_or_throw(PyObject* result) {
     if (result == nullptr) throw py::error_already_set();
     return result;
@@ -95,6 +136,11 @@ void init_pickling() {
     g_protocol5 = py::int_(5).release().ptr();
     g_callback_kwnames = py::make_tuple("buffer_callback").release().ptr();
     g_out_of_band_callback = call_or_throw(PyCFunction_New(&g_callback_def, nullptr));
+    py::object write = py::reinterpret_steal<py::object>(call_or_throw(PyCFunction_New(&g_sink_write_def, nullptr)));
+    g_sink = py::module_::import("types").attr("SimpleNamespace")(py::arg("write") = write).release().ptr();
+    g_pickler_kwnames = py::make_tuple("protocol", "buffer_callback").release().ptr();
+    g_dump_name = py::str("dump").release().ptr();
+    g_clear_memo_name = py::str("clear_memo").release().ptr();
 }
 
 void set_pickle_functions(py::object dumps, py::object loads) {
@@ -115,10 +161,59 @@ Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max
             message = py::reinterpret_steal<py::object>(call_or_throw(PyObject_CallOneArg(g_pickle_buffer, obj.ptr())));
     }
     OutOfBandState state{threshold, max_buffers, p.out_of_band.ptr()};
-    OutOfBand scope(&state);
+    Scoped<OutOfBandState> scope(t_state, &state);
     PyObject* args[] = {message.ptr(), g_protocol5, g_out_of_band_callback};
     p.data = bytes_or_throw(PyObject_Vectorcall(g_dumps, args, 2, g_callback_kwnames));
     return p;
+}
+
+PickledWith dumps_with_pickler(py::object reuse, py::handle factory, py::handle obj, std::size_t threshold,
+                               std::size_t max_buffers) {
+    PickledWith out;
+    py::object message = py::reinterpret_borrow<py::object>(obj);
+    PyTypeObject* type = Py_TYPE(obj.ptr());
+    if (type == &PyBytes_Type || type == &PyByteArray_Type || type == &PyMemoryView_Type) {  // as above
+        const Py_ssize_t len = PyObject_Size(obj.ptr());
+        if (len < 0) throw py::error_already_set();
+        if (static_cast<std::size_t>(len) >= threshold)
+            message = py::reinterpret_steal<py::object>(call_or_throw(PyObject_CallOneArg(g_pickle_buffer, obj.ptr())));
+    }
+    OutOfBandState state{threshold, max_buffers, out.pickled.out_of_band.ptr()};
+    Scoped<OutOfBandState> scope(t_state, &state);
+    SinkState sink;
+    Scoped<SinkState> collecting(t_sink, &sink);
+    if (reuse && !reuse.is_none()) {
+        out.pickler = std::move(reuse);
+    } else {
+        PyObject* make[] = {g_sink, g_protocol5, g_out_of_band_callback};
+        out.pickler = py::reinterpret_steal<py::object>(call_or_throw(PyObject_Vectorcall(factory.ptr(), make, 1, g_pickler_kwnames)));
+    }
+    PyObject* dump[] = {out.pickler.ptr(), message.ptr()};
+    PyObject* dumped = PyObject_VectorcallMethod(g_dump_name, dump, 2, nullptr);
+    if (dumped == nullptr) {
+        // The pickler's abandon(), if it has one, gives back what its hooks took before the failure
+        // (the GPU path's: what describing a device array took). The pickling's error is the one raised.
+        PyObject *type_, *value, *trace;
+        PyErr_Fetch(&type_, &value, &trace);
+        if (PyObject* abandon = PyObject_GetAttrString(out.pickler.ptr(), "abandon")) {
+            Py_XDECREF(PyObject_CallNoArgs(abandon));
+            Py_DECREF(abandon);
+        }
+        PyErr_Clear();
+        PyErr_Restore(type_, value, trace);
+        throw py::error_already_set();
+    }
+    Py_DECREF(dumped);
+    PyObject* clear[] = {out.pickler.ptr()};
+    Py_DECREF(call_or_throw(PyObject_VectorcallMethod(g_clear_memo_name, clear, 1, nullptr)));
+    if (!sink.first) throw py::type_error("the pickler wrote nothing (a dump without output)");
+    if (!sink.more) {
+        out.pickled.data = py::reinterpret_steal<py::bytes>(sink.first.release());
+    } else {
+        sink.more.insert(0, sink.first);
+        out.pickled.data = bytes_or_throw(PyObject_CallMethod(py::bytes().ptr(), "join", "O", sink.more.ptr()));
+    }
+    return out;
 }
 
 py::bytes dumps_in_band(py::handle obj) {

@@ -36,6 +36,22 @@ struct Pickled {
 // pickle.dumps(obj, 5, buffer_callback=<the rule above>). Raises what pickle raises.
 [[nodiscard]] Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers);
 
+// The same with a pickler of the caller's: `factory(file, protocol=5, buffer_callback=...)` makes a
+// pickle.Pickler (a subclass with hooks: the GPU path's device pickler finds device arrays through
+// reducer_override) whose file is a collector of this file (no BytesIO). `reuse`, if not None, is
+// one such pickler made earlier by the same factory and now idle: its dump() is called instead of
+// making one (making a Python subclass's pickler costs about as much as a small message's pickling).
+// The memo is cleared after every dump (no reference to the object is kept; a later dump cannot
+// refer to this one's objects). Returns the pickler too: its hooks' findings are its attributes.
+// Raises what the factory and the pickling raise; if the dump raises, the pickler's abandon() (if
+// it has one) is called first, to give back what its hooks took.
+struct PickledWith {
+    Pickled pickled;
+    py::object pickler;
+};
+[[nodiscard]] PickledWith dumps_with_pickler(py::object reuse, py::handle factory, py::handle obj,
+                                             std::size_t threshold, std::size_t max_buffers);
+
 // pickle.dumps(obj, 5): in-band only (replies: small by design, one part).
 [[nodiscard]] py::bytes dumps_in_band(py::handle obj);
 

@@ -16,6 +16,7 @@
 
 #include "framing.hpp"
 #include "gil.hpp"
+#include "pickling.hpp"
 #include "ringcast/ring.hpp"
 
 namespace py = pybind11;
@@ -39,8 +40,17 @@ public:
     // anything else takes send()'s path. The pickling runs before the one-thread check, as a pickle
     // made in Python before send() would: a __reduce__ that enqueues on this queue sends its message
     // first, not a deadlock or a torn stream. Nothing is sent if pickling raises.
+    // While a GPU array library is loaded (set_device_pickler), the pickling is the device pickler's,
+    // which finds device arrays: an object without any is sent here as any other; one with some is
+    // not sent — the call returns (pickle, out-of-band buffers, pickler) for the GPU path, which
+    // sends the arrays' bytes by DMA after the message (ringcast/_gpu.py). Returns None when sent.
     // Thread-safety: as send().
-    void send_object(py::handle obj, std::optional<double> timeout);
+    py::object send_object(py::handle obj, std::optional<double> timeout);
+    // The pickler send_object uses while any of `libraries` is in sys.modules: factory(file,
+    // protocol=5, buffer_callback=...) -> a pickle.Pickler whose `arrays` attribute, after its dump,
+    // lists the device arrays it found; at most `max_buffers` buffers out of band (a device message
+    // has two parts more). MessageQueue sets it for every writer; None turns it off.
+    void set_device_pickler(py::object factory, const std::vector<std::string>& libraries, std::size_t max_buffers);
     // The out-of-band rule of send_object (MessageQueue sets its oob_threshold and max_parts - 1).
     void set_out_of_band(std::size_t threshold, std::size_t max_buffers) {
         oob_threshold_ = threshold;
@@ -130,6 +140,13 @@ private:
     std::size_t oob_threshold_ = 4096;  // MessageQueue's OOB_THRESHOLD until set_out_of_band()
     std::size_t oob_max_buffers_ = 0;   // none out of band until set_out_of_band()
     bool wake_ahead_ = false;           // send_object wakes sleeping readers before it pickles
+    py::object device_pickler_;                // none: send_object always pickles with pickle.dumps
+    py::object idle_pickler_;                  // one device_pickler_ made, not pickling now (or none)
+    std::vector<py::object> device_libraries_;  // module names (interned str) that may hold device arrays
+    std::size_t device_max_buffers_ = 0;
+
+    [[nodiscard]] bool device_library_loaded() const;
+    void send_pickled(const detail::Pickled& p, std::optional<double> timeout);
 };
 
 class PyReader : public detail::Endpoint {

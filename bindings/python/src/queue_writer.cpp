@@ -87,25 +87,69 @@ void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
     msg.release_buffers();  // PyBuffer_Release needs the GIL
 }
 
-void PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
+py::object PyWriter::send_object(py::handle obj, std::optional<double> timeout) {
     stamp(Stamp::send_enter);
     check_usable("enqueue");
     // Readers asleep wake up while the message is pickled, not after it is published (their wake-up
     // then overlaps the pickling). Before the one-thread check, as the pickling: Writer::wake_ahead
     // may run beside another thread's send.
     if (wake_ahead_) (void)writer_->wake_ahead();
-    Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_);
-    stamp(Stamp::send_pickled);
+    if (device_pickler_ && device_library_loaded()) {
+        // The idle pickler is taken while it pickles: a send_object nested in this pickling (a
+        // __reduce__ that enqueues here) or another thread's, while a hook has the GIL given up,
+        // makes one of its own. One that found device arrays goes to the GPU path, not back.
+        PickledWith p = dumps_with_pickler(std::move(idle_pickler_), device_pickler_, obj, oob_threshold_,
+                                           device_max_buffers_);
+        stamp(Stamp::send_pickled);
+        const py::object arrays = py::getattr(p.pickler, "arrays", py::none());
+        if (PyObject_IsTrue(arrays.ptr()) == 1)  // device arrays: the GPU path sends the message
+            return py::make_tuple(std::move(p.pickled.data), std::move(p.pickled.out_of_band), std::move(p.pickler));
+        idle_pickler_ = std::move(p.pickler);
+        send_pickled(p.pickled, timeout);
+    } else {
+        const Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_);
+        stamp(Stamp::send_pickled);
+        send_pickled(p, timeout);
+    }
+    stamp(Stamp::send_committed);
+    return py::none();
+}
+
+void PyWriter::send_pickled(const Pickled& p, std::optional<double> timeout) {
     const auto len = static_cast<std::size_t>(PyBytes_GET_SIZE(p.data.ptr()));
     if (p.out_of_band.empty() && kOnePartHeader + len <= writer_->max_reserve()) {
         send_whole(p.data, timeout);
     } else {
         py::list parts(1 + p.out_of_band.size());
-        parts[0] = std::move(p.data);
+        parts[0] = p.data;
         for (std::size_t i = 0; i < p.out_of_band.size(); ++i) parts[i + 1] = p.out_of_band[i];
         send(parts, timeout);
     }
-    stamp(Stamp::send_committed);
+}
+
+void PyWriter::set_device_pickler(py::object factory, const std::vector<std::string>& libraries,
+                                  std::size_t max_buffers) {
+    device_libraries_.clear();
+    for (const auto& name : libraries) {
+        PyObject* interned = PyUnicode_InternFromString(name.c_str());
+        if (interned == nullptr) throw py::error_already_set();
+        device_libraries_.push_back(py::reinterpret_steal<py::object>(interned));
+    }
+    device_pickler_ = factory.is_none() ? py::object() : std::move(factory);
+    idle_pickler_ = py::object();
+    device_max_buffers_ = max_buffers;
+}
+
+// Whether a library that can hold device arrays is imported: only then can the message hold one
+// (ringcast._gpu.may_hold_device_arrays, the same test, for the paths that stay in Python).
+bool PyWriter::device_library_loaded() const {
+    PyObject* modules = PyImport_GetModuleDict();  // borrowed: sys.modules
+    for (const auto& name : device_libraries_) {
+        const int has = PyDict_Contains(modules, name.ptr());
+        if (has < 0) throw py::error_already_set();
+        if (has == 1) return true;
+    }
+    return false;
 }
 
 bool PyWriter::wake_ahead() {
