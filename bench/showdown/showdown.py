@@ -793,9 +793,15 @@ def main():
     ap.add_argument("--trace", action="store_true",
                     help="also time the pickling inside every part of a step (pickle_clock.py): the overhead "
                          "left once it is taken out is the transport's")
+    ap.add_argument("--import-torch", action="store_true",
+                    help="import torch in the executor before anything else (the workers are forked from it), as "
+                         "every process of an inference engine has it: ringcast's enqueue then pickles with its "
+                         "device pickler (docs/gpu.md); the spinner's pickle.dumps is the same either way")
     ap.add_argument("--cpp-floor-us", type=float, default=None,
                     help="the C++ floor's overhead p50 (ringcast-showdown-floor), drawn as a line in the plot")
     args = ap.parse_args()
+    if args.import_torch:
+        import torch  # noqa: F401  (ImportError where torch is not installed: said, not skipped)
     os.makedirs(args.out, exist_ok=True)
     RingcastGatherCollectCap.gather_options = {"spin_max_us": args.g_spin_max_us}
     g_name = f"(g) ringcast + gather, collect spin cap {args.g_spin_max_us / 1e3:g} ms"
@@ -833,7 +839,8 @@ def main():
     print()
     print(f"executor showdown — {args.workers} workers, {args.steps} steps (+warm-up) x {args.repeats} runs "
           f"(medians), worker work {args.work_ms} ms, async prep {args.prep_ms} ms; {platform.node()}, "
-          f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}; pinning {pin_text}")
+          f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}; pinning {pin_text}"
+          f"{'; torch loaded in every process' if 'torch' in sys.modules else ''}")
     hdr = f"{'variant':<30} {'replies':<7} {'mode':<5} {'p50 us':>9} {'p99 us':>9} {'ovh p50':>9} {'ovh p99':>9} " \
           f"{'exec CPU%':>9} {'worker CPU%':>12} {'idle CPU%':>10} {'exec idle%':>10}  ovh p50 per run"
     print(hdr)
@@ -929,7 +936,7 @@ def main():
         json.dump({"workers": args.workers, "steps": args.steps, "repeats": args.repeats, "work_ms": args.work_ms,
                    "prep_ms": args.prep_ms, "cpus": os.cpu_count(), "pinning": pin_text, "date": time.strftime("%Y-%m-%d"),
                    "python_floor_us": {f"{m} {r}": v for (m, r), v in floors.items()},
-                   "cpp_floor_us": args.cpp_floor_us,
+                   "cpp_floor_us": args.cpp_floor_us, "torch_loaded": "torch" in sys.modules,
                    # the full-speed figures mean what they say only with every process on a CPU of its own
                    "full_speed_view": bool(PINNING["workers"]), "rows": rows}, f, indent=1)
     print(f"json: {os.path.join(args.out, 'showdown.json')}")
