@@ -77,7 +77,7 @@ def child(mode, n):
     if out["loaded"]:
         out["python_path"] = p50(lambda m: _gpu.enqueue(q, m, 5))
         out["persistent_id"] = p50(persistent_id_enqueue)
-        q._writer.set_device_pickler(None, [], 0)  # the plain one-call path, in this process
+        q._writer.set_device_pickler(None, [])  # the plain one-call path, in this process
         out["one_call"] = p50(lambda m: q._writer.send_object(m, 5))
     print(json.dumps(out))
 

@@ -800,6 +800,10 @@ def main():
     ap.add_argument("--cpp-floor-us", type=float, default=None,
                     help="the C++ floor's overhead p50 (ringcast-showdown-floor), drawn as a line in the plot")
     args = ap.parse_args()
+    if args.import_torch and args.trace:
+        # With torch loaded, enqueue pickles with the device pickler inside the binding, not through the
+        # pickle.dumps that --trace replaces: its pickling would go untimed, and counted as transport.
+        ap.error("--trace cannot time enqueue's pickling with torch loaded (--import-torch): use one or the other")
     if args.import_torch:
         import torch  # noqa: F401  (ImportError where torch is not installed: said, not skipped)
     os.makedirs(args.out, exist_ok=True)

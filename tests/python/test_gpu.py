@@ -155,7 +155,7 @@ def test_the_binding_hands_a_message_with_device_arrays_back_and_abandons_a_fail
             abandoned.append(len(self.arrays))
 
     q, (r,) = queue_pair(1)
-    q._writer.set_device_pickler(StandIn, ["cupy"], 4)
+    q._writer.set_device_pickler(StandIn, ["cupy"])
     assert q._writer.send_object({"x": _Found()}, 5) is None  # cupy not loaded: pickle.dumps, sent
     assert r.dequeue(timeout=5)["x"].__class__ is _Found
     monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))

@@ -16,6 +16,15 @@ from ringcast._queue import dumps_out_of_band
 from _workers import EnqueuesWhilePickled, np
 
 
+@pytest.fixture(autouse=True)
+def plain_pickling(monkeypatch):
+    """These tests are of the plain pickling (pickle.dumps inside the binding), whatever this process
+    imported before them: with torch loaded (a GPU test before), send_object would pickle with the
+    device pickler (its tests: test_gpu.py). Queues made here look for no GPU library."""
+    from ringcast import _gpu
+    monkeypatch.setattr(_gpu, "DEVICE_ARRAY_LIBRARIES", ())
+
+
 @pytest.fixture
 def gather_pair():
     """A ReplyGather of n ranks and its n workers (all in this process); closed afterwards."""

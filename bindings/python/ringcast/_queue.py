@@ -411,9 +411,8 @@ class MessageQueue:
         self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
         self._send_object = self._writer.send_object if self._pickle is pickle5 else None
         # While a GPU array library is loaded, send_object pickles with the device pickler and hands a
-        # message with device arrays back to enqueue for the GPU path (two parts fewer out of band).
-        self._writer.set_device_pickler(self._device_pickler_factory(), list(_gpu.DEVICE_ARRAY_LIBRARIES),
-                                        max(0, self._max_parts - 3))
+        # message with device arrays back to enqueue for the GPU path.
+        self._writer.set_device_pickler(self._device_pickler_factory(), list(_gpu.DEVICE_ARRAY_LIBRARIES))
         # On only with the adaptive hybrid wait (the writer decides: Writer.set_wake_ahead).
         self._writer.set_wake_ahead(bool(wake_ahead))
         self._wake_ahead = self._writer.wake_ahead_enabled

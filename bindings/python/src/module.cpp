@@ -138,10 +138,10 @@ PYBIND11_MODULE(_core, m) {
              "nothing is sent and the call returns (pickle, out-of-band buffers, pickler) for the GPU path.\n"
              "Raises as send(), and what pickle raises (nothing is sent).")
         .def("set_device_pickler", &PyWriter::set_device_pickler, py::arg("factory"), py::arg("libraries"),
-             py::arg("max_buffers"),
              "The pickler send_object uses while a module of `libraries` is loaded: factory(file, protocol=5,\n"
              "buffer_callback=...) -> a pickle.Pickler whose `arrays` lists the device arrays its dump found\n"
-             "(and whose abandon(), if any, runs when the dump raises); max_buffers out of band. None: off.")
+             "(and whose abandon(), if any, runs when the dump raises); two buffers fewer out of band than\n"
+             "set_out_of_band's. None: off.")
         .def("set_wake_ahead", &PyWriter::set_wake_ahead, py::arg("on"),
              "Whether send_object and wake_ahead() wake sleeping readers before a message is pickled\n"
              "(MessageQueue's wake_ahead). Only with the adaptive hybrid wait: on by default there, never\n"

@@ -48,9 +48,9 @@ public:
     py::object send_object(py::handle obj, std::optional<double> timeout);
     // The pickler send_object uses while any of `libraries` is in sys.modules: factory(file,
     // protocol=5, buffer_callback=...) -> a pickle.Pickler whose `arrays` attribute, after its dump,
-    // lists the device arrays it found; at most `max_buffers` buffers out of band (a device message
-    // has two parts more). MessageQueue sets it for every writer; None turns it off.
-    void set_device_pickler(py::object factory, const std::vector<std::string>& libraries, std::size_t max_buffers);
+    // lists the device arrays it found. Two buffers fewer out of band than set_out_of_band's (a device
+    // message has two parts more). MessageQueue sets it for every writer; None turns it off.
+    void set_device_pickler(py::object factory, const std::vector<std::string>& libraries);
     // The out-of-band rule of send_object (MessageQueue sets its oob_threshold and max_parts - 1).
     void set_out_of_band(std::size_t threshold, std::size_t max_buffers) {
         oob_threshold_ = threshold;
@@ -143,7 +143,6 @@ private:
     py::object device_pickler_;                // none: send_object always pickles with pickle.dumps
     py::object idle_pickler_;                  // one device_pickler_ made, not pickling now (or none)
     std::vector<py::object> device_libraries_;  // module names (interned str) that may hold device arrays
-    std::size_t device_max_buffers_ = 0;
 
     [[nodiscard]] bool device_library_loaded() const;
     void send_pickled(const detail::Pickled& p, std::optional<double> timeout);

@@ -98,8 +98,8 @@ py::object PyWriter::send_object(py::handle obj, std::optional<double> timeout) 
         // The idle pickler is taken while it pickles: a send_object nested in this pickling (a
         // __reduce__ that enqueues here) or another thread's, while a hook has the GIL given up,
         // makes one of its own. One that found device arrays goes to the GPU path, not back.
-        PickledWith p = dumps_with_pickler(std::move(idle_pickler_), device_pickler_, obj, oob_threshold_,
-                                           device_max_buffers_);
+        const std::size_t max_buffers = oob_max_buffers_ >= 2 ? oob_max_buffers_ - 2 : 0;  // [magic, metas, ...]
+        PickledWith p = dumps_with_pickler(std::move(idle_pickler_), device_pickler_, obj, oob_threshold_, max_buffers);
         stamp(Stamp::send_pickled);
         const py::object arrays = py::getattr(p.pickler, "arrays", py::none());
         if (PyObject_IsTrue(arrays.ptr()) == 1)  // device arrays: the GPU path sends the message
@@ -127,8 +127,7 @@ void PyWriter::send_pickled(const Pickled& p, std::optional<double> timeout) {
     }
 }
 
-void PyWriter::set_device_pickler(py::object factory, const std::vector<std::string>& libraries,
-                                  std::size_t max_buffers) {
+void PyWriter::set_device_pickler(py::object factory, const std::vector<std::string>& libraries) {
     device_libraries_.clear();
     for (const auto& name : libraries) {
         PyObject* interned = PyUnicode_InternFromString(name.c_str());
@@ -137,7 +136,6 @@ void PyWriter::set_device_pickler(py::object factory, const std::vector<std::str
     }
     device_pickler_ = factory.is_none() ? py::object() : std::move(factory);
     idle_pickler_ = py::object();
-    device_max_buffers_ = max_buffers;
 }
 
 // Whether a library that can hold device arrays is imported: only then can the message hold one
