@@ -14,7 +14,8 @@ loaded), the device path in Python (ringcast._gpu.enqueue: what enqueue did unti
 does for a MessageQueue subclass with a _pickle of its own), and the device path as it was before its
 pickler used reducer_override: a persistent_id hook, called by the C pickler for every pickled object
 (reimplemented here). Per run: p50 of per-call times over --n enqueues (each dequeued at once); every
-run printed; configurations alternate run by run.
+run printed; configurations alternate run by run, and the paths of one process in 10 rounds, their
+order rotated.
 
     PYTHONPATH=<build>/python python3 bench/python/bench_gpu_loaded.py [--n 3000] [--runs 3]
 """
@@ -64,21 +65,30 @@ def child(mode, n):
     def persistent_id_enqueue(m):
         q._writer.send(dumps_out_of_band(m, q._oob_threshold, q._max_parts - 3, persistent_id_pickle), 5)
 
-    def p50(send):
-        times = []
-        for _ in range(n):
-            t = time.perf_counter_ns()
-            send(STEP)
-            times.append(time.perf_counter_ns() - t)
-            r.dequeue(timeout=5)
-        return statistics.median(times) / 1000.0
-
-    out = {"loaded": _gpu.may_hold_device_arrays(), "enqueue": p50(lambda m: q.enqueue(m, timeout=5))}
-    if out["loaded"]:
-        out["python_path"] = p50(lambda m: _gpu.enqueue(q, m, 5))
-        out["persistent_id"] = p50(persistent_id_enqueue)
-        q._writer.set_device_pickler(None, [])  # the plain one-call path, in this process
-        out["one_call"] = p50(lambda m: q._writer.send_object(m, 5))
+    # The plain one-call path in this process: a second writer whose device pickler is off.
+    plain_q = ringcast.MessageQueue(1, 1)
+    plain_r = ringcast.MessageQueue.create_from_handle(plain_q.export_handle(), 0)
+    plain_q._writer.set_device_pickler(None, [])
+    paths = {"enqueue": (lambda m: q.enqueue(m, timeout=5), r)}
+    if _gpu.may_hold_device_arrays():
+        paths["python_path"] = (lambda m: _gpu.enqueue(q, m, 5), r)
+        paths["persistent_id"] = (persistent_id_enqueue, r)
+        paths["one_call"] = (lambda m: plain_q._writer.send_object(m, 5), plain_r)
+    # In rounds, the paths' order rotated: a slow stretch of the machine (its speed episodes) then
+    # falls on every path alike instead of on whichever ran then.
+    times = {k: [] for k in paths}
+    rounds = 10
+    names = list(paths)
+    for i in range(rounds):
+        for k in names[i % len(names):] + names[:i % len(names)]:
+            send, reader = paths[k]
+            for _ in range(max(1, n // rounds)):
+                t = time.perf_counter_ns()
+                send(STEP)
+                times[k].append(time.perf_counter_ns() - t)
+                reader.dequeue(timeout=5)
+    out = {"loaded": _gpu.may_hold_device_arrays()}
+    out.update({k: statistics.median(v) / 1000.0 for k, v in times.items()})
     print(json.dumps(out))
 
 
