@@ -17,12 +17,6 @@
 
 namespace ringcast {
 
-std::string gather_ring_prefix(std::string_view group) { return std::string(group).append(kGatherRingInfix); }
-std::string gather_ring_name(std::string_view group, std::uint32_t rank) {
-    return gather_ring_prefix(group) + std::to_string(rank);
-}
-std::string gather_bell_name(std::string_view group) { return std::string(group).append(kGatherBellSuffix); }
-
 std::string GatherResult::describe() const {
     std::string s = to_string(status);
     if (!missing.empty()) {

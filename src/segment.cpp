@@ -1,6 +1,6 @@
 // Segment creation, opening and validation (see include/ringcast/segment.hpp).
 #include "ringcast/segment.hpp"
-#include "ringcast/gather.hpp"  // the names of a gather group's objects, for the sweep
+#include "ringcast/detail/gather_names.hpp"  // the sweep finds a bell's group by these
 
 #include <atomic>
 #include <cerrno>

@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "ringcast/detail/gather_names.hpp"  // gather_ring_name, gather_bell_name
 #include "ringcast/ring.hpp"
 
 namespace ringcast {
@@ -242,14 +243,5 @@ private:
     std::uint32_t rank_;
 };
 
-// The names of a group's objects: "<group>.r<rank>" for each reply ring, "<group>.bell" for the bell.
-// Defined once: the collector and the workers make and open them, and the sweeps (sweep_abandoned,
-// `ringcast gc`) find a bell's group from them; a second spelling could drift and cost a live group
-// its bell.
-inline constexpr std::string_view kGatherRingInfix = ".r";
-inline constexpr std::string_view kGatherBellSuffix = ".bell";
-[[nodiscard]] std::string gather_ring_prefix(std::string_view group);  // every ring name starts so
-[[nodiscard]] std::string gather_ring_name(std::string_view group, std::uint32_t rank);
-[[nodiscard]] std::string gather_bell_name(std::string_view group);
 
 }  // namespace ringcast

@@ -218,9 +218,7 @@ class _DevicePickler(pickle.Pickler):
         array = _describe(obj)
         if array is None:
             return NotImplemented
-        if not self.arrays:
-            self.arrays = []
-        self.arrays.append(array)
+        self.arrays = [*self.arrays, array]  # a message holds a few arrays: the copy costs nothing
         return (_device_array, (len(self.arrays) - 1,))  # memoized: the same array twice is sent once
 
     def abandon(self) -> None:

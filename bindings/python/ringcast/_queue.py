@@ -614,7 +614,8 @@ class MessageQueue:
         if self._send_object is not None:
             device_message = self._send_object(obj, timeout)
             if device_message is not None:
-                _gpu.send_device_message(self, *device_message, timeout)
+                data, oob, pickler = device_message
+                _gpu.send_device_message(self, data, oob, pickler, timeout)
             return None
         if _gpu.may_hold_device_arrays():  # a _pickle of its own: the device pickling in Python
             if self._wake_ahead:  # readers asleep wake while the message is pickled
