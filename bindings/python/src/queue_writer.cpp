@@ -102,7 +102,9 @@ py::object PyWriter::send_object(py::handle obj, std::optional<double> timeout) 
         PickledWith p = dumps_with_pickler(std::move(idle_pickler_), device_pickler_, obj, oob_threshold_, max_buffers);
         stamp(Stamp::send_pickled);
         const py::object arrays = py::getattr(p.pickler, "arrays", py::none());
-        if (PyObject_IsTrue(arrays.ptr()) == 1)  // device arrays: the GPU path sends the message
+        const int found = PyObject_IsTrue(arrays.ptr());
+        if (found < 0) throw py::error_already_set();
+        if (found == 1)  // device arrays: the GPU path sends the message
             return py::make_tuple(std::move(p.pickled.data), std::move(p.pickled.out_of_band), std::move(p.pickler));
         idle_pickler_ = std::move(p.pickler);
         send_pickled(p.pickled, timeout);
