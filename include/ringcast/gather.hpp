@@ -243,5 +243,4 @@ private:
     std::uint32_t rank_;
 };
 
-
 }  // namespace ringcast

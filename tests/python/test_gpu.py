@@ -123,6 +123,21 @@ def test_with_a_gpu_library_loaded_enqueue_is_one_binding_call(queue_pair, monke
     back = r.dequeue(timeout=5)
     assert back["many"] == big["many"] and back["b"] == big["b"] and back["ba"] == big["ba"]
     assert (back["a"] == big["a"]).all() and back["nested"] == "outer"
+    q.enqueue(step, timeout=5)  # after a large pickle (its pickler not kept), a small one as before
+    assert r.dequeue(timeout=5) == step
+
+
+def test_the_libraries_looked_for_are_the_same_in_python_and_in_the_binding(monkeypatch):
+    """may_hold_device_arrays (the Python paths) spells DEVICE_ARRAY_LIBRARIES (the binding's list)
+    out for speed: each name must turn it on, and nothing else."""
+    from ringcast import _gpu
+    for name in _gpu.DEVICE_ARRAY_LIBRARIES:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert not _gpu.may_hold_device_arrays()
+    for name in _gpu.DEVICE_ARRAY_LIBRARIES:
+        with monkeypatch.context() as m:
+            m.setitem(sys.modules, name, types.ModuleType(name))
+            assert _gpu.may_hold_device_arrays(), name
 
 
 class _Found:

@@ -13,6 +13,7 @@ import re
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -198,6 +199,24 @@ def test_cpu_tensors_travel_out_of_band():
         assert len(plain._dumps(message)) == 1
     finally:
         plain.shutdown()
+    q.shutdown()
+    r.shutdown()
+
+
+def test_cpu_tensors_go_out_of_band_once_torch_loads_after_another_gpu_library(monkeypatch):
+    """The binding keeps one device pickler per writer: one made while only another GPU array library
+    was loaded (cupy, say) must still send CPU tensors out of band once torch is there."""
+    torch = pytest.importorskip("torch")
+    q, r = _pair(max_chunk_bytes=1 << 20)
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.delitem(sys.modules, "torch")
+    q.enqueue({"plain": 1})  # the device pickler is made (and kept) without torch
+    assert r.dequeue(timeout=5) == {"plain": 1}
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    t = torch.arange(1 << 14, dtype=torch.float32)
+    q.enqueue({"t": t})
+    parts = r._reader.recv(5)
+    assert len(parts) == 2 and memoryview(parts[1]).nbytes == t.numel() * 4
     q.shutdown()
     r.shutdown()
 

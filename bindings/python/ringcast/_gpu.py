@@ -268,10 +268,11 @@ def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
     try:
         data, *oob = dumps_out_of_band(obj, queue._oob_threshold, queue._max_parts - 3, device_pickle)
     except BaseException:
-        if picklers:
-            picklers[0].abandon()  # arrays described before the pickling failed
+        abandon = getattr(picklers[0], "abandon", None) if picklers else None
+        if abandon is not None:
+            abandon()  # arrays described before the pickling failed
         raise
-    if not picklers[0].arrays:
+    if not getattr(picklers[0], "arrays", ()):
         queue._writer.send([data, *oob], timeout)
         return
     send_device_message(queue, data, oob, picklers[0], timeout)

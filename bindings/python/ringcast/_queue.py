@@ -556,8 +556,11 @@ class MessageQueue:
         ``factory(file, protocol=5, buffer_callback=cb)`` -> a pickle.Pickler whose reducer_override
         turns device arrays into references the reader resolves (ringcast._gpu._DevicePickler). A
         subclass with a _pickle of its own (ringcast.vllm) returns one that does what its _pickle does
-        as well. Asked once, when the writer is made; the binding keeps it, so it must not refer to the
-        queue (a cycle through the binding's writer would keep the queue alive)."""
+        as well. Asked once, in MessageQueue.__init__ when the writer is made (before a subclass's own
+        __init__ body runs: it may use what the base class set); the binding keeps it, so it must not
+        refer to the queue (a cycle through the binding's writer, which the garbage collector does not
+        see, would keep the queue alive). Until 2026-12-03 the override point was
+        ``_device_pickler(file, buffer_callback)``, which is no longer called."""
         return _gpu._DevicePickler
 
     def _dumps(self, obj: Any) -> list:

@@ -237,23 +237,25 @@ def _reduce_cpu_tensor(obj: Any, torch: Any, threshold: int) -> Any:
 
 class _TensorDevicePickler(_gpu._DevicePickler):
     """The GPU path's pickler (device arrays become references) with CPU tensors as _TensorPickler
-    sends them (made by _new_tensor_device_pickler)."""
+    sends them, once torch is loaded: the binding keeps one pickler per writer, so torch is looked up
+    per object, not when the pickler was made (cupy loaded before torch). Its threshold is set by
+    _new_tensor_device_pickler."""
 
-    torch: Any = None
     threshold = 1
 
     def reducer_override(self, obj: Any) -> Any:
         reduced = super().reducer_override(obj)
-        return reduced if reduced is not NotImplemented else _reduce_cpu_tensor(obj, self.torch, self.threshold)
+        if reduced is not NotImplemented:
+            return reduced
+        torch = sys.modules.get("torch")
+        return NotImplemented if torch is None else _reduce_cpu_tensor(obj, torch, self.threshold)
 
 
 def _new_tensor_device_pickler(threshold: int, file: Any, protocol: int = 5, buffer_callback: Any = None) -> Any:
-    """MessageQueue._device_pickler_factory's pickler: the tensor pickler while torch is loaded."""
-    torch = sys.modules.get("torch")
-    if torch is None:  # another GPU array library loaded (cupy, ...): no torch tensor can exist
-        return _gpu._DevicePickler(file, protocol=protocol, buffer_callback=buffer_callback)
+    """MessageQueue._device_pickler_factory's pickler: the device pickler that also sends CPU tensors
+    out of band."""
     pickler = _TensorDevicePickler(file, protocol=protocol, buffer_callback=buffer_callback)
-    pickler.torch, pickler.threshold = torch, threshold
+    pickler.threshold = threshold
     return pickler
 
 

@@ -82,7 +82,7 @@ PyMethodDef g_callback_def = {"_ringcast_out_of_band", out_of_band_callback, MET
 // a buffer in the object) copied at once.
 struct SinkState {
     py::object first;  // the common case: the whole pickle, one bytes object
-    py::list more;     // the pieces after it, if any (created on the second write)
+    py::object more;   // a list of the pieces after it, made on the second write (null until then)
 };
 thread_local SinkState* t_sink = nullptr;
 
@@ -98,7 +98,14 @@ PyObject* sink_write(PyObject*, PyObject* piece) {
     if (!s->first) {
         s->first = py::reinterpret_steal<py::object>(kept);
     } else {
-        if (!s->more) s->more = py::list();
+        if (!s->more) {
+            PyObject* list = PyList_New(0);  // not py::list(): its throw would cross the C pickler's frames
+            if (list == nullptr) {
+                Py_DECREF(kept);
+                return nullptr;
+            }
+            s->more = py::reinterpret_steal<py::object>(list);
+        }
         const int appended = PyList_Append(s->more.ptr(), kept);
         Py_DECREF(kept);
         if (appended != 0) return nullptr;
@@ -188,32 +195,35 @@ PickledWith dumps_with_pickler(py::object reuse, py::handle factory, py::handle 
         PyObject* make[] = {g_sink, g_protocol5, g_out_of_band_callback};
         out.pickler = py::reinterpret_steal<py::object>(call_or_throw(PyObject_Vectorcall(factory.ptr(), make, 1, g_pickler_kwnames)));
     }
-    PyObject* dump[] = {out.pickler.ptr(), message.ptr()};
-    PyObject* dumped = PyObject_VectorcallMethod(g_dump_name, dump, 2, nullptr);
-    if (dumped == nullptr) {
-        // The pickler's abandon(), if it has one, gives back what its hooks took before the failure
-        // (the GPU path's: what describing a device array took). The pickling's error is the one raised.
-        PyObject *type_, *value, *trace;
-        PyErr_Fetch(&type_, &value, &trace);
-        if (PyObject* abandon = PyObject_GetAttrString(out.pickler.ptr(), "abandon")) {
-            Py_XDECREF(PyObject_CallNoArgs(abandon));
-            Py_DECREF(abandon);
+    // From the dump on, a failure gives back what the pickler's hooks took (abandon_pickler).
+    try {
+        PyObject* dump[] = {out.pickler.ptr(), message.ptr()};
+        Py_DECREF(call_or_throw(PyObject_VectorcallMethod(g_dump_name, dump, 2, nullptr)));
+        PyObject* clear[] = {out.pickler.ptr()};
+        Py_DECREF(call_or_throw(PyObject_VectorcallMethod(g_clear_memo_name, clear, 1, nullptr)));
+        if (!sink.first) throw py::type_error("the pickler wrote nothing (a dump without output)");
+        if (!sink.more) {
+            out.pickled.data = py::reinterpret_steal<py::bytes>(sink.first.release());
+        } else {
+            if (PyList_Insert(sink.more.ptr(), 0, sink.first.ptr()) != 0) throw py::error_already_set();
+            out.pickled.data = bytes_or_throw(PyObject_CallMethod(py::bytes().ptr(), "join", "O", sink.more.ptr()));
         }
-        PyErr_Clear();
-        PyErr_Restore(type_, value, trace);
-        throw py::error_already_set();
-    }
-    Py_DECREF(dumped);
-    PyObject* clear[] = {out.pickler.ptr()};
-    Py_DECREF(call_or_throw(PyObject_VectorcallMethod(g_clear_memo_name, clear, 1, nullptr)));
-    if (!sink.first) throw py::type_error("the pickler wrote nothing (a dump without output)");
-    if (!sink.more) {
-        out.pickled.data = py::reinterpret_steal<py::bytes>(sink.first.release());
-    } else {
-        sink.more.insert(0, sink.first);
-        out.pickled.data = bytes_or_throw(PyObject_CallMethod(py::bytes().ptr(), "join", "O", sink.more.ptr()));
+    } catch (...) {
+        abandon_pickler(out.pickler);
+        throw;
     }
     return out;
+}
+
+void abandon_pickler(py::handle pickler) noexcept {
+    PyObject *type_, *value, *trace;
+    PyErr_Fetch(&type_, &value, &trace);  // the error being raised, if still set, stays the one raised
+    if (PyObject* abandon = PyObject_GetAttrString(pickler.ptr(), "abandon")) {
+        Py_XDECREF(PyObject_CallNoArgs(abandon));
+        Py_DECREF(abandon);
+    }
+    PyErr_Clear();
+    PyErr_Restore(type_, value, trace);
 }
 
 py::bytes dumps_in_band(py::handle obj) {

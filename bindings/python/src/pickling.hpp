@@ -43,14 +43,18 @@ struct Pickled {
 // making one (making a Python subclass's pickler costs about as much as a small message's pickling).
 // The memo is cleared after every dump (no reference to the object is kept; a later dump cannot
 // refer to this one's objects). Returns the pickler too: its hooks' findings are its attributes.
-// Raises what the factory and the pickling raise; if the dump raises, the pickler's abandon() (if
-// it has one) is called first, to give back what its hooks took.
+// Raises what the factory and the pickling raise; if anything fails from the dump on, the pickler's
+// abandon() (if it has one) is called first, to give back what its hooks took.
 struct PickledWith {
     Pickled pickled;
     py::object pickler;
 };
 [[nodiscard]] PickledWith dumps_with_pickler(py::object reuse, py::handle factory, py::handle obj,
                                              std::size_t threshold, std::size_t max_buffers);
+
+// pickler.abandon() if it has one (the GPU path's gives back what describing device arrays took);
+// an error it raises is dropped. For a caller that fails after dumps_with_pickler returned.
+void abandon_pickler(py::handle pickler) noexcept;
 
 // pickle.dumps(obj, 5): in-band only (replies: small by design, one part).
 [[nodiscard]] py::bytes dumps_in_band(py::handle obj);

@@ -15,6 +15,25 @@ using namespace detail;
 
 namespace {
 
+// A device pickler is kept for the next message only after a pickle this small: at most this many
+// memo entries (each takes a byte of the pickle or more), so clearing its memo stays cheap.
+constexpr std::size_t kReusedPicklerMaxBytes = 4096;
+
+// Whether the pickler's `arrays` (its device arrays; the class's () when none) holds any. A pickler
+// without the attribute found none; any other error is raised.
+int device_arrays_found(const py::object& pickler) {
+    PyObject* arrays = PyObject_GetAttrString(pickler.ptr(), "arrays");
+    if (arrays == nullptr) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw py::error_already_set();
+        PyErr_Clear();
+        return 0;
+    }
+    const int found = PyObject_IsTrue(arrays);
+    Py_DECREF(arrays);
+    if (found < 0) throw py::error_already_set();
+    return found;
+}
+
 std::string join(const std::vector<std::uint32_t>& v) {
     std::string s;
     for (auto r : v) s += (s.empty() ? "" : ", ") + std::to_string(r);
@@ -97,16 +116,24 @@ py::object PyWriter::send_object(py::handle obj, std::optional<double> timeout) 
     if (device_pickler_ && device_library_loaded()) {
         // The idle pickler is taken while it pickles: a send_object nested in this pickling (a
         // __reduce__ that enqueues here) or another thread's, while a hook has the GIL given up,
-        // makes one of its own. One that found device arrays goes to the GPU path, not back.
+        // makes one of its own. One that found device arrays goes to the GPU path, not back; nor
+        // does one that made a large pickle (its memo table and output buffer only grow, and every
+        // later dump would clear and allocate them whole).
         const std::size_t max_buffers = oob_max_buffers_ >= 2 ? oob_max_buffers_ - 2 : 0;  // [magic, metas, ...]
-        PickledWith p = dumps_with_pickler(std::move(idle_pickler_), device_pickler_, obj, oob_threshold_, max_buffers);
+        const py::object factory = device_pickler_;  // ours for the call: set_device_pickler may run meanwhile
+        PickledWith p = dumps_with_pickler(std::move(idle_pickler_), factory, obj, oob_threshold_, max_buffers);
         stamp(Stamp::send_pickled);
-        const py::object arrays = py::getattr(p.pickler, "arrays", py::none());
-        const int found = PyObject_IsTrue(arrays.ptr());
-        if (found < 0) throw py::error_already_set();
+        int found = 0;
+        try {
+            found = device_arrays_found(p.pickler);
+        } catch (...) {
+            abandon_pickler(p.pickler);
+            throw;
+        }
         if (found == 1)  // device arrays: the GPU path sends the message
             return py::make_tuple(std::move(p.pickled.data), std::move(p.pickled.out_of_band), std::move(p.pickler));
-        idle_pickler_ = std::move(p.pickler);
+        if (static_cast<std::size_t>(PyBytes_GET_SIZE(p.pickled.data.ptr())) <= kReusedPicklerMaxBytes)
+            idle_pickler_ = std::move(p.pickler);
         send_pickled(p.pickled, timeout);
     } else {
         const Pickled p = dumps_out_of_band(obj, oob_threshold_, oob_max_buffers_);
