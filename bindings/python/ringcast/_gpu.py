@@ -207,8 +207,9 @@ class _DevicePickler(pickle.Pickler):
     side effects runs once, device arrays or not."""
 
     # Made as pickle.Pickler(file, protocol=5, buffer_callback=...), with no __init__ of its own: the
-    # binding makes one per enqueue while a GPU array library is loaded (Writer.send_object), and a
-    # Python __init__ would cost a frame on every step. The list of arrays is made by the first one.
+    # binding makes one per writer while a GPU array library is loaded (Writer.send_object) and
+    # reuses it after small messages, and a Python __init__ would cost a frame whenever it makes one.
+    # The class's empty tuple stands for "none found"; the first array found makes the instance's list.
     arrays: Sequence[_Array] = ()
 
     def reducer_override(self, obj):

@@ -157,16 +157,26 @@ void set_pickle_functions(py::object dumps, py::object loads) {
     g_loads = loads.release().ptr();
 }
 
-Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers) {
-    Pickled p;
-    py::object message = py::reinterpret_borrow<py::object>(obj);
+namespace {
+
+// What is pickled for `obj`: itself, or a PickleBuffer of it when it is a bytes/bytearray/memoryview
+// of at least `threshold` bytes (the C pickler writes those in-band before any hook runs).
+py::object message_to_pickle(py::handle obj, std::size_t threshold) {
     PyTypeObject* type = Py_TYPE(obj.ptr());
     if (type == &PyBytes_Type || type == &PyByteArray_Type || type == &PyMemoryView_Type) {
         const Py_ssize_t len = PyObject_Size(obj.ptr());  // as Python's len(): a memoryview counts items
         if (len < 0) throw py::error_already_set();
         if (static_cast<std::size_t>(len) >= threshold)
-            message = py::reinterpret_steal<py::object>(call_or_throw(PyObject_CallOneArg(g_pickle_buffer, obj.ptr())));
+            return py::reinterpret_steal<py::object>(call_or_throw(PyObject_CallOneArg(g_pickle_buffer, obj.ptr())));
     }
+    return py::reinterpret_borrow<py::object>(obj);
+}
+
+}  // namespace
+
+Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max_buffers) {
+    Pickled p;
+    const py::object message = message_to_pickle(obj, threshold);
     OutOfBandState state{threshold, max_buffers, p.out_of_band.ptr()};
     Scoped<OutOfBandState> scope(t_state, &state);
     PyObject* args[] = {message.ptr(), g_protocol5, g_out_of_band_callback};
@@ -177,14 +187,7 @@ Pickled dumps_out_of_band(py::handle obj, std::size_t threshold, std::size_t max
 PickledWith dumps_with_pickler(py::object reuse, py::handle factory, py::handle obj, std::size_t threshold,
                                std::size_t max_buffers) {
     PickledWith out;
-    py::object message = py::reinterpret_borrow<py::object>(obj);
-    PyTypeObject* type = Py_TYPE(obj.ptr());
-    if (type == &PyBytes_Type || type == &PyByteArray_Type || type == &PyMemoryView_Type) {  // as above
-        const Py_ssize_t len = PyObject_Size(obj.ptr());
-        if (len < 0) throw py::error_already_set();
-        if (static_cast<std::size_t>(len) >= threshold)
-            message = py::reinterpret_steal<py::object>(call_or_throw(PyObject_CallOneArg(g_pickle_buffer, obj.ptr())));
-    }
+    const py::object message = message_to_pickle(obj, threshold);
     OutOfBandState state{threshold, max_buffers, out.pickled.out_of_band.ptr()};
     Scoped<OutOfBandState> scope(t_state, &state);
     SinkState sink;
