@@ -9,6 +9,10 @@ as "the model step"), ~1 ms of it at a time, timed as thread CPU time, in three 
              speed drawn when a CPU halts (a VM's idle vCPU) changes after sleeps, not after spins
   load       one process while k of the other CPUs run the same loop — a speed that this machine's
              own load sets (vCPUs sharing a host core) falls as k grows
+  imports    (--imports torch,numpy) fresh processes, alternated: nothing imported, then each module;
+             each one times the loop and pickling a step's request (what an executor does per step) —
+             a slowdown that a module brings (torch's libraries, its threads) shows in every process
+             that imports it, an episode in some processes of every kind
 
 A loop is "slow" above --slow-above x the fastest tenth of all loops of this run. On the 16-core VM
 (docs/platform.md, "Python's speed episodes") none of the three explained it: every setting shows both
@@ -16,8 +20,10 @@ speeds, ~1.6-1.8x apart, in episodes. Nothing here is a pass/fail; it prints wha
 """
 
 import argparse
+import importlib.util
 import multiprocessing as mp
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -49,6 +55,25 @@ def calibrate(ms):
         work(n)
         best = min(best, time.thread_time() - t0)
     return max(1, int(n * ms / 1e3 / best))
+
+
+def step_request(step):
+    """The showdown's request of one step (bench/showdown/showdown.py, scheduler_output): ~2 KB pickled."""
+    ids = [f"req-{100000 + step}-{i}" for i in range(32)]
+    return {"step": step, "req_ids": ids, "num_scheduled_tokens": {r: (i * 7) % 13 + 1 for i, r in enumerate(ids)},
+            "block_ids": [[step + i * 16 + j for j in range(16)] for i in range(16)], "finished": []}
+
+
+def timed_picklings(count):
+    """Wall time (us) of `count` picklings and unpicklings of a step's request and of a reply."""
+    out = []
+    for step in range(count):
+        request = step_request(step)
+        t0 = time.perf_counter_ns()
+        pickle.loads(pickle.dumps(request, protocol=5))
+        pickle.loads(pickle.dumps((step, 0.001, 0), protocol=5))
+        out.append((time.perf_counter_ns() - t0) / 1e3)
+    return out
 
 
 def busy(us):
@@ -97,6 +122,21 @@ print(" ".join(f"{{v:.1f}}" for v in timed_loops(int(sys.argv[1]), int(sys.argv[
 """
 
 
+CHILD_IMPORT = """
+import os, sys, time
+sys.path.insert(0, {here!r})
+os.sched_setaffinity(0, {{int(sys.argv[2])}})
+t0 = time.perf_counter()
+if sys.argv[4] != "nothing":
+    __import__(sys.argv[4])
+imported = time.perf_counter() - t0
+from bench_speed_episodes import timed_loops, timed_picklings
+print(f"{{imported:.2f}} {{len(os.listdir('/proc/self/task'))}}")
+print(" ".join(f"{{v:.1f}}" for v in timed_loops(int(sys.argv[1]), int(sys.argv[3]))))
+print(" ".join(f"{{v:.1f}}" for v in timed_picklings(int(sys.argv[3]) * 10)))
+"""
+
+
 def hog(cpu, n, stop):
     os.sched_setaffinity(0, {cpu})
     while not stop.is_set():
@@ -110,7 +150,15 @@ def main():
     ap.add_argument("--processes", type=int, default=16, help="fresh processes in the first setting")
     ap.add_argument("--slow-above", type=float, default=1.35, help="slow: above this x the fastest tenth")
     ap.add_argument("--cpu", type=int, default=None, help="the CPU of the pauses and load settings")
+    ap.add_argument("--imports", default="", help="comma-separated modules for the imports setting "
+                    "(e.g. torch,numpy); none: the setting is skipped")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the imports setting (each: every module "
+                    "on two CPUs, alternated)")
     args = ap.parse_args()
+    modules = [m for m in args.imports.split(",") if m]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SystemExit(f"--imports: no module named {', '.join(missing)} for {sys.executable}")
     cpus = sorted(os.sched_getaffinity(0))
     cpu = args.cpu if args.cpu is not None else cpus[min(3, len(cpus) - 1)]
     os.sched_setaffinity(0, {cpu})
@@ -154,6 +202,28 @@ def main():
                 for h in hogs:
                     h.join()
     v.print()
+
+    if modules:
+        pair = [cpu, others[len(others) // 2] if others else cpu]
+        print(f"\nimports: fresh processes on CPUs {pair[0]} and {pair[1]}, {args.rounds} rounds of: nothing "
+              f"imported, {', '.join(modules)}; {args.loops} loops and {args.loops * 10} picklings of a step's "
+              "request + a reply each")
+        loops, picklings = Verdict(args.slow_above), Verdict(args.slow_above)
+        child = CHILD_IMPORT.format(here=os.path.dirname(os.path.abspath(__file__)))
+        for rnd in range(args.rounds):
+            for module in ["nothing"] + modules:
+                for c in pair:
+                    out = subprocess.run([sys.executable, "-c", child, str(n), str(c), str(args.loops), module],
+                                         capture_output=True, text=True, check=True).stdout.splitlines()
+                    imported, threads = out[0].split()
+                    label = f"{module} on CPU {c} (round {rnd + 1})"
+                    print(f"  {label}: import {imported} s, {threads} thread(s) after it")
+                    loops.add(label, [float(x) for x in out[1].split()])
+                    picklings.add(label, [float(x) for x in out[2].split()])
+        print(" the loop (thread CPU time):")
+        loops.print()
+        print(" pickling (wall time):")
+        picklings.print()
 
 
 if __name__ == "__main__":

@@ -25,3 +25,24 @@ def test_the_speed_episodes_probe_runs_every_setting_and_counts_every_loop():
     assert any(label.startswith(" 0 others busy") or label.startswith("0 others busy") for label in labels)
     for _, slow, total, changes in series:
         assert int(total) == 12 and 0 <= int(slow) <= 12 and 0 <= int(changes) <= 11
+
+
+def test_the_imports_setting_alternates_fresh_processes_and_refuses_a_missing_module():
+    out = subprocess.run([sys.executable, SCRIPT, "--ms", "0.05", "--loops", "5", "--processes", "1",
+                          "--imports", "json,decimal", "--rounds", "2"], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    tail = out.stdout.split("\nimports: ", 1)[1]
+    cpus = sorted(os.sched_getaffinity(0))
+    started = re.findall(r"^  (\w+) on CPU (\d+) \(round (\d)\): import [\d.]+ s, (\d+) thread", tail, re.M)
+    assert [(m, r) for m, _, r, _ in started] == [(m, str(r)) for r in (1, 2) for m in ("nothing", "json", "decimal")
+                                                   for _ in range(2)]
+    assert all(int(c) in cpus and int(t) >= 1 for _, c, _, t in started)
+    loops, picklings = tail.split(" pickling (wall time):")
+    for part, count in ((loops, 5), (picklings, 50)):
+        series = re.findall(r"^  (\w+ on CPU \d+ \(round \d\))\s+p10\s+\d+ p50\s+\d+ p90\s+\d+ us; slow\s+(\d+)/(\d+)",
+                            part, re.M)
+        assert len(series) == 12 and all(int(total) == count for _, _, total in series), part
+    missing = subprocess.run([sys.executable, SCRIPT, "--imports", "json,no_such_module_here"],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0 and "no module named no_such_module_here" in missing.stderr
+    assert "processes:" not in missing.stdout  # refused before any setting ran
