@@ -649,13 +649,17 @@ def plot(rows, floors, cpp_floor_us, path):
     cx.bar([i - w / 2 for i in range(len(kinds))], busy, w, color=[colors[k] for k in kinds], label="busy: executor + worker")
     cx.bar([i + w / 2 for i in range(len(kinds))], [max(v, 0.01) for v in idle], w, color=[colors[k] for k in kinds],
            hatch="//", alpha=0.5, label="idle worker")
-    for i, v in enumerate(idle):
-        cx.text(i + w / 2, max(v, 0.01) * 1.15, f"{v:.2g}%", ha="center", fontsize=7)
+    def percent(v):  # "100%", "0.13%": never matplotlib's "1e+02%"
+        return f"{v:.0f}%" if v >= 10 else f"{v:.2g}%"
+
+    for i, (b, v) in enumerate(zip(busy, idle)):
+        cx.text(i - w / 2, b * 1.15, percent(b), ha="center", fontsize=7)
+        cx.text(i + w / 2, max(v, 0.01) * 1.15, percent(v), ha="center", fontsize=7)
     cx.set_yscale("log")
     cx.set_xticks(range(len(kinds)), [names[k] for k in kinds], fontsize=7, rotation=12)
     cx.set_ylabel("CPU, % of one core (log)")
     cx.set_title("what it costs: CPU while stepping and while idle")
-    cx.legend(fontsize=7)
+    cx.legend(fontsize=7, loc="center right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"plot: {path}")
