@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Does this machine run Python at one speed? The showdown's pure-Python work (the loop its workers run
-as "the model step"), ~1 ms of it at a time, timed as thread CPU time, in three settings:
+as "the model step"), ~1 ms of it at a time, timed as thread CPU time, in three settings (and a
+fourth on request):
 
   processes  fresh processes, one after another, pinned round robin: each one's p10 / p50 / p90 — a
              speed that belongs to the process (its memory layout, ASLR) differs between processes
@@ -213,8 +214,11 @@ def main():
         for rnd in range(args.rounds):
             for module in ["nothing"] + modules:
                 for c in pair:
-                    out = subprocess.run([sys.executable, "-c", child, str(n), str(c), str(args.loops), module],
-                                         capture_output=True, text=True, check=True).stdout.splitlines()
+                    run = subprocess.run([sys.executable, "-c", child, str(n), str(c), str(args.loops), module],
+                                         capture_output=True, text=True)
+                    if run.returncode != 0:  # e.g. a module that is there but fails to import
+                        raise SystemExit(f"--imports: the process importing {module} failed:\n{run.stderr[-2000:]}")
+                    out = run.stdout.splitlines()
                     imported, threads = out[0].split()
                     label = f"{module} on CPU {c} (round {rnd + 1})"
                     print(f"  {label}: import {imported} s, {threads} thread(s) after it")
