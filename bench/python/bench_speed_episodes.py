@@ -59,7 +59,9 @@ def calibrate(ms):
 
 
 def step_request(step):
-    """The showdown's request of one step (bench/showdown/showdown.py, scheduler_output): ~2 KB pickled."""
+    """The showdown's request of one step, ~2 KB pickled: a copy of bench/showdown/showdown.py's
+    scheduler_output (tests/python/test_bench_speed_episodes.py holds them equal), not an import of it —
+    the showdown imports ringcast, and the imports setting's "nothing imported" process must not."""
     ids = [f"req-{100000 + step}-{i}" for i in range(32)]
     return {"step": step, "req_ids": ids, "num_scheduled_tokens": {r: (i * 7) % 13 + 1 for i, r in enumerate(ids)},
             "block_ids": [[step + i * 16 + j for j in range(16)] for i in range(16)], "finished": []}

@@ -46,3 +46,17 @@ def test_the_imports_setting_alternates_fresh_processes_and_refuses_a_missing_mo
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode != 0 and "no module named no_such_module_here" in missing.stderr
     assert "processes:" not in missing.stdout  # refused before any setting ran
+
+
+def test_the_pickled_request_is_the_showdowns():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import sys; sys.path[:0] = sys.argv[1:3]; import bench_speed_episodes as b, showdown as s; "
+            "assert all(b.step_request(k) == s.scheduler_output(k) for k in (0, 1, 7, 1000))")
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(root, "bench", "python"),
+                          os.path.join(root, "bench", "showdown")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # The child of the imports setting imports no ringcast through the request builder.
+    plain = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                            "import bench_speed_episodes; print('ringcast' in sys.modules)",
+                            os.path.join(root, "bench", "python")], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0 and plain.stdout.strip() == "False", plain.stdout + plain.stderr
