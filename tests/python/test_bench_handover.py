@@ -10,6 +10,7 @@ import sys
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                       "bench", "python", "bench_handover.py")
 NUM = r"(-?[\d.]+)"
+SIGNED = r"([+-][\d.]+)"  # a difference printed with its sign ({:+.2f}), "+0.05" as well as "-0.08"
 
 
 def run(*args):
@@ -73,7 +74,7 @@ def test_the_handover_bench_alternates_both_transports_and_states_what_the_targe
         assert verdict == ("met" if float(ratio) <= 0.8 else "missed") or close(ratio, 0.8, 0.006)
         estimate = re.search(r"ringcast saves " + NUM + r" us per round trip \(" + NUM + " - " + NUM +
                              r"\) where the target asks 0\.2 x \(a\) = " + NUM + r" us; (as much|[\d.]+ us short)\. "
-                             r"The calls' own Python \(one process, the showdown's request\): \(c\) " + NUM,
+                             r"The calls' own Python \(one process, the showdown's request\): \(c\) " + SIGNED,
                              text[target.end():])
         assert estimate, (m, text)
         saving, a_tiny, c_tiny, ask, enough, own = estimate.groups()
