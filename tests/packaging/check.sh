@@ -2,7 +2,9 @@
 # The Python package as users get it: `pip install .` into a fresh virtual environment, a wheel that
 # installs elsewhere, and the pytest suite run against the installed package from outside the source
 # tree (not against <build>/python).
-#   usage: check.sh SOURCE WORK [PYTHON]      (ctest's python_packaging; PYTHON: /usr/bin/python3)
+#   usage: check.sh SOURCE WORK [PYTHON [PART]]   (PYTHON: /usr/bin/python3; PART: all, install or suite)
+# PART install runs steps 1-3 (ctest's python_packaging_install: the compile, beside other tests),
+# PART suite step 4 against the venv that install left in WORK (ctest's python_packaging: run alone).
 # Steps, each timed (the compile happens once, in step 2; step 3 reuses its CMake tree):
 #   1. copy the source tree (git's tracked and untracked-not-ignored files) to WORK/src, so nothing is
 #      written into SOURCE or its build trees;
@@ -15,9 +17,16 @@
 # GPU interop is left out of this build (RINGCAST_CMAKE_ARGS) to keep the compile short: the build
 # tree's python_tests cover it.
 set -euo pipefail
-src=$1 work=$2 python=${3:-/usr/bin/python3}
-rm -rf "$work"; mkdir -p "$work/src"
+src=$1 work=$2 python=${3:-/usr/bin/python3} part=${4:-all}
+case $part in all|install|suite) ;; *) echo "check.sh: PART is all, install or suite, not '$part'" >&2; exit 2 ;; esac
+venv=$work/venv
 log=$work/log
+if [ "$part" = suite ]; then
+  [ -x "$venv/bin/python" ] || { echo "python_packaging: FAILED: no venv in $work (the install part did not run or failed)" >&2; exit 1; }
+  log=$work/log-suite; : >"$log"
+else
+  rm -rf "$work"; mkdir -p "$work/src"
+fi
 fail() {
   echo "python_packaging: FAILED: $*" >&2
   echo "---- last lines of $log:" >&2
@@ -27,6 +36,8 @@ fail() {
 step() { echo "+ $*" >>"$log"; "$@" >>"$log" 2>&1; }
 t0=$SECONDS
 lap() { echo "python_packaging: $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
+
+if [ "$part" != suite ]; then
 
 # 1. the copy
 if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -39,7 +50,6 @@ fi
 lap "copied the source tree"
 
 # 2. pip install . into a fresh venv
-venv=$work/venv
 step "$python" -m venv --system-site-packages "$venv" || fail "python3 -m venv"
 # A PYTHON that itself runs in a virtual environment (e.g. a machine whose python3 is a venv holding
 # torch, pytest, pybind11): --system-site-packages reaches only the base interpreter's packages, so the
@@ -81,6 +91,8 @@ r.shutdown(); q.shutdown()
 print(\"wheel ok:\", ringcast.__file__)
 '" || fail "the wheel's package in a bare venv"
 lap "python -m build --wheel + install into a bare venv + round trip"
+fi
+[ "$part" = install ] && exit 0
 
 # 4. the suite against the installed package, from outside the source tree: a copy of tests/python and of
 #    the scripts some of its tests run (examples/, bench/showdown/, bench/python/bench_step_split.py,
