@@ -182,6 +182,21 @@ def test_adaptive_spin_travels_in_handles_and_delivers():
         ringcast.ReplyGather(1, spin_max_us=-1.0)
 
 
+def test_a_worker_caps_its_spin_at_a_readers_2_ms_whatever_the_collects_cap():
+    """The collect spins up to 10 ms by default (a step in flight); a worker's only wait is for room in
+    its reply ring (the executor busy elsewhere), so it keeps a reader's 2 ms or the handle's less."""
+    for asked, executor, worker in ((None, ringcast._core.COLLECT_SPIN_MAX_US, 2000.0), (5000.0, 5000.0, 2000.0),
+                                    (500.0, 500.0, 500.0), (0.0, 0.0, 0.0)):
+        g = ringcast.ReplyGather(1) if asked is None else ringcast.ReplyGather(1, spin_max_us=asked)
+        w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+        assert (g.spin_max_us, g.export_handle().spin_max_us, w.spin_max_us) == (executor, executor, worker), asked
+        w.reply(1, "r")
+        assert g.collect(1, timeout=5) == ["r"]
+        w.close()
+        g.close()
+    assert ringcast._core.COLLECT_SPIN_MAX_US == 10000.0
+
+
 def test_adaptive_spin_stops_once_idle():
     """After a burst of quick steps (waits the adaptive spin spins through), a collector left waiting
     spins at most once more (<= 2 ms) and then sleeps: well under 5 % of a CPU over half a second."""

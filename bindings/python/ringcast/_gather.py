@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
 
 from ringcast import _core
-from ringcast._queue import check_handle_version, require_remote
+from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version, require_remote
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a MessageQueue reader's 2 ms (C++'s kCollectSpinMax;
@@ -42,7 +42,8 @@ class GatherHandle:
         liveness_interval: seconds between a blocked worker's checks that the executor lives.
         spin_us: hybrid: microseconds a worker spins before sleeping.
         abi_version: the ringcast ABI of the exporting process (-1 in a handle built by hand).
-        spin_max_us: hybrid: above spin_us the workers' spin is adaptive, up to this long.
+        spin_max_us: hybrid: the executor's cap on its adaptive spin; a worker caps its own (a wait for
+            room in its reply ring) at the lesser of this and a reader's 2 ms (DEFAULT_SPIN_MAX_US).
         remote_ranks: the ranks that reply from other machines over ZeroMQ (empty without).
         remote_reply_addr: the executor's reply bridge endpoint ("tcp://IP:PORT", the real port) the
             remote ranks connect to; None without remote ranks.
@@ -101,9 +102,10 @@ class ReplyGather:
             MessageQueue; applied to both sides (travels in the handle).
         spin_us: hybrid: microseconds to spin before sleeping (default 10).
         spin_max_us: hybrid: above spin_us the spin is adaptive (MessageQueue's docstring says
-            how); both sides. Default 10000 (10 ms: a collect spins through steps of up to ~10 ms
-            instead of sleeping through them, as a worker's receive does past 2 ms; docs/python.md
-            says why); 0 turns it off.
+            how). Default 10000 (10 ms: a collect spins through steps of up to ~10 ms instead of
+            sleeping through them, as a worker's receive does past 2 ms; docs/python.md says why);
+            0 turns it off. The workers get it in the handle and cap their own spin (a wait for room
+            in a reply ring) at the lesser of it and 2 ms.
         liveness_interval: seconds between dead-peer checks while blocked (default 1.0, > 0): a dead
             worker (or executor) raises PeerDeadError within two intervals.
         name: base name of the /dev/shm objects (default: a unique one).
@@ -244,7 +246,11 @@ class ReplyGather:
         self = ReplyGather.__new__(ReplyGather)
         self.name, self.n_ranks, self._wait, self._liveness = handle.name, handle.n_ranks, handle.wait, handle.liveness_interval
         self._spin_us = handle.spin_us
-        self._spin_max_us = vars(handle).get("spin_max_us", DEFAULT_COLLECT_SPIN_MAX_US)
+        # A worker waits only for room in its reply ring, i.e. for the executor to collect: the
+        # collect's longer cap is for a step in flight (gather.hpp, kCollectSpinMax), and a worker that
+        # spun up to 10 ms for a busy executor would burn a core for what a wake-up serves. C++'s
+        # GatherWorker defaults to a writer's WaitOptions (2 ms) the same way.
+        self._spin_max_us = min(vars(handle).get("spin_max_us", DEFAULT_COLLECT_SPIN_MAX_US), DEFAULT_SPIN_MAX_US)
         self._collector = None
         self._bridge = None
         self.remote_ranks = list(getattr(handle, "remote_ranks", ()))
@@ -405,6 +411,12 @@ class ReplyGather:
         wanted = _ranks_list(ranks, self.n_ranks)
         self._collector.collect_start(tag, wanted, timeout, True)  # result() takes collect_result_objects()
         return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted))
+
+    @property
+    def spin_max_us(self) -> float:
+        """This side's cap on its adaptive spin in µs (hybrid): the constructor's ``spin_max_us`` on the
+        executor (default 10 ms), on a worker the lesser of that and a reader's 2 ms."""
+        return self._spin_max_us
 
     @property
     def kernel_waits(self) -> int:
