@@ -12,8 +12,8 @@
 #      `pip install --no-build-isolation --no-index WORK/src` (offline);
 #   3. `python -m build --wheel --no-isolation` in WORK/src; the wheel goes into a second, bare venv
 #      (no system packages) after WORK/src is deleted, and a queue round trip runs there;
-#   4. the suite (a copy of tests/python, with the examples/ and bench/showdown/ scripts it runs) from
-#      WORK, against venv 1.
+#   4. the suite (a copy of tests/python, with the examples/ and bench/showdown/ scripts it runs; not
+#      the benchmark tools' tests nor the GIL rate check, see step 4) from WORK, against venv 1.
 # GPU interop is left out of this build (RINGCAST_CMAKE_ARGS) to keep the compile short: the build
 # tree's python_tests cover it.
 set -euo pipefail
@@ -95,17 +95,16 @@ fi
 [ "$part" = install ] && exit 0
 
 # 4. the suite against the installed package, from outside the source tree: a copy of tests/python and of
-#    the scripts some of its tests run (examples/, bench/showdown/, bench/python/bench_step_split.py,
-#    bench_wake_ahead.py and the request they borrow from bench_glue.py, bench_speed_episodes.py,
-#    bench_handover.py, bench_after_sleep.py), without the package's sources.
+#    the scripts some of its tests run (examples/, bench/showdown/), without the package's sources. Left
+#    out: the tests of the benchmark tools under bench/python/ and the GIL rate check (test_gil.py) —
+#    tools and timings of the same compiled sources, which python_tests runs against the build tree;
+#    every test of the package's own modules, the examples and the showdown runs here.
 tree=$work/tests-tree
-mkdir -p "$tree/tests" "$tree/bench/python"
+mkdir -p "$tree/tests" "$tree/bench"
 cp -r "$src/tests/python" "$tree/tests/python"
+(cd "$tree/tests/python" && rm -f test_gil.py test_bench_*.py test_step_split.py)
 cp -r "$src/examples" "$tree/examples"
 cp -r "$src/bench/showdown" "$tree/bench/showdown"
-cp "$src/bench/python/bench_step_split.py" "$src/bench/python/bench_wake_ahead.py" "$src/bench/python/bench_glue.py" \
-  "$src/bench/python/bench_speed_episodes.py" "$src/bench/python/bench_handover.py" \
-  "$src/bench/python/bench_after_sleep.py" "$tree/bench/python/"
 find "$tree" -name __pycache__ -prune -exec rm -rf {} +
 cd "$work"
 where=$("$venv/bin/python" -c 'import ringcast, sys; print(ringcast.__file__); assert ringcast.__file__.startswith(sys.prefix)') \
