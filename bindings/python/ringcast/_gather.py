@@ -415,8 +415,11 @@ class ReplyGather:
     @property
     def spin_max_us(self) -> float:
         """This side's cap on its adaptive spin in µs (hybrid): the constructor's ``spin_max_us`` on the
-        executor (default 10 ms), on a worker the lesser of that and a reader's 2 ms."""
-        return self._spin_max_us
+        executor (default 10 ms), on a worker the lesser of that and a reader's 2 ms (what its reply
+        ring's writer got), 0 on a remote rank (its replies go over ZeroMQ: it never spins)."""
+        if self._worker is not None:
+            return float(self._worker.spin_max_us)
+        return 0.0 if self._remote is not None else self._spin_max_us
 
     @property
     def kernel_waits(self) -> int:

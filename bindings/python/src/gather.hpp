@@ -135,6 +135,8 @@ public:
     void reply_object(std::uint64_t tag, py::handle obj, const std::optional<double>& timeout);
     void close();
     [[nodiscard]] std::uint32_t rank() const { return worker_->rank(); }
+    // The cap of this worker's adaptive spin (its waits for room in the reply ring), in µs.
+    [[nodiscard]] double spin_max_us() const { return static_cast<double>(worker_->wait_options().spin_max.count()) / 1e3; }
 
 private:
     void reply_bytes(std::uint64_t tag, std::span<const std::byte> bytes, const std::optional<double>& timeout);

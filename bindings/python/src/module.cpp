@@ -277,5 +277,7 @@ PYBIND11_MODULE(_core, m) {
              "and what pickle raises (nothing is sent).")
         .def("close", &PyGatherWorker::close,
              "Closes this rank's reply ring: a collect waiting for it raises ClosedError naming the rank.")
-        .def_property_readonly("rank", &PyGatherWorker::rank, "This worker's rank.");
+        .def_property_readonly("rank", &PyGatherWorker::rank, "This worker's rank.")
+        .def_property_readonly("spin_max_us", &PyGatherWorker::spin_max_us,
+                               "The cap of this worker's adaptive spin (its waits for room in the reply ring), in us.");
 }
