@@ -8,7 +8,7 @@ RINGCAST_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RINGCAST_PYTHON=/usr/bin/python3
 JOBS=$(nproc 2>/dev/null || echo 2)
 # The normal build tree (tools/demo, tools/test): -O2 with line tables only (-g1), as the sanitizer
-# trees' -O1 -g1: a failure's backtrace keeps file and line, and the compile takes ~30 % less than
+# trees' -g1: a failure's backtrace keeps file and line, and the compile takes ~30 % less than
 # RelWithDebInfo's -O2 -g (tests/ring_test.cpp: 39 -> 28 s on the 2-core CI VM).
 RINGCAST_NORMAL_BUILD=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 
