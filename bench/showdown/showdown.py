@@ -13,7 +13,7 @@ Variants:
   (c) gather     ringcast.MessageQueue broadcast; replies through ringcast.ReplyGather: one wait for all ranks
                  (in async mode collect_async: no collector thread, result() after the preparation).
                  (b) and (c) use the library's defaults, the adaptive hybrid spin among them (spin about
-                 twice the recent waits, politely, at most 2 ms in a worker's receive and 10 ms in the
+                 twice the recent waits, politely, at most 5 ms in a worker's receive and 10 ms in the
                  executor's collect; past that, sleep until shortly before the expected end)
   (d) gather     as (c) without the adaptive spin (spin_max_us=0: spin 10 us, then sleep)
   (e) gather     as (c) with wait="spin" everywhere: never sleeps, an idle worker burns its core (not
@@ -322,7 +322,7 @@ class RingcastGatherPureSpin(RingcastGather):
 
 class RingcastGatherCollectCap(RingcastGather):
     """(c) with another cap on the adaptive spin of the executor's collect (ReplyGather's spin_max_us,
-    --g-spin-max-us; 2 ms unless told, a reader's cap and the collect's until 2026-12-03) and, if asked,
+    --g-spin-max-us; 2 ms unless told: the collect's cap and the workers' before 2026-12-03) and, if asked,
     of the workers' receive (MessageQueue's, --g-queue-spin-max-us): whether a step between the two
     caps is slept through or spun through — a wake-up and the cold caches after it against the CPU."""
 

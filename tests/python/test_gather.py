@@ -182,9 +182,9 @@ def test_adaptive_spin_travels_in_handles_and_delivers():
         ringcast.ReplyGather(1, spin_max_us=-1.0)
 
 
-def test_a_worker_caps_its_spin_at_a_readers_2_ms_whatever_the_collects_cap():
+def test_a_worker_caps_its_spin_at_a_writers_2_ms_whatever_the_collects_cap():
     """The collect spins up to 10 ms by default (a step in flight); a worker's only wait is for room in
-    its reply ring (the executor busy elsewhere), so it keeps a reader's 2 ms or the handle's less."""
+    its reply ring (the executor busy elsewhere), so it keeps a writer's 2 ms or the handle's less."""
     for asked, executor, worker in ((None, ringcast._core.COLLECT_SPIN_MAX_US, 2000.0), (5000.0, 5000.0, 2000.0),
                                     (500.0, 500.0, 500.0), (0.0, 0.0, 0.0)):
         g = ringcast.ReplyGather(1) if asked is None else ringcast.ReplyGather(1, spin_max_us=asked)
@@ -260,14 +260,14 @@ def test_adaptive_spin_catches_waits_as_short_as_recent_ones():
 
 def test_the_default_collect_spins_through_steps_of_a_few_ms():
     """ReplyGather's default cap on the adaptive spin is 10 ms (COLLECT_SPIN_MAX_US), a MessageQueue
-    reader's 2 ms: once its collects have learned that steps take ~5 ms, a default collect spins through
+    reader's 5 ms: once its collects have learned that steps take ~5 ms, a default collect spins through
     them (about no kernel wait), where the 2 ms cap sleeps until the predicted window (one per collect).
     The handle carries the cap to the workers. Timing-based, with the neighbour's retries."""
     g = ringcast.ReplyGather(1)
     assert g.export_handle().spin_max_us == ringcast._core.COLLECT_SPIN_MAX_US == 10000.0
     g.close()
     q = ringcast.MessageQueue(1, 1)
-    assert q.export_handle().spin_max_us == 2000.0, "a reader's cap stays 2 ms"
+    assert q.export_handle().spin_max_us == 5000.0, "a reader's cap is 5 ms"
     q.shutdown()
 
     def kernel_waits_for_20_steps(**options):

@@ -23,7 +23,7 @@ signal ends the kernel wait, so Ctrl-C raises KeyboardInterrupt at once (within 
 while the wait spun); other threads wait in liveness-interval slices.
 
 Wait strategies (``wait=``): 'hybrid' (default: spin, then sleep in the kernel on a futex; the spin
-is adaptive, about twice the recent waits up to ``spin_max_us``, 2000 by default (ReplyGather's
+is adaptive, about twice the recent waits up to ``spin_max_us``, 5000 by default (ReplyGather's
 collect: 10000), and ``spin_us`` when ``spin_max_us`` is 0), 'futex' (sleep at once), 'spin' (busy-spin, never sleeps), 'spin_yield'
 (sched_yield loop, never sleeps).
 

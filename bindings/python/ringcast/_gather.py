@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
 
 from ringcast import _core
-from ringcast._queue import DEFAULT_SPIN_MAX_US, check_handle_version, require_remote
+from ringcast._queue import check_handle_version, require_remote
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
-# A collect's cap on the adaptive spin: 10 ms, 5x a MessageQueue reader's 2 ms (C++'s kCollectSpinMax;
+# A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
 # gather.hpp says why: a collect waits for a step in flight, a reader perhaps for one that never comes).
 DEFAULT_COLLECT_SPIN_MAX_US = _core.COLLECT_SPIN_MAX_US
+# A worker's cap: its only wait is for room in its reply ring (a writer's wait), capped as C++'s
+# GatherWorker caps it (WaitOptions' default, 2 ms).
+WORKER_SPIN_MAX_US = 2000.0
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class GatherHandle:
         spin_us: hybrid: microseconds a worker spins before sleeping.
         abi_version: the ringcast ABI of the exporting process (-1 in a handle built by hand).
         spin_max_us: hybrid: the executor's cap on its adaptive spin; a worker caps its own (a wait for
-            room in its reply ring) at the lesser of this and a reader's 2 ms (DEFAULT_SPIN_MAX_US).
+            room in its reply ring) at the lesser of this and a writer's 2 ms (WORKER_SPIN_MAX_US).
         remote_ranks: the ranks that reply from other machines over ZeroMQ (empty without).
         remote_reply_addr: the executor's reply bridge endpoint ("tcp://IP:PORT", the real port) the
             remote ranks connect to; None without remote ranks.
@@ -103,7 +106,7 @@ class ReplyGather:
         spin_us: hybrid: microseconds to spin before sleeping (default 10).
         spin_max_us: hybrid: above spin_us the spin is adaptive (MessageQueue's docstring says
             how). Default 10000 (10 ms: a collect spins through steps of up to ~10 ms instead of
-            sleeping through them, as a worker's receive does past 2 ms; docs/python.md says why);
+            sleeping through them, as a worker's receive does past 5 ms; docs/python.md says why);
             0 turns it off. The workers get it in the handle and cap their own spin (a wait for room
             in a reply ring) at the lesser of it and 2 ms.
         liveness_interval: seconds between dead-peer checks while blocked (default 1.0, > 0): a dead
@@ -250,7 +253,7 @@ class ReplyGather:
         # collect's longer cap is for a step in flight (gather.hpp, kCollectSpinMax), and a worker that
         # spun up to 10 ms for a busy executor would burn a core for what a wake-up serves. C++'s
         # GatherWorker defaults to a writer's WaitOptions (2 ms) the same way.
-        self._spin_max_us = min(vars(handle).get("spin_max_us", DEFAULT_COLLECT_SPIN_MAX_US), DEFAULT_SPIN_MAX_US)
+        self._spin_max_us = min(vars(handle).get("spin_max_us", DEFAULT_COLLECT_SPIN_MAX_US), WORKER_SPIN_MAX_US)
         self._collector = None
         self._bridge = None
         self.remote_ranks = list(getattr(handle, "remote_ranks", ()))
@@ -415,7 +418,7 @@ class ReplyGather:
     @property
     def spin_max_us(self) -> float:
         """This side's cap on its adaptive spin in µs (hybrid): the constructor's ``spin_max_us`` on the
-        executor (default 10 ms), on a worker the lesser of that and a reader's 2 ms (what its reply
+        executor (default 10 ms), on a worker the lesser of that and a writer's 2 ms (what its reply
         ring's writer got), 0 on a remote rank (its replies go over ZeroMQ: it never spins)."""
         if self._worker is not None:
             return float(self._worker.spin_max_us)

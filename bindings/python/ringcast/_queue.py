@@ -42,7 +42,13 @@ _REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to b
 # this long (politely: it yields every few microseconds and sleeps when the CPU is mostly wanted), and only spin_us
 # once its waits have been longer — an idle queue costs no CPU. Measured on a 16-core machine, it halves
 # the synchronous step's overhead against sleeping after spin_us (docs/benchmarks.md).
-DEFAULT_SPIN_MAX_US = 2000.0
+# 5 ms, not the C++ reader's 2 ms: a worker's wait for the next request lasts the executor's
+# preparation less the worker's own step, and a Python preparation of 2 ms stretches to 3-4 ms in a
+# VM's slow episodes — waits of 2-3 ms that a 2 ms cap ended in a sleep and the enqueue's wake-up
+# (16-core machine, W=8, async: 0.5-1.07 kernel sleeps per step against at most 0.09 with 5 ms, the
+# overhead's median 49 / 43 us against 25 / 31, single / all; docs/benchmarks.md). It costs CPU only
+# while steps run: an idle reader spins at most this long once, then sleeps.
+DEFAULT_SPIN_MAX_US = 5000.0
 
 
 @dataclass
@@ -249,7 +255,7 @@ class MessageQueue:
             longer than that; the spin yields the CPU every few microseconds and, past spin_us,
             stops once other threads took most of it (low latency while steps come quickly, no CPU once idle). Waits at a steady
             rhythm that are longer, or often outlast it, are predicted: sleep until shortly before the expected end, then spin a
-            short window (docs/python.md). Default 2000 (2 ms); 0 turns both off (spin spin_us,
+            short window (docs/python.md). Default 5000 (5 ms); 0 turns both off (spin spin_us,
             then sleep).
         liveness_interval: seconds between dead-peer checks while blocked (``liveness_s`` in
             ringcast._core; default 1.0, must be > 0): a dead peer raises PeerDeadError within two
