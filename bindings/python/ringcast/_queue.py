@@ -45,9 +45,10 @@ _REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to b
 # 5 ms, not the C++ reader's 2 ms: a worker's wait for the next request lasts the executor's
 # preparation less the worker's own step, and a Python preparation of 2 ms stretches to 3-4 ms in a
 # VM's slow episodes — waits of 2-3 ms that a 2 ms cap ended in a sleep and the enqueue's wake-up
-# (16-core machine, W=8, async: 0.77-1.07 kernel sleeps per step against at most 0.09 with 5 ms, the
-# overhead's median 49 / 43 us against 25 / 31, single / all; docs/benchmarks.md). It costs CPU only
-# while steps run: an idle reader spins at most this long once, then sleeps.
+# (16-core machine, async: up to 1.07 kernel sleeps per step against at most 0.11 with 5 ms; the
+# overhead's median at W=8 49 / 43 -> 25 / 31 us and 51 / 59 -> 45 / 52 in two calls, single / all,
+# at W=2 unchanged within the scatter; docs/benchmarks.md). It costs CPU only while steps run: an idle
+# reader spins at most this long once, then sleeps.
 DEFAULT_SPIN_MAX_US = 5000.0
 
 
