@@ -50,6 +50,18 @@ _REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to b
 # at W=2 unchanged within the scatter; docs/benchmarks.md). It costs CPU only while steps run: an idle
 # reader spins at most this long once, then sleeps.
 DEFAULT_SPIN_MAX_US = 5000.0
+# ... where every process of the queue has a CPU of its own. Where they share CPUs, a longer spin takes
+# the CPU from the process it waits for: on the 2-core VM (executor + 2 workers) the 5 ms cap made an
+# async step's overhead ~1.2 ms in 3 runs of 5 (the workers spinning through the executor's
+# preparation), against 32-146 us with 2 ms in the same runs. There the cap stays 2 ms.
+SHARED_CPUS_SPIN_MAX_US = 2000.0
+
+
+def default_spin_max_us(n_local_reader: int) -> float:
+    """MessageQueue's cap on the adaptive spin when none is given: DEFAULT_SPIN_MAX_US where the
+    machine has a CPU for the writer and each local reader (os.cpu_count(): the machine's, not this
+    process's affinity, which a pinned executor narrows to its own), else SHARED_CPUS_SPIN_MAX_US."""
+    return DEFAULT_SPIN_MAX_US if (os.cpu_count() or 1) >= n_local_reader + 1 else SHARED_CPUS_SPIN_MAX_US
 
 
 @dataclass
@@ -256,7 +268,8 @@ class MessageQueue:
             longer than that; the spin yields the CPU every few microseconds and, past spin_us,
             stops once other threads took most of it (low latency while steps come quickly, no CPU once idle). Waits at a steady
             rhythm that are longer, or often outlast it, are predicted: sleep until shortly before the expected end, then spin a
-            short window (docs/python.md). Default 5000 (5 ms); 0 turns both off (spin spin_us,
+            short window (docs/python.md). Default None: 5000 (5 ms) where the machine has a CPU for the
+            writer and each local reader, else 2000 (default_spin_max_us); 0 turns both off (spin spin_us,
             then sleep).
         liveness_interval: seconds between dead-peer checks while blocked (``liveness_s`` in
             ringcast._core; default 1.0, must be > 0): a dead peer raises PeerDeadError within two
@@ -336,7 +349,7 @@ class MessageQueue:
         name: Optional[str] = None,
         wait: str = "hybrid",
         spin_us: float = 10.0,
-        spin_max_us: float = DEFAULT_SPIN_MAX_US,
+        spin_max_us: Optional[float] = None,
         liveness_interval: float = 1.0,
         oob_threshold: int = OOB_THRESHOLD,
         sweep_abandoned: bool = True,
@@ -363,6 +376,8 @@ class MessageQueue:
                                  f"n_local_reader is {n_local_reader}")
             if len(set(local_reader_ranks)) != len(local_reader_ranks):
                 raise ValueError(f"local_reader_ranks has duplicates: {local_reader_ranks}")
+        if spin_max_us is None:
+            spin_max_us = default_spin_max_us(n_local_reader)
         if sweep_abandoned:
             sweep_generated_names()
         name = name or f"{GENERATED_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:16]}"
