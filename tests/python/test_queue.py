@@ -242,14 +242,27 @@ def test_the_default_adaptive_spin_burns_no_cpu_while_idle():
 
 def test_the_default_cap_is_5_ms_where_every_process_has_a_cpu_and_2_ms_where_they_share(monkeypatch):
     """A reader spinning through the writer's preparation takes the writer's CPU where they share one
-    (the 2-core VM: ~1.2 ms per async step with 5 ms): the default cap follows the machine's CPUs
-    against the queue's processes (the writer and its local readers), and travels in the handle."""
-    for cpus, n_local, cap in ((16, 8, 5000.0), (9, 8, 5000.0), (8, 8, 2000.0), (2, 2, 2000.0), (2, 1, 5000.0),
-                               (None, 1, 2000.0)):
-        monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    (the 2-core VM: ~1.2 ms per async step with 5 ms): the default cap compares the CPUs the queue's
+    processes can use (PID 1's affinity: a container's CPU set) with its processes (the writer and
+    its local readers), and travels in the handle."""
+    def affinity_of(cpus):
+        def get(pid):
+            assert pid == 1, "the PID namespace's first process, not this one (a pinned executor)"
+            if cpus is None:
+                raise PermissionError("not readable here")
+            return set(range(cpus))
+        return get
+
+    # (CPUs of PID 1, the machine's CPUs, local readers, the cap): PID 1's set wins (a container's
+    # CPU set), the machine's count where it cannot be read.
+    for pid1, machine, n_local, cap in ((16, 16, 8, 5000.0), (9, 64, 8, 5000.0), (8, 64, 8, 2000.0),
+                                        (2, 2, 2, 2000.0), (2, 64, 1, 5000.0), (4, 64, 8, 2000.0),
+                                        (None, 16, 8, 5000.0), (None, 2, 2, 2000.0), (None, None, 1, 2000.0)):
+        monkeypatch.setattr(os, "sched_getaffinity", affinity_of(pid1))
+        monkeypatch.setattr(os, "cpu_count", lambda: machine)
         q = ringcast.MessageQueue(n_local, n_local, max_chunk_bytes=4096, max_chunks=4)
         try:
-            assert q.export_handle().spin_max_us == cap, (cpus, n_local)
+            assert q.export_handle().spin_max_us == cap, (pid1, machine, n_local)
         finally:
             q.shutdown()
     q = ringcast.MessageQueue(8, 8, max_chunk_bytes=4096, max_chunks=4, spin_max_us=3000.0)  # asked: kept
@@ -264,7 +277,7 @@ def test_a_default_reader_spins_through_waits_of_a_few_ms(queue_pair, monkeypatc
     window's alarm, or the enqueue's wake-up) — the control. Timing-based, with retries. As on a
     machine with a CPU for each (the cap follows the CPUs; the test above)."""
     import threading
-    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(ringcast._queue, "usable_cpus", lambda: 64)
 
     def kernel_waits_for_20_messages(**options):
         q, (r,) = queue_pair(1, **options)

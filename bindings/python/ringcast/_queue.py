@@ -57,11 +57,21 @@ DEFAULT_SPIN_MAX_US = 5000.0
 SHARED_CPUS_SPIN_MAX_US = 2000.0
 
 
+def usable_cpus() -> int:
+    """How many CPUs the queue's processes can run on: those of this PID namespace's first process —
+    a container's CPU set narrows them, a pinned executor does not (its own affinity would say 2 on a
+    16-CPU machine whose workers each have one) — or the machine's where that cannot be read. A CPU
+    quota (docker --cpus) is not seen."""
+    try:
+        return len(os.sched_getaffinity(1))
+    except (OSError, AttributeError):  # no /proc, another PID namespace's rules, a platform without it
+        return os.cpu_count() or 1
+
+
 def default_spin_max_us(n_local_reader: int) -> float:
-    """MessageQueue's cap on the adaptive spin when none is given: DEFAULT_SPIN_MAX_US where the
-    machine has a CPU for the writer and each local reader (os.cpu_count(): the machine's, not this
-    process's affinity, which a pinned executor narrows to its own), else SHARED_CPUS_SPIN_MAX_US."""
-    return DEFAULT_SPIN_MAX_US if (os.cpu_count() or 1) >= n_local_reader + 1 else SHARED_CPUS_SPIN_MAX_US
+    """MessageQueue's cap on the adaptive spin when none is given: DEFAULT_SPIN_MAX_US where there is
+    a CPU for the writer and each local reader (usable_cpus()), else SHARED_CPUS_SPIN_MAX_US."""
+    return DEFAULT_SPIN_MAX_US if usable_cpus() >= n_local_reader + 1 else SHARED_CPUS_SPIN_MAX_US
 
 
 @dataclass
