@@ -4,7 +4,8 @@
 One writer (the executor) and --workers reader processes (the workers). The executor sends the
 showdown's ~2 KB request, then busy-waits a gap (--gap-ms, scaled per message by 0.3..1.7 with
 --jitter, so that the adaptive wait cannot predict it) before the next: a gap longer than the
-readers' 2 ms spin makes them sleep in the kernel, as workers do between the steps of a model whose
+readers' spin cap makes them sleep in the kernel (the queue is made with spin_max_us=2000, the cap
+these gaps were chosen for; MessageQueue's default is 5 ms on a machine with a CPU per process), as workers do between the steps of a model whose
 step (or the executor's turnaround) takes milliseconds. Per message: from the executor's enqueue
 call to the last worker's return from dequeue (the request pickled, published, each worker woken,
 copied and unpickled; CLOCK_MONOTONIC in every process), and the workers' kernel sleeps per message.
@@ -36,7 +37,8 @@ def gap_of(i, gap_s, jitter):
 
 
 def one_run(workers, messages, gap_s, jitter, wake_ahead):
-    q = ringcast.MessageQueue(workers, workers, max_chunk_bytes=1 << 16, max_chunks=8, wake_ahead=wake_ahead)
+    q = ringcast.MessageQueue(workers, workers, max_chunk_bytes=1 << 16, max_chunks=8, wake_ahead=wake_ahead,
+                              spin_max_us=2000.0)
     stamps = mmap.mmap(-1, 8 * messages * workers)
     sleeps = mmap.mmap(-1, 8 * workers)
     pids = []

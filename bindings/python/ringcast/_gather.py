@@ -106,7 +106,8 @@ class ReplyGather:
         spin_us: hybrid: microseconds to spin before sleeping (default 10).
         spin_max_us: hybrid: above spin_us the spin is adaptive (MessageQueue's docstring says
             how). Default 10000 (10 ms: a collect spins through steps of up to ~10 ms instead of
-            sleeping through them, as a worker's receive does past 5 ms; docs/python.md says why);
+            sleeping through them, as a worker's receive does past 5 ms, 2 where CPUs are shared;
+            docs/python.md says why);
             0 turns it off. The workers get it in the handle and cap their own spin (a wait for room
             in a reply ring) at the lesser of it and 2 ms.
         liveness_interval: seconds between dead-peer checks while blocked (default 1.0, > 0): a dead

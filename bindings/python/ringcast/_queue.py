@@ -52,7 +52,7 @@ _REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to b
 DEFAULT_SPIN_MAX_US = 5000.0
 # ... where every process of the queue has a CPU of its own. Where they share CPUs, a longer spin takes
 # the CPU from the process it waits for: on the 2-core VM (executor + 2 workers) the 5 ms cap made an
-# async step's overhead ~1.2 ms in 3 runs of 5 (the workers spinning through the executor's
+# async step's overhead ~1.2 ms in 3-4 runs of 5 (the workers spinning through the executor's
 # preparation), against 32-146 us with 2 ms in the same runs. There the cap stays 2 ms.
 SHARED_CPUS_SPIN_MAX_US = 2000.0
 
@@ -386,8 +386,6 @@ class MessageQueue:
                                  f"n_local_reader is {n_local_reader}")
             if len(set(local_reader_ranks)) != len(local_reader_ranks):
                 raise ValueError(f"local_reader_ranks has duplicates: {local_reader_ranks}")
-        if spin_max_us is None:
-            spin_max_us = default_spin_max_us(n_local_reader)
         if sweep_abandoned:
             sweep_generated_names()
         name = name or f"{GENERATED_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:16]}"
@@ -406,6 +404,8 @@ class MessageQueue:
         if remote_ranks:
             require_remote(f"{len(remote_ranks)} remote reader(s) (n_reader={n_reader} > n_local_reader="
                            f"{n_local_reader})", connect_ip, "the remote readers", "the publisher")
+        if spin_max_us is None:  # the publisher's thread, a reader of the ring too, counts as a process
+            spin_max_us = default_spin_max_us(n_local_reader + (1 if remote_ranks else 0))
 
         # With remote readers the ring has one more rank: the publisher's, so the ring's back-pressure
         # covers what it has not sent yet. Without, the ring is exactly the local one.
@@ -516,7 +516,8 @@ class MessageQueue:
                              "exported")
         try:
             reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
-                                  spin_max_us=vars(handle).get("spin_max_us", DEFAULT_SPIN_MAX_US),
+                                  spin_max_us=vars(handle).get("spin_max_us",
+                                                               default_spin_max_us(len(handle.local_reader_ranks))),
                                   liveness_s=handle.liveness_interval)
         except ValueError as e:
             raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None

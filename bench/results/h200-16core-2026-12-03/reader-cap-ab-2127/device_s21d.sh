@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 21, call D (packed into $OUT/s21d.tgz): the showdown at HEAD with torch loaded, W=2 and 8,
+# Call D (packed into $OUT/s21d.tgz): the showdown at HEAD with torch loaded, W=2 and 8,
 # variants a c g after the change; (g) = (c) with the workers' receive capped at 2 ms, the old default (the collect keeps
 # its default 10 ms): does a longer reader cap end the slow state's async waits in a spin?
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 21, call B (packed into $OUT/s21b.tgz): the showdown at HEAD with torch loaded, W=2 and 8,
+# Call B (packed into $OUT/s21b.tgz): the showdown at HEAD with torch loaded, W=2 and 8,
 # variants a c g; (g) = (c) with the workers' receive capped at 5 ms instead of 2 (the collect keeps
 # its default 10 ms): does a longer reader cap end the slow state's async waits in a spin?
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 21, call C (packed into $OUT/s21c.tgz): the showdown at HEAD with torch loaded in every process
+# Call C (packed into $OUT/s21c.tgz): the showdown at HEAD with torch loaded in every process
 # (--import-torch), W=2, 8 and 16, variants a c, 5 interleaved runs of 300 steps; the strategy table first.
 set -uo pipefail
 out=${OUT:-/tmp/out}; work=/tmp/s21c; mkdir -p "$out" "$work"
