@@ -244,7 +244,7 @@ def test_the_default_cap_is_5_ms_where_every_process_has_a_cpu_and_2_ms_where_th
     """A reader spinning through the writer's preparation takes the writer's CPU where they share one
     (the 2-core VM: ~1.2 ms per async step with 5 ms): the default cap compares the CPUs the queue's
     processes can use (PID 1's affinity: a container's CPU set) with its processes (the writer and
-    its local readers), and goes into the handle the readers attach with."""
+    its local readers), and reaches the readers through the handle."""
     def affinity_of(cpus):
         def get(pid):
             assert pid == 1, "the PID namespace's first process, not this one (a pinned executor)"
@@ -261,9 +261,11 @@ def test_the_default_cap_is_5_ms_where_every_process_has_a_cpu_and_2_ms_where_th
         monkeypatch.setattr(os, "sched_getaffinity", affinity_of(pid1))
         monkeypatch.setattr(os, "cpu_count", lambda: machine)
         q = ringcast.MessageQueue(n_local, n_local, max_chunk_bytes=4096, max_chunks=4)
+        r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
         try:
-            assert q.export_handle().spin_max_us == cap, (pid1, machine, n_local)
+            assert (q.export_handle().spin_max_us, r._reader.spin_max_us) == (cap, cap), (pid1, machine, n_local)
         finally:
+            r.shutdown()
             q.shutdown()
     q = ringcast.MessageQueue(8, 8, max_chunk_bytes=4096, max_chunks=4, spin_max_us=3000.0)  # asked: kept
     try:

@@ -212,7 +212,9 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("name", &PyReader::name, "The segment's /dev/shm name.")
         .def_property_readonly("capacity", &PyReader::capacity, "The ring's size in bytes.")
         .def_property_readonly("creation_time_ns", &PyReader::creation_time_ns, "When the segment was created.")
-        .def_property_readonly("waits", &PyReader::waits, "How many times this reader slept in the kernel.");
+        .def_property_readonly("waits", &PyReader::waits, "How many times this reader slept in the kernel.")
+        .def_property_readonly("spin_max_us", &PyReader::spin_max_us,
+                               "The cap on this reader's adaptive spin in µs, as its wait options got it.");
 
     py::class_<MultipartMessage>(m, "MultipartMessage",
                                  "What Reader.recv_object returns for a message with out-of-band parts.")

@@ -199,6 +199,7 @@ public:
     [[nodiscard]] std::uint64_t creation_time_ns() const { return reader_->segment().header().creation_time_ns; }
     [[nodiscard]] std::uint64_t capacity() const { return reader_->segment().header().capacity; }
     [[nodiscard]] std::uint64_t waits() const { return reader_->waits(); }
+    [[nodiscard]] double spin_max_us() const { return static_cast<double>(reader_->wait_options().spin_max.count()) / 1e3; }
     [[nodiscard]] Reader& core() noexcept { return *reader_; }  // events.cpp: the event-loop wake fd
 
 private:
