@@ -27,7 +27,7 @@ from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 DEFAULT_COLLECT_SPIN_MAX_US = _core.COLLECT_SPIN_MAX_US
 # A worker's cap: its only wait is for room in its reply ring (a writer's wait), capped as C++'s
 # GatherWorker caps it (WaitOptions' default, 2 ms).
-WORKER_SPIN_MAX_US = 2000.0
+WORKER_SPIN_MAX_US = _core.SPIN_MAX_US
 
 
 @dataclass(frozen=True)

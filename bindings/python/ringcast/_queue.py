@@ -53,8 +53,8 @@ DEFAULT_SPIN_MAX_US = 5000.0
 # ... where every process of the queue has a CPU of its own. Where they share CPUs, a longer spin takes
 # the CPU from the process it waits for: on the 2-core VM (executor + 2 workers) the 5 ms cap made an
 # async step's overhead ~1.2 ms in 3-4 runs of 5 (the workers spinning through the executor's
-# preparation), against 32-146 us with 2 ms in the same runs. There the cap stays 2 ms.
-SHARED_CPUS_SPIN_MAX_US = 2000.0
+# preparation), against 32-146 us with 2 ms in the same runs. There the cap stays the C++ default, 2 ms.
+SHARED_CPUS_SPIN_MAX_US = _core.SPIN_MAX_US
 
 
 def usable_cpus() -> int:
@@ -515,10 +515,11 @@ class MessageQueue:
             raise ValueError(f"stale handle: queue '{handle.name}' was re-created after this handle was "
                              "exported")
         try:
+            # A handle pickled without the field (none this version exports) gets the writer's rule.
+            spin_max_us = (handle.spin_max_us if "spin_max_us" in vars(handle)
+                           else default_spin_max_us(len(handle.local_reader_ranks)))
             reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
-                                  spin_max_us=vars(handle).get("spin_max_us",
-                                                               default_spin_max_us(len(handle.local_reader_ranks))),
-                                  liveness_s=handle.liveness_interval)
+                                  spin_max_us=spin_max_us, liveness_s=handle.liveness_interval)
         except ValueError as e:
             raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
         return MessageQueue._reader_side(handle, reader, local_reader_rank=index, n_remote_reader=0)

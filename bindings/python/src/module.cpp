@@ -44,7 +44,8 @@ PYBIND11_MODULE(_core, m) {
         "Constants: MAX_PARTS (parts per message), ABI_VERSION (handles of another one are refused),\n"
         "MIN_CAPACITY (smallest ring, bytes), MAX_READERS (reader ranks per ring), MAIN_THREAD_SLICE_S\n"
         "(main-thread slice of a sleeping wait: how often an idle one wakes), NO_GIL_COPY_BYTES (copies this large drop the GIL),\n"
-        "COLLECT_SPIN_MAX_US (a gather collect's default cap on its adaptive spin).";
+        "COLLECT_SPIN_MAX_US (a gather collect's default cap on its adaptive spin), SPIN_MAX_US (a C++ reader's\n"
+        "and writer's).";
 
     register_exceptions(m);
     register_remote(m);  // remote.cpp: ZeroMQ remote readers / replies (HAVE_REMOTE = False without ZeroMQ)
@@ -58,6 +59,7 @@ PYBIND11_MODULE(_core, m) {
     m.attr("ABI_VERSION") = layout::kAbiVersion;
     m.attr("MIN_CAPACITY") = layout::kMinCapacity;
     m.attr("COLLECT_SPIN_MAX_US") = static_cast<double>(kCollectSpinMax.count()) / 1e3;  // gather.hpp says why
+    m.attr("SPIN_MAX_US") = static_cast<double>(WaitOptions{}.spin_max.count()) / 1e3;  // C++ readers' and writers'
     m.attr("MAX_READERS") = layout::kMaxReaders;
     m.attr("MAIN_THREAD_SLICE_S") = std::chrono::duration<double>(kMainThreadSlice).count();
     m.attr("NO_GIL_COPY_BYTES") = kNoGilCopy;
