@@ -6,6 +6,7 @@ import time
 import pytest
 
 import ringcast
+import ringcast._cpus
 from _workers import mixed_object, np, pattern, same
 
 
@@ -254,7 +255,8 @@ def test_the_default_cap_is_5_ms_where_every_process_has_a_cpu_and_2_ms_where_th
         return get
 
     # (CPUs of PID 1, the machine's CPUs, local readers, the cap): PID 1's set wins (a container's
-    # CPU set), the machine's count where it cannot be read.
+    # CPU set), the machine's count where it cannot be read. No CPU quota (test_cpus.py has those).
+    monkeypatch.setattr(ringcast._cpus, "cgroup_cpu_quota", lambda proc_self="/proc/self": None)
     for pid1, machine, n_local, cap in ((16, 16, 8, 5000.0), (9, 64, 8, 5000.0), (8, 64, 8, 2000.0),
                                         (2, 2, 2, 2000.0), (2, 64, 1, 5000.0), (4, 64, 8, 2000.0),
                                         (None, 16, 8, 5000.0), (None, 2, 2, 2000.0), (None, None, 1, 2000.0)):

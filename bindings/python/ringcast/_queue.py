@@ -21,6 +21,7 @@ from typing import Any, Callable, Coroutine, Iterator, List, Optional
 
 from ringcast import _core, _gpu
 from ringcast._core import RingcastError
+from ringcast._cpus import usable_cpus
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # Buffers (numpy arrays, pickle.PickleBuffer, a top-level bytes/bytearray/memoryview) of at least this
@@ -57,20 +58,10 @@ DEFAULT_SPIN_MAX_US = 5000.0
 SHARED_CPUS_SPIN_MAX_US = _core.SPIN_MAX_US
 
 
-def usable_cpus() -> int:
-    """How many CPUs the queue's processes can run on: those of this PID namespace's first process —
-    a container's CPU set narrows them, a pinned executor does not (its own affinity would say 2 on a
-    16-CPU machine whose workers each have one) — or the machine's where that cannot be read. A CPU
-    quota (docker --cpus) is not seen."""
-    try:
-        return len(os.sched_getaffinity(1))
-    except (OSError, AttributeError):  # no /proc, another PID namespace's rules, a platform without it
-        return os.cpu_count() or 1
-
-
 def default_spin_max_us(n_local_reader: int) -> float:
     """MessageQueue's cap on the adaptive spin when none is given: DEFAULT_SPIN_MAX_US where there is
-    a CPU for the writer and each local reader (usable_cpus()), else SHARED_CPUS_SPIN_MAX_US."""
+    a CPU for the writer and each local reader (usable_cpus(): a container's CPU set and CPU quota
+    count), else SHARED_CPUS_SPIN_MAX_US."""
     return DEFAULT_SPIN_MAX_US if usable_cpus() >= n_local_reader + 1 else SHARED_CPUS_SPIN_MAX_US
 
 
