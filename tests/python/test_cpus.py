@@ -12,17 +12,23 @@ import ringcast
 import ringcast._cpus as cpus
 
 
-def fake_proc(tmp_path, mounts, memberships):
-    """A /proc/self with `mounts` ((root, mount point, fstype, super options)) and `memberships`
+def fake_proc(tmp_path, mounts, memberships, extra_lines=()):
+    """A /proc/self with `mounts` ((root, mount point, fstype, super options)), each its own hierarchy,
+    with the optional fields a systemd host writes, more raw mountinfo lines, and `memberships`
     (/proc/self/cgroup lines)."""
     proc = tmp_path / "proc"
     proc.mkdir()
-    lines = [f"{20 + i} 1 0:{30 + i} {root} {point.replace(' ', chr(92) + '040')} rw,relatime - {fstype} {fstype} {opts}"
-             for i, (root, point, fstype, opts) in enumerate(mounts)]
+    lines = [f"{20 + i} 1 0:{30 + i} {escape(root)} {escape(point)} rw,relatime shared:{7 + i} - "
+             f"{fstype} {fstype} {opts}" for i, (root, point, fstype, opts) in enumerate(mounts)]
     lines.insert(0, "19 1 0:5 / /proc rw - proc proc rw")
-    (proc / "mountinfo").write_text("\n".join(lines) + "\n")
+    (proc / "mountinfo").write_bytes(b"\n".join(os.fsencode(line) for line in [*extra_lines, *lines]) + b"\n")
     (proc / "cgroup").write_text("\n".join(memberships) + "\n")
     return str(proc)
+
+
+def escape(path):
+    """As the kernel writes a path into mountinfo: space, tab, newline and backslash as octal escapes."""
+    return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in str(path))
 
 
 def cgroup(base, path, **files):
@@ -44,9 +50,9 @@ def test_a_v2_quota_is_the_tightest_along_the_path(tmp_path):
     assert cpus.cgroup_cpu_quota(proc) == 4.0
 
 
-def test_a_v1_quota_of_a_fraction_rounds_up_to_whole_cpus(tmp_path, monkeypatch):
+def test_a_v1_quota_of_a_fraction_rounds_down_to_whole_cpus(tmp_path, monkeypatch):
     """docker --cpus=1.5 on a v1 host: 150000 / 100000 µs in the cpu hierarchy (mounted with cpuacct),
-    on a machine of 16 CPUs: 2 usable."""
+    on a machine of 16 CPUs: 1 usable (two processes spinning under 1.5 CPUs would be throttled)."""
     root = tmp_path / "cpu,cpuacct"
     cgroup(root, "/", cpu_cfs_quota_us="-1", cpu_cfs_period_us="100000")
     cgroup(root, "/docker/abc", cpu_cfs_quota_us="150000", cpu_cfs_period_us="100000")
@@ -55,7 +61,7 @@ def test_a_v1_quota_of_a_fraction_rounds_up_to_whole_cpus(tmp_path, monkeypatch)
                      ["5:memory:/docker/abc", "4:cpu,cpuacct:/docker/abc", "0::/docker/abc"])
     assert cpus.cgroup_cpu_quota(proc) == 1.5
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
-    assert cpus.usable_cpus(proc) == 2
+    assert cpus.usable_cpus(proc) == 1
 
 
 def test_a_container_that_sees_its_own_cgroup_as_the_mount(tmp_path):
@@ -101,12 +107,76 @@ def test_no_quota_or_nothing_readable_is_none(tmp_path, monkeypatch):
     assert cpus.usable_cpus(str(tmp_path / "no-such-proc")) == 6
 
 
+def test_mountinfo_as_a_host_writes_it(tmp_path):
+    """A cpuset hierarchy listed before the cpu one (a substring test would take it), an empty mount
+    source (two spaces in a row), a mount point with a backslash and a tab, and a line that is not
+    UTF-8: the v1 cpu hierarchy's quota is found, a parent group's binding its child."""
+    cpuset = tmp_path / "cpuset"
+    cgroup(cpuset, "/svc/job", cpu_cfs_quota_us="100000", cpu_cfs_period_us="100000")
+    root = tmp_path / "c\\pu\tx"
+    cgroup(root, "/", cpu_cfs_quota_us="-1", cpu_cfs_period_us="100000")
+    cgroup(root, "/svc", cpu_cfs_quota_us="300000", cpu_cfs_period_us="100000")
+    cgroup(root, "/svc/job", cpu_cfs_quota_us="-1", cpu_cfs_period_us="100000")
+    extra = [f"30 1 0:40 / {escape(cpuset)} rw shared:3 - cgroup cgroup rw,cpuset",
+             f"31 1 0:41 / {escape(root)} rw shared:4 master:1 - cgroup  rw,cpu,cpuacct",
+             "32 1 0:42 / /mnt/caf\udce9 rw - tmpfs tmpfs rw"]
+    proc = fake_proc(tmp_path, [], ["6:cpuset:/svc/job", "4:cpu,cpuacct:/svc/job", "0::/svc/job"], extra)
+    assert b"caf\xe9" in (tmp_path / "proc" / "mountinfo").read_bytes()
+    assert cpus.cgroup_cpu_quota(proc) == 3.0
+
+
+def test_only_the_mount_holding_the_process_s_group_counts(tmp_path):
+    """The hierarchy mounted whole, and a pod's group (0.5 CPU) bind-mounted elsewhere: a process in
+    another group has no quota; one in the pod has the pod's, found under the longest matching root."""
+    root = tmp_path / "cg2"
+    cgroup(root, "/", cpu_max="max 100000")
+    cgroup(root, "/user.slice", cpu_max="max 100000")
+    cgroup(root, "/kubepods/pod1", cpu_max="50000 100000")
+    bind = tmp_path / "pod-view"
+    cgroup(bind, "/", cpu_max="50000 100000")
+    cgroup(bind, "/ctr", cpu_max="max 100000")
+    both = [("/", str(root), "cgroup2", "rw"), ("/kubepods/pod1", str(bind), "cgroup2", "rw")]
+    same_device = [f"{20 + i} 1 0:30 {escape(r)} {escape(p)} rw - {t} {t} {o}" for i, (r, p, t, o) in enumerate(both)]
+    (tmp_path / "a").mkdir()
+    assert cpus.cgroup_cpu_quota(fake_proc(tmp_path / "a", [], ["0::/user.slice"], same_device)) is None
+    (tmp_path / "b").mkdir()
+    assert cpus.cgroup_cpu_quota(fake_proc(tmp_path / "b", [], ["0::/kubepods/pod1/ctr"], same_device)) == 0.5
+
+
+def test_a_path_above_the_namespace_root_stays_in_the_mount(tmp_path):
+    """A cgroup namespace shows a process moved out of it as "/.."; the walk never leaves the mount (a
+    cpu.max planted above it is not read), and the mount's own quota counts."""
+    outer = tmp_path / "outer"
+    cgroup(outer, "/", cpu_max="10000 100000")
+    root = outer / "cg"
+    cgroup(root, "/", cpu_max="200000 100000")
+    proc = fake_proc(tmp_path, [("/", str(root), "cgroup2", "rw")], ["0::/.."])
+    assert cpus.cgroup_cpu_quota(proc) == 2.0
+
+
+def test_usable_cpus_never_raises(tmp_path, monkeypatch):
+    """A quota file out of range and an unforeseen failure of the reading itself: the CPU set alone."""
+    root = tmp_path / "cg2"
+    cgroup(root, "/", cpu_max="9" * 400 + " 1")
+    proc = fake_proc(tmp_path, [("/", str(root), "cgroup2", "rw")], ["0::/"])
+    assert cpus.cgroup_cpu_quota(proc) is None
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)))
+
+    def broken(proc_self="/proc/self"):
+        raise RuntimeError("a /proc nobody foresaw")
+
+    monkeypatch.setattr(cpus, "cgroup_cpu_quota", broken)
+    assert cpus.usable_cpus(proc) == 4
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
+    q.shutdown()
+
+
 def test_a_quota_below_the_queue_s_processes_gives_the_2_ms_cap(monkeypatch):
     """The rule the quota feeds: 16 CPUs in PID 1's set, but a quota of 2 CPUs for an executor and two
     workers — they share CPUs, so the readers' cap is the 2 ms one (spinning past a quota stops the
-    whole group until the period's end); a quota of 3 gives each its CPU."""
+    whole group until the period's end), as with 2.5; a quota of 3 gives each its CPU."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
-    for quota, cap in ((2.0, 2000.0), (2.5, 5000.0), (None, 5000.0)):
+    for quota, cap in ((2.0, 2000.0), (2.5, 2000.0), (3.0, 5000.0), (None, 5000.0)):
         monkeypatch.setattr(cpus, "cgroup_cpu_quota", lambda proc_self="/proc/self", q=quota: q)
         q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
         try:
@@ -125,11 +195,14 @@ def _writable_cpu_hierarchy():
             memberships = f.read().splitlines()
     except OSError:
         return None
-    for version, mount_root, mount_point in cpus._cpu_hierarchies(mounts):
+    hierarchies = {}
+    for mount in cpus._cpu_mounts(mounts):
+        hierarchies.setdefault((mount.version, mount.device), []).append(mount)
+    for (version, _), mounts_of_it in hierarchies.items():
         path = cpus._membership(memberships, version)
         if path is None:
             continue
-        parent = cpus._cgroup_dir(mount_root, mount_point, path)
+        parent, _ = cpus._cgroup_dir(mounts_of_it, path)
         if version == 2:  # the child gets the cpu controller only if the parent hands it down
             try:
                 with open(os.path.join(parent, "cgroup.subtree_control")) as f:
