@@ -21,13 +21,17 @@ The variants alternate round by round (a, c, c, a, ...) and every round is print
 per mode, the sync target as measured with the showdown's payloads, then an estimate of the transport
 alone: what ringcast saves over the spinner with tiny payloads, against the 0.2 x (a) the target asks.
 The estimate leaves out what grows with the payload (its copies, its bytes crossing cores, unpickling
-them from a cold cache), so it is not a bound. And the aggregation target (all / single <= 1.10)
-against what an all-rank step's executor does more: unpickle W - 1 further replies.
+them from a cold cache), so it is not a bound. With --cpp-floor-json, a bound: the spinner's step less
+its whole tiny-payload round trip is what grows with the payload, which every transport of pickled
+objects pays; a transport costing only ringcast's protocol in C++ (the same step's C++ floor) could not
+take (c) below that plus the floor. And the aggregation target (all / single <= 1.10) against what an
+all-rank step's executor does more: unpickle W - 1 further replies.
 
     PYTHONPATH=<build>/python python3 bench/python/bench_handover.py [--workers 2] [--rounds 5]
-        [--steps 2000] [--calls 3000]
+        [--steps 2000] [--calls 3000] [--cpp-floor-json <ringcast-showdown-floor --json output>]
 """
 import argparse
+import json
 import os
 import pickle
 import platform
@@ -157,15 +161,32 @@ def glue(calls):
     return {k: statistics.median(v) / 1000.0 for k, v in spent.items()}
 
 
+def cpp_floors(ap, path, workers):
+    """{"single": us, "all": us}: the overhead p50 of the gather doorbell's rows of a floor JSON of W workers."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        if data["workers"] != workers:
+            ap.error(f"--cpp-floor-json: {path} is of W={data['workers']}, this run W={workers}")
+        return {row["replies"]: float(row["overhead_p50_us"]) for row in data["rows"]
+                if row["collect"] == "gather doorbell"}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        ap.error(f"--cpp-floor-json: cannot read a floor from {path}: {e!r}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5, help="rounds per variant, payload and mode (alternated)")
     ap.add_argument("--steps", type=int, default=2000, help="round trips per round")
     ap.add_argument("--calls", type=int, default=3000, help="calls per glue run (3 runs)")
+    ap.add_argument("--cpp-floor-json", metavar="PATH",
+                    help="the same W's C++ floor (ringcast-showdown-floor --json): adds, per mode, the bound on "
+                         "(c)/(a) of a transport that costs nothing but that floor")
     a = ap.parse_args()
     if a.workers < 1 or a.rounds < 1 or a.steps < 1 or a.calls < 1:
         ap.error("--workers, --rounds, --steps and --calls must be >= 1")
+    floors = cpp_floors(ap, a.cpp_floor_json, a.workers) if a.cpp_floor_json else {}
     modes = ("all", "single") if a.workers > 1 else ("single",)
     print(f"bench_handover: W={a.workers}, {' and '.join(m + '-rank' for m in modes)} replies, {a.rounds} rounds x "
           f"{a.steps} round trips per variant, payload and mode, zero work; {os.cpu_count()} CPUs, "
@@ -215,6 +236,18 @@ def main():
               f"{ask:.1f} us; " + ("as much" if saving >= ask else f"{ask - saving:.1f} us short") +
               f". The calls' own Python (one process, the showdown's request): (c) {glue_c - glue_a:+.2f} us "
               f"per enqueue + dequeue against (a)")
+        if m in floors:
+            # The spinner's step less its whole tiny-payload round trip (its four calls, their Python and
+            # its hand-overs) is what grows with the payload — the pickling, the copies, the bytes crossing
+            # cores — which every transport of pickled objects pays as the spinner does. A transport with no
+            # cost of its own but the protocol's in C++ (no Python call, no tiny pickling: generous to it)
+            # takes at least that plus the floor: a lower bound on (c), so on the ratio.
+            payload_part, floor = a_step - a_tiny, floors[m]
+            bound = (payload_part + floor) / a_step
+            print(f"  a transport that cost nothing but the C++ floor ({floor:.1f} us, the same step in C++): "
+                  f"{payload_part:.1f} + {floor:.1f} us at least (the spinner's step less its tiny-payload round "
+                  f"trip), (c)/(a) >= {bound:.2f}: 0.8 x (a) "
+                  + ("out of reach at zero work" if bound > 0.8 else "within reach") + ".")
     if "all" in modes:
         # All ranks against one: the executor takes W - 1 more replies, one after another, and unpickles
         # each in Python — a cost of the step that no wait removes. The rest: the slowest of W workers'

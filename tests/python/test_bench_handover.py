@@ -1,6 +1,7 @@
 """bench/python/bench_handover.py end to end on a tiny budget: both transports, both payloads and both reply
 modes round by round in alternating order, the in-process calls, and a summary whose every figure follows
 from the rounds and medians it printed. Asserts structure and arithmetic, never a duration."""
+import json
 import os
 import re
 import statistics
@@ -36,8 +37,20 @@ def ratio_close(printed, x, y):
     return abs(float(printed) - x / y) <= D2 + (x / y) * (D1 / x + D1 / y) + SLACK
 
 
-def test_the_handover_bench_alternates_both_transports_and_states_what_the_targets_ask():
-    text = run("--workers", "3", "--rounds", "3", "--steps", "30", "--calls", "60")
+def floor_json(tmp_path, workers, single, all_):
+    """A ringcast-showdown-floor --json of W workers whose gather doorbell rows have these overheads."""
+    rows = [{"collect": "gather doorbell", "replies": "single", "overhead_p50_us": single},
+            {"collect": "rank-by-rank", "replies": "all", "overhead_p50_us": 99.0},
+            {"collect": "gather doorbell", "replies": "all", "overhead_p50_us": all_}]
+    path = tmp_path / f"floor-w{workers}.json"
+    path.write_text(json.dumps({"workers": workers, "rows": rows}))
+    return str(path)
+
+
+def test_the_handover_bench_alternates_both_transports_and_states_what_the_targets_ask(tmp_path):
+    floors = {"single": 1.25, "all": 2.5}
+    text = run("--workers", "3", "--rounds", "3", "--steps", "30", "--calls", "60",
+               "--cpp-floor-json", floor_json(tmp_path, 3, floors["single"], floors["all"]))
     assert "W=3, all-rank and single-rank replies, 3 rounds x 30 round trips" in text, text
     assert "the variants' order in rounds 1..N: ac ca ac" in text, text
     rows = {(m, v, p): ([float(x) for x in vals.split()], float(md)) for m, v, p, vals, md in
@@ -83,6 +96,16 @@ def test_the_handover_bench_alternates_both_transports_and_states_what_the_targe
         assert close(ask, 0.2 * float(a_step), D1 + 0.2 * D1 + SLACK)
         assert (enough == "as much") == (float(saving) >= float(ask)) or close(saving, ask, 0.1), estimate.group(0)
         assert close(own, glue_c - glue_a, 4 * D2 + D2 + SLACK), (own, glue_c, glue_a)  # the pickling cancels
+        bound = re.search(r"a transport that cost nothing but the C\+\+ floor \(" + NUM + r" us, the same step in "
+                          r"C\+\+\): " + NUM + r" \+ " + NUM + r" us at least \(the spinner's step less its "
+                          r"tiny-payload round trip\), \(c\)/\(a\) >= " + NUM + r": 0\.8 x \(a\) "
+                          r"(out of reach at zero work|within reach)\.", text[target.end():])
+        assert bound, (m, text)
+        floor, payload_part, floor2, ratio_bound, reach = bound.groups()
+        assert floor == floor2 and close(floor, floors[m], D1 + SLACK), (m, floor)  # its own mode's row
+        assert close(payload_part, float(a_step) - float(a_tiny), 3 * D1 + SLACK)
+        assert ratio_close(ratio_bound, float(payload_part) + floors[m], a_step)
+        assert (reach == "within reach") == (float(ratio_bound) <= 0.8) or close(ratio_bound, 0.8, 0.006)
     agg = re.search(r"^aggregation: \(c\) all / single " + NUM + r" \(" + NUM + " / " + NUM + r" us; \(a\) " + NUM +
                     r"\); .*?it takes " + NUM + r" us more, of which the transport's " + NUM +
                     r" us \(tiny payloads\), the executor's unpickling of 2 more replies " + NUM + r" us \(" + NUM +
@@ -99,9 +122,16 @@ def test_the_handover_bench_alternates_both_transports_and_states_what_the_targe
     assert ("less than nothing" in agg.string[agg.end():agg.end() + 80]) == rest.startswith("-"), text
 
 
-def test_one_worker_has_only_the_single_rank_mode_and_bad_arguments_are_refused():
+def test_one_worker_has_only_the_single_rank_mode_and_bad_arguments_are_refused(tmp_path):
     text = run("--workers", "1", "--rounds", "1", "--steps", "20", "--calls", "20")
     assert "W=1, single-rank replies" in text and "aggregation:" not in text and "all-rank," not in text, text
     assert "single-rank, the sync target" in text, text
     bad = subprocess.run([sys.executable, SCRIPT, "--workers", "0"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--workers" in bad.stderr, bad.stderr
+    other_w = subprocess.run([sys.executable, SCRIPT, "--workers", "1",
+                              "--cpp-floor-json", floor_json(tmp_path, 3, 1, 2)], capture_output=True, text=True,
+                             timeout=60)
+    assert other_w.returncode == 2 and "is of W=3, this run W=1" in other_w.stderr, other_w.stderr
+    missing = subprocess.run([sys.executable, SCRIPT, "--cpp-floor-json", str(tmp_path / "none.json")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "cannot read a floor from" in missing.stderr, missing.stderr
