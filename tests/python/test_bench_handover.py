@@ -48,7 +48,7 @@ def floor_json(tmp_path, workers, single, all_):
 
 
 def test_the_handover_bench_alternates_both_transports_and_states_what_the_targets_ask(tmp_path):
-    floors = {"single": 1.25, "all": 2.5}
+    floors = {"single": 20.25, "all": 40.5}  # large against any step, so that a floor left out or swapped shows
     text = run("--workers", "3", "--rounds", "3", "--steps", "30", "--calls", "60",
                "--cpp-floor-json", floor_json(tmp_path, 3, floors["single"], floors["all"]))
     assert "W=3, all-rank and single-rank replies, 3 rounds x 30 round trips" in text, text
@@ -125,7 +125,7 @@ def test_the_handover_bench_alternates_both_transports_and_states_what_the_targe
 def test_one_worker_has_only_the_single_rank_mode_and_bad_arguments_are_refused(tmp_path):
     text = run("--workers", "1", "--rounds", "1", "--steps", "20", "--calls", "20")
     assert "W=1, single-rank replies" in text and "aggregation:" not in text and "all-rank," not in text, text
-    assert "single-rank, the sync target" in text, text
+    assert "single-rank, the sync target" in text and "a transport that cost nothing" not in text, text
     bad = subprocess.run([sys.executable, SCRIPT, "--workers", "0"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--workers" in bad.stderr, bad.stderr
     other_w = subprocess.run([sys.executable, SCRIPT, "--workers", "1",

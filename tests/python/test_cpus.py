@@ -109,11 +109,11 @@ def test_no_quota_or_nothing_readable_is_none(tmp_path, monkeypatch):
 
 def test_mountinfo_as_a_host_writes_it(tmp_path):
     """A cpuset hierarchy listed before the cpu one (a substring test would take it), an empty mount
-    source (two spaces in a row), a mount point with a backslash and a tab, and a line that is not
-    UTF-8: the v1 cpu hierarchy's quota is found, a parent group's binding its child."""
+    source (two spaces in a row), a mount point with a backslash, a tab and a carriage return (which
+    the kernel leaves unescaped), and a line that is not UTF-8: the v1 cpu hierarchy's quota is found, a parent group's binding its child."""
     cpuset = tmp_path / "cpuset"
     cgroup(cpuset, "/svc/job", cpu_cfs_quota_us="100000", cpu_cfs_period_us="100000")
-    root = tmp_path / "c\\pu\tx"
+    root = tmp_path / "c\\pu\tx\r"
     cgroup(root, "/", cpu_cfs_quota_us="-1", cpu_cfs_period_us="100000")
     cgroup(root, "/svc", cpu_cfs_quota_us="300000", cpu_cfs_period_us="100000")
     cgroup(root, "/svc/job", cpu_cfs_quota_us="-1", cpu_cfs_period_us="100000")
@@ -127,11 +127,13 @@ def test_mountinfo_as_a_host_writes_it(tmp_path):
 
 def test_only_the_mount_holding_the_process_s_group_counts(tmp_path):
     """The hierarchy mounted whole, and a pod's group (0.5 CPU) bind-mounted elsewhere: a process in
-    another group has no quota; one in the pod has the pod's, found under the longest matching root."""
+    another group has no quota; one in the pod has the pod's; one in a job of a slice whose quota is
+    set above the job's own bind mount has the slice's (the mount with the shortest root shows it)."""
     root = tmp_path / "cg2"
     cgroup(root, "/", cpu_max="max 100000")
     cgroup(root, "/user.slice", cpu_max="max 100000")
     cgroup(root, "/kubepods/pod1", cpu_max="50000 100000")
+    cgroup(root, "/kubepods/pod1/ctr", cpu_max="max 100000")  # one group, seen in both mounts
     bind = tmp_path / "pod-view"
     cgroup(bind, "/", cpu_max="50000 100000")
     cgroup(bind, "/ctr", cpu_max="max 100000")
@@ -141,6 +143,14 @@ def test_only_the_mount_holding_the_process_s_group_counts(tmp_path):
     assert cpus.cgroup_cpu_quota(fake_proc(tmp_path / "a", [], ["0::/user.slice"], same_device)) is None
     (tmp_path / "b").mkdir()
     assert cpus.cgroup_cpu_quota(fake_proc(tmp_path / "b", [], ["0::/kubepods/pod1/ctr"], same_device)) == 0.5
+    cgroup(root, "/svc.slice", cpu_max="100000 100000")
+    cgroup(root, "/svc.slice/job", cpu_max="max 100000")
+    job = tmp_path / "job-view"
+    cgroup(job, "/", cpu_max="max 100000")
+    whole_and_job = [f"{20 + i} 1 0:30 {escape(r)} {escape(p)} rw - cgroup2 cgroup2 rw"
+                     for i, (r, p) in enumerate((("/svc.slice/job", job), ("/", root)))]
+    (tmp_path / "c").mkdir()
+    assert cpus.cgroup_cpu_quota(fake_proc(tmp_path / "c", [], ["0::/svc.slice/job"], whole_and_job)) == 1.0
 
 
 def test_a_path_above_the_namespace_root_stays_in_the_mount(tmp_path):

@@ -70,7 +70,8 @@ def _read_lines(path: str) -> Optional[list[str]]:
     # Bytes decoded as file names are (surrogateescape): a mount point that is not UTF-8 is still a line.
     try:
         with open(path, "rb") as f:
-            return [os.fsdecode(line) for line in f.read().splitlines()]
+            return [os.fsdecode(line) for line in f.read().split(b"\n") if line]  # not splitlines: a
+            # carriage return, which the kernel does not escape, may be part of a path
     except OSError:
         return None
 
@@ -114,17 +115,19 @@ def _membership(memberships: list[str], version: int) -> Optional[str]:
 
 def _cgroup_dir(mounts: list[_Mount], path: str) -> tuple[str, str]:
     """(the directory of cgroup `path`, the mount point it lies under) among the mounts of its
-    hierarchy: under the mount whose root is the longest prefix of the path — a mount of another
-    group (a pod's group bind-mounted elsewhere) is not this process's. A path under no mount's root
-    (a container that sees its host's path but has its own group mounted as the root of its namespace)
-    or leaving it ("/.." from a cgroup namespace's view) is taken as a mount's own group."""
+    hierarchy: under the mount whose root is the shortest prefix of the path — it shows the most of
+    the group's ancestors, whose quotas bind it too — and never under a mount of another group (a
+    pod's group bind-mounted elsewhere). A path under no mount's root (a container that sees its
+    host's path but has its own group mounted as the root of its namespace) or leaving it ("/.." from
+    a cgroup namespace's view) is taken as a mount's own group: a quota wrongly taken costs a shorter
+    spin, one missed costs throttling."""
     def contains(root: str) -> bool:
         return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
 
     candidates = [m for m in mounts if contains(m.root)]
     if not candidates:
         return mounts[0].point, mounts[0].point
-    mount = max(candidates, key=lambda m: len(m.root))
+    mount = min(candidates, key=lambda m: len(m.root))
     point = os.path.normpath(mount.point)
     inner = path[len(mount.root):] if mount.root != "/" else path
     full = os.path.normpath(os.path.join(point, inner.lstrip("/")))
