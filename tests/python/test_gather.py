@@ -349,6 +349,13 @@ def test_collect_async_errors_arrive_at_result():
         g.collect_async(5, ranks=0, timeout=5).result()
     with pytest.raises(ValueError, match="out of range"):
         g.collect_async(6, ranks=[3])
+    for not_an_int in (0.0, "0", True):
+        with pytest.raises(TypeError, match="rank must be an int"):
+            ringcast.ReplyGather.create_from_handle(g.export_handle(), not_an_int)
+        with pytest.raises(TypeError, match="n_ranks must be an int"):
+            ringcast.ReplyGather(not_an_int)
+    with pytest.raises(ValueError, match="n_ranks must be an int >= 1"):
+        ringcast.ReplyGather(0)
     pending = g.collect_async(6, timeout=30)
     threading.Timer(0.05, g.close).start()
     with pytest.raises(ringcast.ClosedError):

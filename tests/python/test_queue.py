@@ -164,6 +164,9 @@ def test_handles(queue_pair):
     assert h == q.export_handle() and h.buffer_handle[3] == q.name
     with pytest.raises(ValueError, match="not a local reader"):
         ringcast.MessageQueue.create_from_handle(h, 7)
+    for not_an_int in (0.0, "0", True):  # 0.0 == 0 would otherwise attach rank 0
+        with pytest.raises(TypeError, match="rank must be an int"):
+            ringcast.MessageQueue.create_from_handle(h, not_an_int)
     with pytest.raises(ValueError, match="already attached"):  # queue_pair attached both ranks
         ringcast.MessageQueue.create_from_handle(h, 0)
     with pytest.raises(ValueError):
@@ -190,8 +193,8 @@ def test_custom_ranks_and_stale_handle():
     assert r.local_reader_rank == 1
     q.enqueue("x", timeout=5)
     assert r.dequeue(timeout=5) == "x"
-    with pytest.raises(TimeoutError, match="never attached"):
-        q.wait_until_ready(timeout=0.1)  # rank 4 never came
+    with pytest.raises(TimeoutError, match=r"reader rank\(s\) 4 never attached"):  # the rank, not its index 0
+        q.wait_until_ready(timeout=0.1)
     q.shutdown()
     with pytest.raises(ValueError, match="stale handle"):
         ringcast.MessageQueue.create_from_handle(h, 4)

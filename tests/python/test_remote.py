@@ -76,6 +76,9 @@ def test_multinode_construction_two_local_two_remote_readers():
 
 def test_wait_until_ready_names_the_missing_remote_ranks():
     writer = ringcast.MessageQueue(3, 1, connect_ip="127.0.0.1", max_chunk_bytes=64 * 1024, max_chunks=4)
+    with pytest.raises(TimeoutError, match=r"reader rank\(s\) 0 never attached; remote reader rank\(s\) 1, 2 not "
+                                           r"connected yet"):  # one error lists every missing rank
+        writer.wait_until_ready(timeout=0.1)
     local = ringcast.MessageQueue.create_from_handle(writer.export_handle(), 0)
     remote = ringcast.MessageQueue.create_from_handle(writer.export_handle(), 1)
     remote.wait_until_ready(timeout=10)  # the handshake: the publisher welcomed rank 1

@@ -130,7 +130,8 @@ class ReplyGather:
             carries the public key.
 
     Raises:
-        ValueError: n_ranks not an int >= 1, an unknown method or wait, a negative spin,
+        TypeError: n_ranks not an int.
+        ValueError: n_ranks < 1, an unknown method or wait, a negative spin,
             liveness_interval <= 0, futex_waitv with more than 128 ranks, a bad or used name, a
             world-writable mode; remote ranks out of range, repeated or without connect_ip, a
             connect_ip that is not a literal address, a remote_port in use.
@@ -165,7 +166,9 @@ class ReplyGather:
                  mode: int = 0o600, sweep_abandoned: bool = True,
                  remote_ranks: Optional[Iterable[int]] = None, connect_ip: Optional[str] = None,
                  remote_port: int = 0, curve_secret_key: Optional[str] = None):
-        if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
+        if isinstance(n_ranks, bool) or not isinstance(n_ranks, int):
+            raise TypeError(f"n_ranks must be an int, got {type(n_ranks).__name__}")
+        if n_ranks < 1:
             raise ValueError(f"n_ranks must be an int >= 1, got {n_ranks!r}")
         remote = _ranks_list([] if remote_ranks is None else remote_ranks, n_ranks)
         if len(set(remote)) != len(remote):
@@ -239,13 +242,16 @@ class ReplyGather:
             ValueError: not a GatherHandle, a handle from another ringcast version, a rank out of
                 range, a rank already attached by a live process, or a gather that does not exist
                 (any more).
+            TypeError: a rank that is not an int.
             PermissionError: the gather belongs to another user (mode 0o600).
             ImportError: a remote rank in a ringcast built without ZeroMQ.
         """
         if not isinstance(handle, GatherHandle):
             raise ValueError(f"not a ReplyGather handle: {type(handle).__name__}")
         check_handle_version(handle)
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < handle.n_ranks:
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            raise TypeError(f"rank must be an int, got {type(rank).__name__}")
+        if not 0 <= rank < handle.n_ranks:
             raise ValueError(f"rank {rank!r} out of range: the group has ranks 0..{handle.n_ranks - 1}")
         self = ReplyGather.__new__(ReplyGather)
         self.name, self.n_ranks, self._wait, self._liveness = handle.name, handle.n_ranks, handle.wait, handle.liveness_interval

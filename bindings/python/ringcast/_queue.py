@@ -481,11 +481,14 @@ class MessageQueue:
                 local_reader_ranks, a stale handle (the queue was shut down or re-created), a rank
                 already attached by a live process or released by a clean exit, or a segment that
                 is not ringcast's.
+            TypeError: a rank that is not an int.
             PermissionError: the segment belongs to another user (segments are owner-only, 0600).
         """
         if not isinstance(handle, Handle):
             raise ValueError(f"expected a ringcast.Handle, got {type(handle).__name__}")
         check_handle_version(handle)
+        if isinstance(rank, bool) or not isinstance(rank, int):  # 0.0 == 0 would attach rank 0
+            raise TypeError(f"rank must be an int, got {type(rank).__name__}")
         if rank in vars(handle).get("remote_reader_ranks", []):
             return MessageQueue._attach_remote(handle, rank)
         if rank not in handle.local_reader_ranks:
@@ -567,7 +570,17 @@ class MessageQueue:
         """
         if self._is_writer:
             start = time.monotonic()
-            self._writer.wait_readers(timeout)
+            try:
+                self._writer.wait_readers(timeout)
+            except TimeoutError:
+                # The binding knows local indices only: the message names the ranks readers attach as,
+                # and the remote ranks not connected yet, so that one error lists everything missing.
+                local = [self.handle.local_reader_ranks[i] for i in self._writer.missing_readers()]
+                remote = self._publisher.missing_ranks() if self._publisher is not None else []
+                missing = f"reader rank(s) {', '.join(map(str, local))} never attached"
+                if remote:
+                    missing += f"; remote reader rank(s) {', '.join(map(str, remote))} not connected yet"
+                raise TimeoutError(f"wait_until_ready timed out after {timeout:g} s: {missing}") from None
             if self._publisher is not None:
                 self._publisher.wait_ready(None if timeout is None else max(0.0, timeout - (time.monotonic() - start)))
         elif self._is_remote_reader:
