@@ -108,12 +108,14 @@ Writer::~Writer() {
     // Release the role only if it is still ours (a CAS: never clear a successor's claim).
     std::uint64_t expected = owner_word_;
     segment_.header().writer_owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
-    if (owns_name_) {
-        try {
-            Segment::remove(segment_.name());
-        } catch (...) {  // a destructor does not throw; the name may already be gone
-        }
-    }
+    if (owns_name_) remove_name();
+}
+
+void Writer::remove_name() noexcept {
+    // Only if the name still leads here: a process that shut its queue down may drop the Writer long
+    // after another created a queue of the same name, whose segment a removal by name would take.
+    (void)unlink_if_still_this(segment_.name(), segment_);
+    owns_name_ = false;
 }
 
 void Writer::close() noexcept {

@@ -196,6 +196,10 @@ bool unlink_if_still_abandoned(std::string_view name, const Segment& seg) {
            ::shm_unlink(shm_path(name).c_str()) == 0;
 }
 
+bool unlink_if_still_this(std::string_view name, const Segment& seg) {
+    return still_leads_to(name, seg.identity()) && ::shm_unlink(shm_path(name).c_str()) == 0;
+}
+
 std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_run) {
     std::vector<AbandonedObject> found;
     DIR* dir = ::opendir("/dev/shm");

@@ -1455,5 +1455,30 @@ INSTANTIATE_TEST_SUITE_P(SleepKinds, EndOnSignal,
 // That it spins through waits as short as recent ones is timing-based: tested alone (RUN_SERIAL) in
 // tests/python/test_gather.py::test_adaptive_spin_catches_waits_as_short_as_recent_ones.
 
+// A creator that removed its queue's name (Python's shutdown) and is destroyed later must not take the
+// name from a newer queue created under it meanwhile: it unlinks a name only while it leads to its own
+// segment.
+TEST(Names, ARemovedNameIsNotTakenFromANewerQueue) {
+    ScopedName n("newer");
+    std::optional<Writer> first(Writer::create(n, SegmentOptions{.readers = 1, .capacity = 64 << 10}));
+    first->close();
+    first->remove_name();
+    EXPECT_THROW((void)Segment::open(n), Error) << "the name is gone";
+    auto second = Writer::create(n, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    first.reset();  // its destructor must not unlink the name again
+    auto reader = Reader::attach(n, 0);
+    ASSERT_EQ(second.write(bytes_of(10, 3), 0ns), Status::ok);
+    std::vector<std::byte> got;
+    ASSERT_EQ(reader.read(got, 0ns), Status::ok);
+    EXPECT_EQ(got, bytes_of(10, 3));
+    // and a destructor whose name was replaced under it (no remove_name) leaves the newer one too
+    const std::string other = n.str() + "-b";
+    std::optional<Writer> third(Writer::create(other, SegmentOptions{.readers = 1, .capacity = 64 << 10}));
+    ASSERT_TRUE(Segment::remove(other));
+    auto fourth = Writer::create(other, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    third.reset();
+    EXPECT_NO_THROW((void)Segment::open(other)) << "the newer queue's name stays";
+}  // fourth removes it
+
 }  // namespace
 }  // namespace ringcast::test

@@ -199,6 +199,10 @@ public:
     // Readers drain what was published, then get Status::closed. Idempotent.
     void close() noexcept;
     [[nodiscard]] bool closed() const noexcept;
+    // Unlinks the segment's name now if it still leads to this segment (a newer queue created under
+    // the name since is left alone), and the destructor no more. Idempotent. Not thread-safe against
+    // the destructor (the owner calls both).
+    void remove_name() noexcept;
 
     // Until clear_cancel(): the blocking call in progress and every later call that has to wait
     // return Status::cancelled (a call whose data or space is already there still completes).

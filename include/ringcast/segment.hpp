@@ -163,6 +163,9 @@ struct AbandonedObject {
 // Unlinks `name` if it still leads to the object `seg` maps (Segment::identity), owned by us and
 // unused. True if unlinked.
 bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);
+// Unlinks `name` if it still leads to the object `seg` maps and is ours, used or not: what a creator
+// removes when it is done, never a newer object made under the name since. True if unlinked.
+bool unlink_if_still_this(std::string_view name, const Segment& seg);
 
 // Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
 [[nodiscard]] std::uint64_t shm_free_bytes();

@@ -1,4 +1,5 @@
 """MessageQueue in one process: objects, framing, raw chunks, errors, handles."""
+import gc
 import os
 import pickle
 import time
@@ -365,3 +366,19 @@ def test_wake_ahead_is_on_with_the_adaptive_wait_only(queue_pair):
         assert r.dequeue(timeout=5) == "x"
     q.shutdown()
     assert q._writer.wake_ahead() is False  # shut down: nothing to wake
+
+
+def test_a_shut_down_queue_dropped_later_leaves_a_newer_queue_of_its_name():
+    """shutdown() removes the name; the writer dropped afterwards must not remove it again when by then
+    it is another queue's (readers of that one could no longer attach)."""
+    name = f"rc-newer-{os.getpid()}"
+    old = ringcast.MessageQueue(1, 1, name=name, max_chunk_bytes=4096, max_chunks=4)
+    old.shutdown()
+    new = ringcast.MessageQueue(1, 1, name=name, max_chunk_bytes=4096, max_chunks=4)
+    del old
+    gc.collect()
+    reader = ringcast.MessageQueue.create_from_handle(new.export_handle(), 0)
+    new.enqueue("still here", timeout=5)
+    assert reader.dequeue(timeout=5) == "still here"
+    reader.shutdown()
+    new.shutdown()

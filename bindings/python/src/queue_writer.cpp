@@ -360,10 +360,7 @@ void PyWriter::shutdown() {
     if (shut_.exchange(true, std::memory_order_acq_rel)) return;
     writer_->close();
     writer_->cancel();
-    try {
-        Segment::remove(name_);
-    } catch (const Error&) {
-    }
+    writer_->remove_name();  // and not again by name when the writer goes: the name may be another queue's by then
 }
 
 std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadline, const std::optional<double>& timeout) {
