@@ -143,6 +143,16 @@ void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) {
     check_pending_alive(which);
 }
 
+void GatherCollector::check_liveness(std::uint64_t tag, std::span<const std::uint32_t> ranks) {
+    std::vector<std::uint32_t> which;
+    for (std::uint32_t r : ranks)
+        if (r >= readers_.size()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
+    for (std::uint32_t r = 0; r < readers_.size(); ++r)
+        if (ranks.empty() || std::find(ranks.begin(), ranks.end(), r) != ranks.end()) which.push_back(r);
+    if (!kept_.empty() && kept_tag_ == tag) std::erase_if(which, [&](std::uint32_t r) { return kept_[r].has_value(); });
+    check_pending_alive(which);
+}
+
 // A pending rank whose worker died will never answer: fail naming it (runs every liveness_interval).
 void GatherCollector::check_pending_alive(const std::vector<std::uint32_t>& pending) {
     for (std::uint32_t r : pending) {

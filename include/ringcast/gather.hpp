@@ -132,6 +132,10 @@ public:
     // The check collect() runs every liveness_interval, for callers that wait in their own slices:
     // throws Error(peer_dead) naming a dead worker among `ranks` (empty: all).
     void check_liveness(std::span<const std::uint32_t> ranks);
+    // The same for a collect of `tag` that is waited for in slices (an event loop polling with timeout
+    // 0): ranks whose reply an earlier slice of that tag took are left out (a worker may exit once it
+    // replied).
+    void check_liveness(std::uint64_t tag, std::span<const std::uint32_t> ranks);
     void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
     [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
 

@@ -536,3 +536,95 @@ def test_shutdown_ends_a_pending_enqueue_async_and_a_waiting_dequeue_async():
     assert run("default", main()) < 1.0
     r.shutdown()
     q2.shutdown()
+
+
+def fork_child(body):
+    """A child process running body(); exits 0, or 1 printing what it raised."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            body()
+        except BaseException as e:  # noqa: BLE001
+            print(f"child: {e!r}", flush=True)
+            code = 1
+        os._exit(code)
+    return pid
+
+
+def kill_and_reap(pid):
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def test_every_await_notices_a_dead_peer_within_its_liveness_interval():
+    """A peer that dies never signals the eventfd an await sleeps on: each await checks its peers every
+    liveness_interval as a blocking wait does, and raises PeerDeadError instead of waiting forever. A
+    worker that replied and then exited does not fail a collect that took its reply."""
+    interval = 0.2
+
+    async def timed(coro):
+        t0 = time.monotonic()
+        with pytest.raises(ringcast.PeerDeadError) as e:
+            await coro
+        assert time.monotonic() - t0 < 5, "not within a few liveness intervals"
+        return str(e.value)
+
+    # dequeue: the writer is killed
+    rfd, wfd = os.pipe()
+
+    def writer():
+        q = ringcast.MessageQueue(1, 1, liveness_interval=interval, **QUEUE_KW)
+        os.write(wfd, pickle.dumps(q.export_handle()))
+        time.sleep(60)
+
+    pid = fork_child(writer)
+    os.close(wfd)
+    handle = pickle.loads(os.read(rfd, 65536))
+    os.close(rfd)
+    reader = ringcast.MessageQueue.create_from_handle(handle, 0)
+    kill_and_reap(pid)
+    run("default", timed(aio.dequeue(reader, timeout=30)))
+    reader.shutdown()
+
+    # enqueue on a full ring: the reader is killed
+    q = ringcast.MessageQueue(1, 1, liveness_interval=interval, **QUEUE_KW)
+    pid = fork_child(lambda: (ringcast.MessageQueue.create_from_handle(q.export_handle(), 0), time.sleep(60)))
+    q.wait_until_ready(timeout=30)
+    kill_and_reap(pid)
+    with pytest.raises(TimeoutError):
+        while True:
+            q.enqueue(bytes(1000), timeout=0)
+    assert "reader" in run("default", timed(aio.enqueue(q, bytes(1000), timeout=30)))
+    q.shutdown()
+
+    # collect and an awaited collect_async: rank 0 replies and exits, rank 1 replies late, then dies
+    g = ringcast.ReplyGather(2, liveness_interval=interval)
+    h = g.export_handle()
+    def early():
+        w = ringcast.ReplyGather.create_from_handle(h, 0)
+        w.reply(1, "zero")
+        time.sleep(2 * interval)
+        os._exit(0)  # gone without closing its ring, while the collect still waits for rank 1
+
+    early_pid = fork_child(early)
+
+    def late():
+        w = ringcast.ReplyGather.create_from_handle(h, 1)
+        time.sleep(5 * interval)
+        w.reply(1, "one")
+        time.sleep(60)
+
+    late_pid = fork_child(late)
+    assert run("default", aio.collect(g, 1, timeout=30)) == ["zero", "one"]
+    assert reap(early_pid) == 0
+    kill_and_reap(late_pid)
+    assert "rank 1" in run("default", timed(aio.collect(g, 2, ranks=[1], timeout=30)))
+
+    async def pending():
+        return await g.collect_async(3, ranks=[1], timeout=30)
+
+    assert "rank 1" in run("default", timed(pending()))
+    with pytest.raises(ringcast.PeerDeadError):  # the ended collect left the gather usable
+        g.collect(4, ranks=[1], timeout=5)
+    g.close()

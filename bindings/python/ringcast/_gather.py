@@ -420,7 +420,7 @@ class ReplyGather:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
         self._collector.collect_start(tag, wanted, timeout, True)  # result() takes collect_result_objects()
-        return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted))
+        return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted), self._liveness)
 
     @property
     def spin_max_us(self) -> float:
@@ -473,13 +473,15 @@ class PendingReplies:
     """
 
     __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None,
-                 "_on_closed": None}
+                 "_on_closed": None, "_liveness": None}
 
-    def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None):
+    def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None,
+                 liveness: float = 1.0):
         self._collector = collector
         self.tag = tag
         self._taken = False
         self._on_closed = on_closed  # raises PeerDeadError instead when a remote rank's connection dropped
+        self._liveness = liveness  # seconds between dead-worker checks of an await on a loop (aio)
 
     def done(self) -> bool:
         """True once result() will not wait: every reply is in, or the collect failed or timed out.

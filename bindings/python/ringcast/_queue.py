@@ -332,6 +332,7 @@ class MessageQueue:
 
     # Set by the constructor or create_from_handle: a writer has _writer, a reader _reader, the other one
     # is None (_require_writer/_require_reader check the role first).
+    handle: Handle  # what export_handle() returns; a reader keeps the one it attached with
     _writer: Any
     _send_object: Any = None  # the writer's Writer.send_object, where enqueue may use it
     _wake_ahead: bool = False  # the writer's: enqueue wakes sleeping readers before it pickles

@@ -10,7 +10,9 @@ nothing, ``arm`` the endpoint (drain its eventfd, announce the wait, re-check: t
 blocking wait, so a message published at any moment is either seen by the re-check or signals the
 fd); if still nothing, await a future that the fd's reader callback completes (the fd is registered
 with the loop once per endpoint, not per wait); then ``disarm`` and take again. The loop never blocks:
-every core call here returns at once, and no thread is started, whatever the message size.
+every core call here returns at once, and no thread is started, whatever the message size. A dead
+peer never signals the fd: every await also runs the endpoint's dead-peer check once per liveness
+interval (``_Watch.wait``), raising PeerDeadError as a blocking call would.
 
 Large messages (more than one record of the ring, ``max_chunk_bytes``) travel record by record on the
 loop. A reader consumes the records that are there each time its fd turns readable and keeps the
@@ -39,7 +41,7 @@ import asyncio
 import os
 import pickle
 import weakref
-from typing import TYPE_CHECKING, Any, Generator, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, List, Optional, Union
 
 from . import _core, _gpu
 
@@ -65,11 +67,12 @@ class _Watch:
     one. A stream of waits with timeouts thus schedules a timer about once per timeout, not per
     message."""
 
-    __slots__ = ("loop", "fd", "fut", "deadline", "timer", "timer_at")
+    __slots__ = ("loop", "fd", "fut", "deadline", "timer", "timer_at", "liveness")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, liveness: float) -> None:
         self.loop = loop
         self.fd = fd
+        self.liveness = liveness  # seconds between dead-peer checks (the endpoint's liveness interval)
         self.fut: "Optional[asyncio.Future[None]]" = None
         self.deadline: Optional[float] = None  # of the wait in progress (loop time); None: none/forever
         self.timer: Optional[asyncio.TimerHandle] = None
@@ -116,6 +119,19 @@ class _Watch:
         self.deadline = None
         _core.disarm(endpoint)
 
+    async def wait(self, endpoint: _Endpoint, deadline: Optional[float], check: Callable[[], None]) -> None:
+        """One wait of the armed endpoint: until its fd turns readable, `deadline` (loop time), or a
+        liveness interval passed — then `check()` runs, the dead-peer check a blocking wait makes every
+        interval (it raises PeerDeadError): a peer that died never signals the fd, so without it an await
+        would wait forever. Cancelled or not, the announcement is withdrawn."""
+        check_at = self.loop.time() + self.liveness
+        try:
+            await self.future(check_at if deadline is None else min(deadline, check_at))
+        finally:
+            self.done_waiting(endpoint)
+        if self.loop.time() >= check_at:
+            check()
+
     def close(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
@@ -132,8 +148,9 @@ def _drop_watches(table: dict) -> None:
         w.close()
 
 
-def _watch(endpoint: _Endpoint) -> _Watch:
-    """The _Watch of `endpoint` for the running loop (made on first use)."""
+def _watch(endpoint: _Endpoint, liveness: float) -> _Watch:
+    """The _Watch of `endpoint` for the running loop (made on first use; `liveness`: its dead-peer
+    check interval, seconds)."""
     loop = asyncio.get_running_loop()
     table = _watches.get(endpoint)
     if table is not None:
@@ -145,7 +162,7 @@ def _watch(endpoint: _Endpoint) -> _Watch:
         weakref.finalize(endpoint, _drop_watches, table)
     for other in [lp for lp in table if lp.is_closed()]:
         del table[other]
-    w = table[loop] = _Watch(loop, _core.wake_fd(endpoint))
+    w = table[loop] = _Watch(loop, _core.wake_fd(endpoint), liveness)
     return w
 
 
@@ -177,17 +194,14 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
         return _gpu.resume(mq, timeout)
     parts = _core.try_recv(reader)
     if parts is None:  # nothing there yet (or part of a large message): wait on the loop
-        w = _watch(reader)
+        w = _watch(reader, mq.handle.liveness_interval)
         loop = w.loop
         deadline = None if timeout is None else loop.time() + timeout
         while parts is None:
             if deadline is not None and loop.time() >= deadline:
                 raise TimeoutError(f"dequeue timed out after {timeout} s")
-            if not _core.arm(reader):
-                try:
-                    await w.future(deadline)
-                finally:  # cancelled too: nothing was taken, the announcement is withdrawn
-                    w.done_waiting(reader)
+            if not _core.arm(reader):  # cancelled in the wait: nothing was taken
+                await w.wait(reader, deadline, lambda: _core.check_peers(reader))
             # No suspension point between taking a message and returning it: a cancellation arrives
             # at the await above, before anything was taken.
             parts = _core.try_recv(reader)
@@ -214,7 +228,7 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
     if _core.send_nowait(writer, mq._dumps(obj)):
         return
     try:  # the message (or its rest) is pending in the writer: publish it as readers make room
-        w = _watch(writer)
+        w = _watch(writer, mq.handle.liveness_interval)
         loop = w.loop
         deadline = None if timeout is None else loop.time() + timeout
         while True:
@@ -222,10 +236,7 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
                 raise TimeoutError(f"enqueue timed out after {timeout} s: the slowest reader did not free ring "
                                    "space (the message was withdrawn)")
             if not _core.arm(writer):  # room for the pending message's next record
-                try:
-                    await w.future(deadline)
-                finally:
-                    w.done_waiting(writer)
+                await w.wait(writer, deadline, lambda: _core.check_peers(writer))
             if _core.send_more(writer):  # the last record is out: no suspension point after this
                 return
     except BaseException:  # cancelled, timed out, closed: no reader gets any of it
@@ -254,15 +265,12 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
             return gather.collect(tag, wanted, timeout=0)
         except TimeoutError:
             if w is None:
-                w = _watch(core)
+                w = _watch(core, gather._liveness)
                 deadline = _deadline(w.loop, timeout)
             if deadline is not None and w.loop.time() >= deadline:
                 raise
         if not _core.arm(core, wanted):
-            try:
-                await w.future(deadline)
-            finally:
-                w.done_waiting(core)
+            await w.wait(core, deadline, lambda: _core.check_peers(core, tag, wanted))
 
 
 def await_pending(pending: "PendingReplies") -> Generator[Any, None, List[Any]]:
@@ -276,12 +284,10 @@ def await_pending(pending: "PendingReplies") -> Generator[Any, None, List[Any]]:
 async def _pending_result(pending: "PendingReplies") -> List[Any]:
     core = pending._collector
     if not pending.done():  # (False too once result() was taken: result() then says so)
-        w = _watch(core)
+        w = _watch(core, pending._liveness)
         deadline = _deadline(w.loop, _core.pending_collect_seconds_left(core))
         while not pending.done() and not pending._taken:
             if not _core.arm_pending_collect(core):  # armed for exactly the ranks still missing
-                try:
-                    await w.future(deadline)  # the loop timer ends it at the collect's own deadline
-                finally:
-                    w.done_waiting(core)
+                # (the loop timer ends it at the collect's own deadline)
+                await w.wait(core, deadline, lambda: _core.check_pending_collect_peers(core))
     return pending.result()

@@ -50,6 +50,25 @@ void register_events(py::module_& m) {
     m.def("disarm", [](PyGatherCollector& c) { c.core().disarm_wake_fd(); }, py::arg("endpoint"),
           "disarm(endpoint): withdraws the announcement of arm() (call it once the wait is over).");
 
+    // The dead-peer check a blocking wait runs every liveness interval, for a loop that waits on the
+    // eventfd instead (a dead peer never signals it): PeerDeadError names the dead peer.
+    m.def("check_peers", [](PyReader& r) { r.core().check_liveness(); }, py::arg("endpoint"));
+    m.def("check_peers", [](PyWriter& w) { w.core().check_liveness(); }, py::arg("endpoint"));
+    m.def(
+        "check_peers",
+        [](PyGatherCollector& c, std::uint64_t tag, std::optional<std::vector<std::uint32_t>> ranks) {
+            c.core().check_liveness(tag, ranks.value_or(std::vector<std::uint32_t>{}));
+        },
+        py::arg("endpoint"), py::arg("tag"), py::arg("ranks") = py::none(),
+        "check_peers(endpoint[, tag, ranks]): the dead-peer check of a blocking wait, for an event loop: a\n"
+        "Reader's writer, a Writer's lagging readers, a collect's workers among `ranks` (None: all) less\n"
+        "those whose reply to `tag` was taken. Raises PeerDeadError.");
+    m.def(
+        "check_pending_collect_peers",
+        [](PyGatherCollector& c) { c.check_pending_peers(); }, py::arg("collector"),
+        "check_pending_collect_peers(collector): check_peers for the ranks the pending collect_async still\n"
+        "misses; a dead one ends that collect (done() is then true, result() raises PeerDeadError).");
+
     // A pending collect_async awaited on a loop (ReplyGather.collect_async(...).__await__ in aio.py).
     m.def(
         "arm_pending_collect",

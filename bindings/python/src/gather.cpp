@@ -94,6 +94,15 @@ bool PyGatherCollector::collect_done() {
     return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
 }
 
+void PyGatherCollector::check_pending_peers() {
+    if (!async_ || async_->error || async_->pending.empty()) return;
+    try {
+        collector_->check_liveness(async_->pending);
+    } catch (const Error&) {
+        async_->error = std::current_exception();
+    }
+}
+
 py::list PyGatherCollector::collect_result() {
     Collect c = result();
     return replies(c, false);

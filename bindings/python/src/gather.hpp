@@ -71,6 +71,10 @@ public:
         return async_ ? async_->pending : std::vector<std::uint32_t>{};
     }
     [[nodiscard]] Deadline collect_deadline() const { return async_ ? async_->deadline : kNoDeadline; }
+    // The dead-worker check a blocking wait runs every liveness interval, for the ranks the pending
+    // collect still misses: a dead one ends the collect with PeerDeadError (done() turns true and
+    // result() raises it), as the check inside a blocking result() would.
+    void check_pending_peers();
 
     void shutdown();
     [[nodiscard]] const std::string& name() const { return name_; }
