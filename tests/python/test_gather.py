@@ -1,4 +1,5 @@
 """ReplyGather: replies from N worker processes collected with one wait; tags; timeouts; dead workers."""
+import gc
 import multiprocessing as mp
 import threading
 import time
@@ -372,3 +373,26 @@ def test_collect_async_left_pending_is_cleaned_up():
     g.collect_async(1)  # never answered, never asked for
     del g
     gc.collect()
+
+
+def test_a_dropped_pending_collect_frees_the_gather_and_keeps_what_it_took():
+    """A PendingReplies dropped without result() no longer blocks every later collect; the reply it took
+    comes with the next collect of its tag. A closed gather says closed, whatever was pending."""
+    g = ringcast.ReplyGather(2)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    w[0].reply(3, "a")
+    p = g.collect_async(3, timeout=5)
+    assert not p.done()  # it took rank 0's reply and waits for rank 1
+    del p
+    gc.collect()
+    w[1].reply(3, "b")
+    assert g.collect(3, timeout=5) == ["a", "b"]
+    pending = g.collect_async(4, timeout=5)
+    g.close()
+    with pytest.raises(ringcast.ClosedError):
+        g.collect(5, timeout=1)
+    with pytest.raises(ringcast.ClosedError):
+        g.collect_async(5, timeout=1)
+    del pending
+    for x in w:
+        x.close()

@@ -483,6 +483,16 @@ class PendingReplies:
         self._on_closed = on_closed  # raises PeerDeadError instead when a remote rank's connection dropped
         self._liveness = liveness  # seconds between dead-worker checks of an await on a loop (aio)
 
+    def __del__(self) -> None:
+        # Dropped without result(): the gather must not stay blocked by a collect nobody can finish
+        # (every later collect would raise RuntimeError). The replies it took stay with the gather for
+        # the next collect of the tag, as after a timeout.
+        if not getattr(self, "_taken", True):
+            try:
+                self._collector.collect_abandon()
+            except Exception:  # noqa: BLE001 — a finalizer does not raise (the gather may be gone)
+                pass
+
     def done(self) -> bool:
         """True once result() will not wait: every reply is in, or the collect failed or timed out.
 

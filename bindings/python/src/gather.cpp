@@ -55,11 +55,11 @@ py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::
 PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                                          const std::optional<double>& timeout, bool unpickle) {
     check_not_unpickling("collect");
+    Busy busy(*this);
+    check_usable("collect");  // first: a closed gather says so, whatever was pending
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect: a collect_async is pending on this ReplyGather; call its "
                                           "result() first"};
-    Busy busy(*this);
-    check_usable("collect");
     Collect c = begin(tag, std::move(ranks), timeout, unpickle);
     Gil gil;
     finish(c, gil);
@@ -69,10 +69,10 @@ PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std:
 void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                       const std::optional<double>& timeout, bool unpickle) {
     check_not_unpickling("collect_async");
+    check_usable("collect_async");  // first: a closed gather says so, whatever was pending
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
                                           "(call result() first)"};
-    check_usable("collect_async");
     for (std::uint32_t r : ranks)
         if (r >= collector_->ranks())
             throw Failure{PyExc_ValueError, "rank " + std::to_string(r) + " out of range: the group has ranks 0.." +
@@ -92,6 +92,12 @@ bool PyGatherCollector::collect_done() {
         return true;
     }
     return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
+}
+
+void PyGatherCollector::collect_abandon() noexcept {
+    // What its attempts took is kept by the core (a timed-out collect keeps its replies): the next
+    // collect of the tag returns them, as after a collect() that timed out.
+    async_.reset();
 }
 
 void PyGatherCollector::check_pending_peers() {

@@ -75,6 +75,9 @@ public:
     // collect still misses: a dead one ends the collect with PeerDeadError (done() turns true and
     // result() raises it), as the check inside a blocking result() would.
     void check_pending_peers();
+    // The pending collect_async is forgotten (its PendingReplies was dropped without result()): the
+    // gather may collect again; the replies it took stay with the core for the next collect of the tag.
+    void collect_abandon() noexcept;
 
     void shutdown();
     [[nodiscard]] const std::string& name() const { return name_; }

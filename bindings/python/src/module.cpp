@@ -259,6 +259,9 @@ PYBIND11_MODULE(_core, m) {
              "would (TimeoutError, StaleReplyError, PeerDeadError, ClosedError), RuntimeError if none started.")
         .def("collect_result_objects", &PyGatherCollector::collect_result_objects,
              "collect_result(), the replies unpickled.")
+        .def("collect_abandon", &PyGatherCollector::collect_abandon,
+             "Forgets the pending collect_async (its PendingReplies was dropped); the replies it took stay\n"
+             "for the next collect of the tag.")
         .def("shutdown", &PyGatherCollector::shutdown,
              "Wakes a collect blocked in another thread (ClosedError); later calls raise ClosedError.")
         .def_property_readonly("name", &PyGatherCollector::name, "The gather's base name.")
