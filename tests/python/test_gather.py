@@ -1,6 +1,7 @@
 """ReplyGather: replies from N worker processes collected with one wait; tags; timeouts; dead workers."""
 import gc
 import multiprocessing as mp
+import os
 import threading
 import time
 
@@ -396,3 +397,24 @@ def test_a_dropped_pending_collect_frees_the_gather_and_keeps_what_it_took():
     del pending
     for x in w:
         x.close()
+
+
+def test_a_stale_handle_is_refused_by_name():
+    """A handle of a gather that is gone, or of one re-created under its name since, is refused saying
+    so; the new gather's own handle attaches."""
+    name = f"rc-stale-g-{os.getpid()}"
+    g = ringcast.ReplyGather(2, name=name)
+    old = g.export_handle()
+    g.close()
+    del g
+    gc.collect()
+    with pytest.raises(ValueError, match="stale handle: gather .* does not exist any more"):
+        ringcast.ReplyGather.create_from_handle(old, 1)
+    g2 = ringcast.ReplyGather(4, name=name, wait="futex")
+    with pytest.raises(ValueError, match="stale handle: gather .* was re-created"):
+        ringcast.ReplyGather.create_from_handle(old, 1)
+    w = ringcast.ReplyGather.create_from_handle(g2.export_handle(), 1)
+    w.reply(7, "fresh")
+    assert g2.collect(7, 1, timeout=5) == ["fresh"]
+    w.close()
+    g2.close()

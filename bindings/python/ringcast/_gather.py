@@ -51,6 +51,8 @@ class GatherHandle:
         remote_reply_addr: the executor's reply bridge endpoint ("tcp://IP:PORT", the real port) the
             remote ranks connect to; None without remote ranks.
         remote_curve_public_key: the bridge's CURVE public key ("" without CURVE).
+        creation_time_ns: when the gather's rank-0 reply ring was made: tells a stale handle from a
+            gather re-created under the same name (0: not checked, a handle built by hand).
     """
 
     name: str
@@ -63,6 +65,15 @@ class GatherHandle:
     remote_ranks: Tuple[int, ...] = ()
     remote_reply_addr: Optional[str] = None
     remote_curve_public_key: str = ""
+    creation_time_ns: int = 0
+
+
+def _ring0_created(name: str) -> Optional[int]:
+    """When the gather's rank-0 reply ring was made; None if it does not exist (or is not readable)."""
+    try:
+        return int(_core.segment_info(f"{name}.r0")["creation_time_ns"])
+    except ValueError:  # (PermissionError goes up: another user's gather is not a stale handle)
+        return None
 
 
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
@@ -188,6 +199,7 @@ class ReplyGather:
         self._collector = _core.GatherCollector(self.name, n_ranks, capacity, mode, method, wait,
                                                 spin_us=spin_us, spin_max_us=spin_max_us,
                                                 liveness_s=liveness_interval)
+        self._created = _ring0_created(self.name) or 0
         self._bridge = None
         if remote:
             try:
@@ -218,7 +230,7 @@ class ReplyGather:
         bridge = self._bridge
         return GatherHandle(self.name, self.n_ranks, self._wait, self._liveness, self._spin_us, _core.ABI_VERSION,
                             self._spin_max_us, tuple(self.remote_ranks), bridge.endpoint if bridge else None,
-                            bridge.curve_public_key if bridge else "")
+                            bridge.curve_public_key if bridge else "", self._created)
 
     @staticmethod
     def create_from_handle(handle: GatherHandle, rank: int, *, remote_addr: Optional[str] = None) -> "ReplyGather":
@@ -253,6 +265,15 @@ class ReplyGather:
             raise TypeError(f"rank must be an int, got {type(rank).__name__}")
         if not 0 <= rank < handle.n_ranks:
             raise ValueError(f"rank {rank!r} out of range: the group has ranks 0..{handle.n_ranks - 1}")
+        exported = vars(handle).get("creation_time_ns", 0)  # 0: a handle without it (built by hand, older)
+        if exported and rank not in getattr(handle, "remote_ranks", ()):
+            created = _ring0_created(handle.name)
+            if created is None:
+                raise ValueError(f"stale handle: gather '{handle.name}' does not exist any more (its executor "
+                                 "closed it or exited)")
+            if created != exported:
+                raise ValueError(f"stale handle: gather '{handle.name}' was re-created after this handle was "
+                                 "exported")
         self = ReplyGather.__new__(ReplyGather)
         self.name, self.n_ranks, self._wait, self._liveness = handle.name, handle.n_ranks, handle.wait, handle.liveness_interval
         self._spin_us = handle.spin_us
