@@ -418,3 +418,34 @@ def test_a_stale_handle_is_refused_by_name():
     assert g2.collect(7, 1, timeout=5) == ["fresh"]
     w.close()
     g2.close()
+
+
+def test_a_worker_waiting_for_room_is_told_its_executor_died():
+    """A worker whose reply waits for room in its ring while the executor is killed gets PeerDeadError
+    in its own terms: the executor, its rank, the gather."""
+    import pickle
+    import signal
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            g = ringcast.ReplyGather(1, max_reply_bytes=1024, liveness_interval=0.2)
+            os.write(wfd, pickle.dumps(g.export_handle()))
+            time.sleep(60)  # never collects
+        finally:
+            os._exit(1)
+    os.close(wfd)
+    handle = pickle.loads(os.read(rfd, 65536))
+    os.close(rfd)
+    w = ringcast.ReplyGather.create_from_handle(handle, 0)
+    with pytest.raises(TimeoutError):
+        for tag in range(10_000):
+            w.reply(tag, b"x" * 512, timeout=0)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    t0 = time.monotonic()
+    with pytest.raises(ringcast.PeerDeadError, match=r"as worker rank 0 of gather .*: the executor collecting "
+                                                     r"the replies died"):
+        w.reply(10_001, b"x" * 512, timeout=30)
+    assert time.monotonic() - t0 < 5
+    w.close()

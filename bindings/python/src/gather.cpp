@@ -353,6 +353,20 @@ void PyGatherWorker::reply_object(std::uint64_t tag, py::handle obj, const std::
 
 void PyGatherWorker::reply_bytes(std::uint64_t tag, std::span<const std::byte> bytes,
                                  const std::optional<double>& timeout) {
+    try {
+        reply_waiting(tag, bytes, timeout);
+    } catch (const Error& e) {
+        // The reply ring's only reader is the executor's collector: the core's words ("reader rank 0
+        // died ...") are told in the worker's.
+        if (e.code() != ErrorCode::peer_dead) throw;
+        throw Error(ErrorCode::peer_dead, "reply(tag=" + std::to_string(tag) + ") as worker rank " +
+                                              std::to_string(rank()) + " of gather '" + name_ +
+                                              "': the executor collecting the replies died (" + e.what() + ")");
+    }
+}
+
+void PyGatherWorker::reply_waiting(std::uint64_t tag, std::span<const std::byte> bytes,
+                                   const std::optional<double>& timeout) {
     Gil gil;
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Status s = worker_->reply(tag, bytes, 0ns);  // probe: room now → no GIL release

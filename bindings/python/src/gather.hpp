@@ -147,6 +147,7 @@ public:
 
 private:
     void reply_bytes(std::uint64_t tag, std::span<const std::byte> bytes, const std::optional<double>& timeout);
+    void reply_waiting(std::uint64_t tag, std::span<const std::byte> bytes, const std::optional<double>& timeout);
 
     std::string name_;
     std::unique_ptr<GatherWorker> worker_;
