@@ -1,4 +1,5 @@
 """MessageQueue in one process: objects, framing, raw chunks, errors, handles."""
+import asyncio
 import gc
 import os
 import pickle
@@ -382,3 +383,32 @@ def test_a_shut_down_queue_dropped_later_leaves_a_newer_queue_of_its_name():
     assert reader.dequeue(timeout=5) == "still here"
     reader.shutdown()
     new.shutdown()
+
+
+def test_every_timeout_is_checked_even_where_nothing_waits():
+    """wait_until_ready of a local reader and of a worker do not wait, yet a bad timeout is refused as
+    by the blocking calls; a timed-out acquire_write names itself."""
+    import math
+
+    import ringcast.aio as aio
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    for endpoint in (q, r, g, w):
+        for bad, error in ((-1, ValueError), (math.nan, ValueError), ("1", TypeError)):
+            with pytest.raises(error):
+                endpoint.wait_until_ready(timeout=bad)
+    for bad, error in ((math.nan, ValueError), ("1", TypeError)):
+        with pytest.raises(error):
+            asyncio.run(aio.dequeue(r, timeout=bad))
+    with pytest.raises(TimeoutError, match="acquire_write timed out"):
+        while True:
+            with q.acquire_write(timeout=0, size=1000) as view:
+                view[:1] = b"x"
+    with pytest.raises(TimeoutError, match=r"\(timeout 0.05 s\)$"):  # the caller's, not the poll's 0
+        asyncio.run(aio.collect(g, 5, timeout=0.05))
+    w.close()
+    g.close()
+    r.shutdown()
+    q.shutdown()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
 
 from ringcast import _core
-from ringcast._queue import check_handle_version, require_remote
+from ringcast._queue import _check_timeout, check_handle_version, require_remote
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
@@ -315,6 +315,7 @@ class ReplyGather:
                 never answered (remote worker).
             PeerDeadError: remote worker: the executor was silent for liveness_interval.
         """
+        _check_timeout(timeout)
         if self._bridge is not None:
             self._bridge.wait_ready(timeout)
         elif self._remote is not None:

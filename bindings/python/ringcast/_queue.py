@@ -140,6 +140,18 @@ def check_handle_version(handle) -> None:
                          f"this ringcast speaks ABI {_core.ABI_VERSION}: export a new handle from the writer")
 
 
+def _check_timeout(timeout: Optional[float]) -> None:
+    """A timeout as the blocking calls take it: a number of seconds >= 0 (not NaN), or None — checked
+    also where a call does not wait (a local reader's wait_until_ready), so that a bad one is never
+    silently taken."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
+    if not timeout >= 0:  # NaN too
+        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
+
+
 def _check_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -569,6 +581,7 @@ class MessageQueue:
             ClosedError: this queue was shut down.
             ValueError: a negative timeout.
         """
+        _check_timeout(timeout)
         if self._is_writer:
             start = time.monotonic()
             try:

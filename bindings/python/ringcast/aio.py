@@ -40,6 +40,7 @@ received by ``dequeue`` through the blocking path of docs/gpu.md (the loop waits
 import asyncio
 import os
 import pickle
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, List, Optional, Union
 
@@ -167,7 +168,12 @@ def _watch(endpoint: _Endpoint, liveness: float) -> _Watch:
 
 
 def _check_timeout(timeout: Optional[float]) -> None:
-    if timeout is not None and timeout < 0:
+    """As the blocking calls check theirs: a number >= 0 (not NaN) or None."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
+    if not timeout >= 0:  # NaN too
         raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
 
 
@@ -188,8 +194,7 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
     if type(reader) is not _core.Reader:
         raise RuntimeError("dequeue_async: this MessageQueue is the writer" if reader is None else
                            "dequeue_async: a remote reader (over ZeroMQ) has no eventfd to await; use dequeue()")
-    if timeout is not None and timeout < 0:
-        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
+    _check_timeout(timeout)
     if mq._gpu_pending is not None:  # a device message a timed-out blocking dequeue left half received
         return _gpu.resume(mq, timeout)
     parts = _core.try_recv(reader)
@@ -223,8 +228,7 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
     writer = mq._writer
     if writer is None:
         raise RuntimeError("enqueue_async: this MessageQueue is a reader")
-    if timeout is not None and timeout < 0:
-        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
+    _check_timeout(timeout)
     if _core.send_nowait(writer, mq._dumps(obj)):
         return
     try:  # the message (or its rest) is pending in the writer: publish it as readers make room
@@ -263,12 +267,13 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
     while True:
         try:
             return gather.collect(tag, wanted, timeout=0)
-        except TimeoutError:
+        except TimeoutError as e:
             if w is None:
                 w = _watch(core, gather._liveness)
                 deadline = _deadline(w.loop, timeout)
             if deadline is not None and w.loop.time() >= deadline:
-                raise
+                # the poll's own "(timeout 0 s)" is not the caller's timeout
+                raise TimeoutError(re.sub(r"\(timeout [^)]*\)$", f"(timeout {timeout} s)", str(e))) from None
         if not _core.arm(core, wanted):
             await w.wait(core, deadline, lambda: _core.check_peers(core, tag, wanted))
 

@@ -112,7 +112,7 @@ protected:
             if (e_.busy_.exchange(true, std::memory_order_acquire))
                 throw Failure{PyExc_RuntimeError,
                               "this ringcast endpoint is already in use by another thread; use one "
-                              "MessageQueue per thread"};
+                              "MessageQueue or ReplyGather endpoint per thread"};
         }
         ~Busy() { e_.busy_.store(false, std::memory_order_release); }
         Busy(const Busy&) = delete;

@@ -111,8 +111,9 @@ public:
 
 private:
     // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
+    // `what` names the caller's operation in a TimeoutError.
     std::span<std::byte> reserve(detail::Gil& gil, std::size_t n, Deadline deadline,
-                                 const std::optional<double>& timeout);
+                                 const std::optional<double>& timeout, const char* what = "enqueue");
     // send() of one `bytes` part that fits one record: header and pickle copied into it directly.
     void send_whole(const py::bytes& data, std::optional<double> timeout);
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).

@@ -213,7 +213,7 @@ py::memoryview PyWriter::reserve_raw(std::size_t size, std::optional<double> tim
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
     if (broken_) finish_broken_stream(gil, deadline, timeout);
-    std::span<std::byte> dst = reserve(gil, size, deadline, timeout);
+    std::span<std::byte> dst = reserve(gil, size, deadline, timeout, "acquire_write");
     gil.acquire();
     raw_reserved_ = true;
     return py::memoryview::from_memory(static_cast<void*>(dst.data()), static_cast<py::ssize_t>(dst.size()), false);
@@ -363,7 +363,8 @@ void PyWriter::shutdown() {
     writer_->remove_name();  // and not again by name when the writer goes: the name may be another queue's by then
 }
 
-std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadline, const std::optional<double>& timeout) {
+std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadline, const std::optional<double>& timeout,
+                                       const char* what) {
     Reservation r = writer_->reserve(n, 0ns);
     if (r.status == Status::timed_out && Clock::now() < deadline) {
         const Status s = wait_sliced(
@@ -378,7 +379,7 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
         case Status::ok: reserved_size_ = n; return r.bytes;
         case Status::timed_out:
             gil.acquire();
-            throw TimedOut{"enqueue timed out after " + timeout_text(timeout) +
+            throw TimedOut{std::string(what) + " timed out after " + timeout_text(timeout) +
                            ": the slowest reader did not free ring space"};
         case Status::cancelled:
         case Status::closed: break;
