@@ -628,3 +628,33 @@ def test_every_await_notices_a_dead_peer_within_its_liveness_interval():
     with pytest.raises(ringcast.PeerDeadError):  # the ended collect left the gather usable
         g.collect(4, ranks=[1], timeout=5)
     g.close()
+
+
+def test_data_a_peer_left_before_it_died_is_taken_not_reported_dead():
+    """A writer that enqueues and then dies while the loop is busy past its liveness interval: the
+    await takes the message (it looks for data before it checks the peer, as a blocking wait does)."""
+    rfd, wfd = os.pipe()
+
+    def writer():
+        q = ringcast.MessageQueue(1, 1, liveness_interval=0.2, **QUEUE_KW)
+        os.write(wfd, pickle.dumps(q.export_handle()))
+        q.wait_until_ready(timeout=30)
+        time.sleep(0.3)
+        q.enqueue("last words", timeout=5)
+        os._exit(0)  # gone without closing the queue
+
+    pid = fork_child(writer)
+    os.close(wfd)
+    handle = pickle.loads(os.read(rfd, 65536))
+    os.close(rfd)
+    reader = ringcast.MessageQueue.create_from_handle(handle, 0)
+
+    async def main():
+        task = asyncio.ensure_future(aio.dequeue(reader, timeout=30))
+        await asyncio.sleep(0.05)  # the dequeue armed and waits
+        time.sleep(1.0)  # the loop is busy: the message comes, the writer dies, the check falls due
+        return await task
+
+    assert run("default", main()) == "last words"
+    assert reap(pid) == 0
+    reader.shutdown()

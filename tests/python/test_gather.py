@@ -449,3 +449,27 @@ def test_a_worker_waiting_for_room_is_told_its_executor_died():
         w.reply(10_001, b"x" * 512, timeout=30)
     assert time.monotonic() - t0 < 5
     w.close()
+
+
+def test_a_finalized_pending_collect_leaves_a_later_one_alone():
+    """A PendingReplies whose collect already ended (here: marked not taken, as an interrupt inside
+    result() can leave it) does not abandon the collect begun after it when it is dropped; and
+    timeouts of any real number type are taken, as the blocking calls take them."""
+    import numpy as np
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    a = g.collect_async(1, timeout=0.01)
+    with pytest.raises(TimeoutError):
+        a.result()
+    a._taken = False
+    b = g.collect_async(2, timeout=5)
+    del a
+    gc.collect()
+    w.reply(2, "two")
+    assert b.result() == ["two"]
+    for t in (np.float32(0.01), np.int64(0)):
+        w.wait_until_ready(timeout=t)
+        with pytest.raises(TimeoutError):
+            g.collect(3, timeout=t)
+    w.close()
+    g.close()

@@ -441,8 +441,9 @@ class ReplyGather:
         if self._collector is None:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
-        self._collector.collect_start(tag, wanted, timeout, True)  # result() takes collect_result_objects()
-        return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted), self._liveness)
+        collect_id = self._collector.collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
+        return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted), self._liveness,
+                              collect_id)
 
     @property
     def spin_max_us(self) -> float:
@@ -495,11 +496,12 @@ class PendingReplies:
     """
 
     __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None,
-                 "_on_closed": None, "_liveness": None}
+                 "_on_closed": None, "_liveness": None, "_id": None}
 
     def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None,
-                 liveness: float = 1.0):
+                 liveness: float = 1.0, collect_id: int = 0):
         self._collector = collector
+        self._id = collect_id  # collect_start's number: this object acts on its own collect only
         self.tag = tag
         self._taken = False
         self._on_closed = on_closed  # raises PeerDeadError instead when a remote rank's connection dropped
@@ -511,7 +513,7 @@ class PendingReplies:
         # the next collect of the tag, as after a timeout.
         if not getattr(self, "_taken", True):
             try:
-                self._collector.collect_abandon()
+                self._collector.collect_abandon(self._id)  # only its own collect
             except Exception:  # noqa: BLE001 — a finalizer does not raise (the gather may be gone)
                 pass
 
@@ -522,7 +524,15 @@ class PendingReplies:
         while others are awaited, so what that unpickling raises at once (KeyboardInterrupt, a signal
         handler's exception) comes out of done(). False after result() was taken.
         """
-        return not self._taken and self._collector.collect_done()
+        return not self._taken and self._mine() and self._collector.collect_done()
+
+    def _mine(self) -> bool:
+        """Whether the gather's pending collect is still this one (an interrupt inside result() while
+        the replies were unpickled may have ended it, and another collect_async begun since)."""
+        if self._collector.collect_is(self._id):
+            return True
+        self._taken = True
+        return False
 
     def result(self) -> List[Any]:
         """The replies, in the order of the ranks asked for; waits (GIL released) for missing ones.
@@ -536,7 +546,7 @@ class PendingReplies:
             RuntimeError: result() was already taken. After KeyboardInterrupt the collect is still
                 pending and result() may be called again.
         """
-        if self._taken:
+        if self._taken or not self._mine():
             raise RuntimeError(f"result() of collect(tag={self.tag}) was already taken")
         try:
             replies = self._collector.collect_result_objects()  # raises TimeoutError / StaleReplyError / ... as collect()
@@ -548,7 +558,9 @@ class PendingReplies:
                 self._on_closed(e)
             raise
         except BaseException:
-            self._taken = True  # the collect ended with this error
+            # Ended with this error — unless the call was refused before taking it (another thread in
+            # the endpoint, a call from a reply's unpickling): then it is still pending, and ours.
+            self._taken = not self._collector.collect_is(self._id)
             raise
         self._taken = True
         return replies

@@ -10,6 +10,7 @@ exception: its memoryview is valid only inside the with-block.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import pickle
 import time
@@ -146,9 +147,9 @@ def _check_timeout(timeout: Optional[float]) -> None:
     silently taken."""
     if timeout is None:
         return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):  # numpy's and Fraction too
         raise TypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
-    if not timeout >= 0:  # NaN too
+    if not float(timeout) >= 0:  # NaN too
         raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
 
 

@@ -38,11 +38,12 @@ pending raises RuntimeError). Device (CUDA) arrays: ``enqueue`` pickles them lik
 received by ``dequeue`` through the blocking path of docs/gpu.md (the loop waits for its chunks).
 """
 import asyncio
+import numbers
 import os
 import pickle
 import re
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Generator, Iterable, List, Optional, Union
 
 from . import _core, _gpu
 
@@ -120,18 +121,17 @@ class _Watch:
         self.deadline = None
         _core.disarm(endpoint)
 
-    async def wait(self, endpoint: _Endpoint, deadline: Optional[float], check: Callable[[], None]) -> None:
-        """One wait of the armed endpoint: until its fd turns readable, `deadline` (loop time), or a
-        liveness interval passed — then `check()` runs, the dead-peer check a blocking wait makes every
-        interval (it raises PeerDeadError): a peer that died never signals the fd, so without it an await
-        would wait forever. Cancelled or not, the announcement is withdrawn."""
-        check_at = self.loop.time() + self.liveness
+    async def wait(self, endpoint: _Endpoint, deadline: Optional[float], check_at: float) -> bool:
+        """One wait of the armed endpoint: until its fd turns readable, `deadline`, or `check_at` (loop
+        times). True: the dead-peer check is due — a peer that died never signals the fd, so the
+        caller, once its next take found nothing, runs the check a blocking wait makes every liveness
+        interval (after the take: a peer may have published, or freed room, and then died; a blocking
+        wait too looks for data before it checks). Cancelled or not, the announcement is withdrawn."""
         try:
             await self.future(check_at if deadline is None else min(deadline, check_at))
         finally:
             self.done_waiting(endpoint)
-        if self.loop.time() >= check_at:
-            check()
+        return self.loop.time() >= check_at
 
     def close(self) -> None:
         if self.timer is not None:
@@ -171,9 +171,9 @@ def _check_timeout(timeout: Optional[float]) -> None:
     """As the blocking calls check theirs: a number >= 0 (not NaN) or None."""
     if timeout is None:
         return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):  # numpy's and Fraction too
         raise TypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
-    if not timeout >= 0:  # NaN too
+    if not float(timeout) >= 0:  # NaN too
         raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
 
 
@@ -202,14 +202,19 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
         w = _watch(reader, mq.handle.liveness_interval)
         loop = w.loop
         deadline = None if timeout is None else loop.time() + timeout
+        check_at = loop.time() + w.liveness  # the dead-peer check's clock, one per call
         while parts is None:
             if deadline is not None and loop.time() >= deadline:
                 raise TimeoutError(f"dequeue timed out after {timeout} s")
+            due = False
             if not _core.arm(reader):  # cancelled in the wait: nothing was taken
-                await w.wait(reader, deadline, lambda: _core.check_peers(reader))
+                due = await w.wait(reader, deadline, check_at)
             # No suspension point between taking a message and returning it: a cancellation arrives
             # at the await above, before anything was taken.
             parts = _core.try_recv(reader)
+            if parts is None and due:
+                _core.check_peers(reader)  # PeerDeadError: the writer died
+                check_at = loop.time() + w.liveness
     if _gpu.is_device_message(parts):
         return _gpu.receive(mq, parts, timeout, None)
     return pickle.loads(parts[0], buffers=parts[1:])
@@ -235,14 +240,19 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
         w = _watch(writer, mq.handle.liveness_interval)
         loop = w.loop
         deadline = None if timeout is None else loop.time() + timeout
+        check_at = loop.time() + w.liveness
         while True:
             if deadline is not None and loop.time() >= deadline:
                 raise TimeoutError(f"enqueue timed out after {timeout} s: the slowest reader did not free ring "
                                    "space (the message was withdrawn)")
+            due = False
             if not _core.arm(writer):  # room for the pending message's next record
-                await w.wait(writer, deadline, lambda: _core.check_peers(writer))
+                due = await w.wait(writer, deadline, check_at)
             if _core.send_more(writer):  # the last record is out: no suspension point after this
                 return
+            if due:
+                _core.check_peers(writer)  # PeerDeadError: a lagging reader died
+                check_at = loop.time() + w.liveness
     except BaseException:  # cancelled, timed out, closed: no reader gets any of it
         _core.send_abandon(writer)
         raise
@@ -264,6 +274,8 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
     wanted = None if ranks is None else list(ranks)
     w: Optional[_Watch] = None
     deadline: Optional[float] = None
+    check_at = 0.0
+    due = False
     while True:
         try:
             return gather.collect(tag, wanted, timeout=0)
@@ -271,11 +283,16 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
             if w is None:
                 w = _watch(core, gather._liveness)
                 deadline = _deadline(w.loop, timeout)
+                check_at = w.loop.time() + w.liveness
             if deadline is not None and w.loop.time() >= deadline:
                 # the poll's own "(timeout 0 s)" is not the caller's timeout
                 raise TimeoutError(re.sub(r"\(timeout [^)]*\)$", f"(timeout {timeout} s)", str(e))) from None
+        if due:  # after the poll above took what came: a worker may have replied, then died
+            _core.check_peers(core, tag, wanted)  # PeerDeadError: a pending worker died
+            check_at = w.loop.time() + w.liveness
+        due = False
         if not _core.arm(core, wanted):
-            await w.wait(core, deadline, lambda: _core.check_peers(core, tag, wanted))
+            due = await w.wait(core, deadline, check_at)
 
 
 def await_pending(pending: "PendingReplies") -> Generator[Any, None, List[Any]]:
@@ -291,8 +308,15 @@ async def _pending_result(pending: "PendingReplies") -> List[Any]:
     if not pending.done():  # (False too once result() was taken: result() then says so)
         w = _watch(core, pending._liveness)
         deadline = _deadline(w.loop, _core.pending_collect_seconds_left(core))
-        while not pending.done() and not pending._taken:
+        check_at = w.loop.time() + w.liveness
+        due = False
+        while not pending.done() and not pending._taken:  # done() takes what came first
+            if due:  # a dead pending worker ends the collect: done() turns true, result() raises
+                _core.check_pending_collect_peers(core)
+                check_at = w.loop.time() + w.liveness
+                due = False
+                continue
             if not _core.arm_pending_collect(core):  # armed for exactly the ranks still missing
                 # (the loop timer ends it at the collect's own deadline)
-                await w.wait(core, deadline, lambda: _core.check_pending_collect_peers(core))
+                due = await w.wait(core, deadline, check_at)
     return pending.result()

@@ -66,8 +66,8 @@ PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std:
     return c;
 }
 
-void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
-                                      const std::optional<double>& timeout, bool unpickle) {
+std::uint64_t PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                               const std::optional<double>& timeout, bool unpickle) {
     check_not_unpickling("collect_async");
     check_usable("collect_async");  // first: a closed gather says so, whatever was pending
     if (async_)
@@ -78,6 +78,8 @@ void PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32
             throw Failure{PyExc_ValueError, "rank " + std::to_string(r) + " out of range: the group has ranks 0.." +
                                                 std::to_string(collector_->ranks() - 1)};
     async_ = std::make_unique<Collect>(begin(tag, std::move(ranks), timeout, unpickle));
+    async_->id = ++last_collect_id_;
+    return async_->id;
 }
 
 bool PyGatherCollector::collect_done() {
@@ -94,9 +96,13 @@ bool PyGatherCollector::collect_done() {
     return async_->status != Status::timed_out || Clock::now() >= async_->deadline;
 }
 
-void PyGatherCollector::collect_abandon() noexcept {
+void PyGatherCollector::collect_abandon(std::uint64_t id) noexcept {
     // What its attempts took is kept by the core (a timed-out collect keeps its replies): the next
-    // collect of the tag returns them, as after a collect() that timed out.
+    // collect of the tag returns them, as after a collect() that timed out. Only collect `id` (a
+    // finalizer may run long after its collect ended and another began), and never while a call is
+    // inside the endpoint (a finalizer run by the garbage collector from a reply's unpickling in
+    // done() would free the Collect that call is using): the collect then stays for its caller.
+    if (!collect_is(id) || busy_.load(std::memory_order_acquire)) return;
     async_.reset();
 }
 

@@ -57,8 +57,11 @@ public:
     // and a second collect_start raise RuntimeError until result() was taken.
     // `unpickle`: the result will be taken with collect_result_objects(), so polls (collect_done)
     // and the wait unpickle early replies as collect_objects() does.
-    void collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
-                       bool unpickle);
+    // Returns the collect's id (collect_is, collect_abandon).
+    std::uint64_t collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+                                const std::optional<double>& timeout, bool unpickle);
+    // Whether collect `id` is the pending one (not taken by result(), not abandoned).
+    [[nodiscard]] bool collect_is(std::uint64_t id) const { return async_ && async_->id == id; }
     // True once result() would not wait: every reply is in, or the collect has failed (a stale reply,
     // a closed ring, the deadline passed).
     [[nodiscard]] bool collect_done();
@@ -77,7 +80,7 @@ public:
     void check_pending_peers();
     // The pending collect_async is forgotten (its PendingReplies was dropped without result()): the
     // gather may collect again; the replies it took stay with the core for the next collect of the tag.
-    void collect_abandon() noexcept;
+    void collect_abandon(std::uint64_t id) noexcept;
 
     void shutdown();
     [[nodiscard]] const std::string& name() const { return name_; }
@@ -87,6 +90,7 @@ public:
 
 private:
     struct Collect {  // one collect in progress: what is asked, what came, what is left
+        std::uint64_t id = 0;  // collect_start's number: a PendingReplies acts on its own collect only
         std::uint64_t tag = 0;
         std::vector<std::uint32_t> ranks;    // as asked, in the caller's order
         std::vector<std::uint32_t> pending;  // not in yet
@@ -126,6 +130,7 @@ private:
 
     std::string name_;
     std::unique_ptr<GatherCollector> collector_;
+    std::uint64_t last_collect_id_ = 0;
     std::unique_ptr<Collect> async_;  // the pending collect_async, if any (GIL-protected)
     PyThreadState* unpickling_in_ = nullptr;  // the thread inside unpickle_early, if any (GIL-protected)
 };

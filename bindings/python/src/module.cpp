@@ -259,7 +259,9 @@ PYBIND11_MODULE(_core, m) {
              "would (TimeoutError, StaleReplyError, PeerDeadError, ClosedError), RuntimeError if none started.")
         .def("collect_result_objects", &PyGatherCollector::collect_result_objects,
              "collect_result(), the replies unpickled.")
-        .def("collect_abandon", &PyGatherCollector::collect_abandon,
+        .def("collect_is", &PyGatherCollector::collect_is, py::arg("id"),
+             "Whether collect `id` (collect_start's number) is the pending one.")
+        .def("collect_abandon", &PyGatherCollector::collect_abandon, py::arg("id"),
              "Forgets the pending collect_async (its PendingReplies was dropped); the replies it took stay\n"
              "for the next collect of the tag.")
         .def("shutdown", &PyGatherCollector::shutdown,
