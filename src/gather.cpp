@@ -134,21 +134,20 @@ void GatherCollector::cancel() noexcept {
     if (eventfd_) eventfd_->poke();  // flag first, then the poke: see Reader::cancel
 }
 
-void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) {
+// `ranks` checked against the group, or every rank for none.
+std::vector<std::uint32_t> GatherCollector::ranks_or_all(std::span<const std::uint32_t> ranks) const {
     std::vector<std::uint32_t> which(ranks.begin(), ranks.end());
     if (which.empty())
         for (std::uint32_t r = 0; r < readers_.size(); ++r) which.push_back(r);
     for (std::uint32_t r : which)
         if (r >= readers_.size()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
-    check_pending_alive(which);
+    return which;
 }
 
+void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) { check_pending_alive(ranks_or_all(ranks)); }
+
 void GatherCollector::check_liveness(std::uint64_t tag, std::span<const std::uint32_t> ranks) {
-    std::vector<std::uint32_t> which;
-    for (std::uint32_t r : ranks)
-        if (r >= readers_.size()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
-    for (std::uint32_t r = 0; r < readers_.size(); ++r)
-        if (ranks.empty() || std::find(ranks.begin(), ranks.end(), r) != ranks.end()) which.push_back(r);
+    std::vector<std::uint32_t> which = ranks_or_all(ranks);
     if (!kept_.empty() && kept_tag_ == tag) std::erase_if(which, [&](std::uint32_t r) { return kept_[r].has_value(); });
     check_pending_alive(which);
 }

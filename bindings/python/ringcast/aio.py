@@ -38,7 +38,6 @@ pending raises RuntimeError). Device (CUDA) arrays: ``enqueue`` pickles them lik
 received by ``dequeue`` through the blocking path of docs/gpu.md (the loop waits for its chunks).
 """
 import asyncio
-import numbers
 import os
 import pickle
 import re
@@ -46,6 +45,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Generator, Iterable, List, Optional, Union
 
 from . import _core, _gpu
+from ._queue import _check_timeout  # the blocking calls' rule
 
 if TYPE_CHECKING:
     from ._gather import PendingReplies, ReplyGather
@@ -165,16 +165,6 @@ def _watch(endpoint: _Endpoint, liveness: float) -> _Watch:
         del table[other]
     w = table[loop] = _Watch(loop, _core.wake_fd(endpoint), liveness)
     return w
-
-
-def _check_timeout(timeout: Optional[float]) -> None:
-    """As the blocking calls check theirs: a number >= 0 (not NaN) or None."""
-    if timeout is None:
-        return
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):  # numpy's and Fraction too
-        raise TypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
-    if not float(timeout) >= 0:  # NaN too
-        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
 
 
 def _deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[float]:
