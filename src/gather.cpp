@@ -411,6 +411,16 @@ GatherWorker GatherWorker::attach(std::string_view name, std::uint32_t rank, con
         throw Error(ErrorCode::invalid_argument, "worker rank " + std::to_string(rank) + " out of range: gather '" +
                                                      std::string(name) + "' has " + std::to_string(ranks) + " ranks");
     Writer writer = Writer::open(gather_ring_name(name, rank), wo);
+    // The reply ring's one reader is the executor's collector (rank 0, attached by create() and held
+    // until its destructor removes the names). A killed executor leaves the names with its claim in
+    // place: replies would fill the ring and only then fail, so a worker joining such a group is told
+    // now. (One that dies later is caught by the blocked reply's liveness check, as before.)
+    const layout::Owner collector =
+        layout::unpack_owner(writer.segment().reader_slot(0).owner.load(std::memory_order_acquire));
+    if (collector.state == layout::SlotState::attached && !owner_alive(collector))
+        throw Error(ErrorCode::peer_dead, "worker rank " + std::to_string(rank) + " of gather '" + std::string(name) +
+                                              "': the executor that collects its replies (pid " +
+                                              std::to_string(collector.pid) + ") is dead" + kDeadPeerHint);
     return GatherWorker(std::move(bell), std::move(writer), rank);
 }
 

@@ -164,5 +164,33 @@ TEST(LivenessAcrossCalls, GatherWorkerPollingLearnsTheCollectorDied) {
     }
 }
 
+// A killed collector leaves the group's names with its claim on every reply ring: a worker attaching
+// afterwards is refused at attach (replies would only fill a ring nobody reads).
+TEST(LivenessAcrossCalls, GatherWorkerAttachingAfterTheCollectorDiedIsRefused) {
+    ScopedName name("live-ga");
+    SharedBlock<std::atomic<int>> ready;
+    ChildGuard kids;
+    const pid_t collector = kids.add(park_child(*ready, [&] {
+        GatherOptions go;
+        go.ranks = 2;
+        go.capacity = 1 << 16;
+        static std::optional<GatherCollector> c;
+        c.emplace(GatherCollector::create(name, go));
+    }));
+    ASSERT_TRUE(wait_until([&] { return ready->load() != 0; }, 5000ms)) << "the collector child never created the group";
+    (void)GatherWorker::attach(name, 0, {});  // while it lives, attaching works
+    kids.kill_and_wait(collector);
+    try {
+        (void)GatherWorker::attach(name, 1, {});
+        ADD_FAILURE() << "a worker attached to a group whose collector is dead";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+        EXPECT_NE(std::string(e.what()).find("(pid " + std::to_string(collector) + ") is dead"), std::string::npos)
+            << e.what();
+    }
+    for (std::uint32_t r = 0; r < 2; ++r) Segment::remove(gather_ring_name(name, r));
+    Segment::remove(gather_bell_name(name));
+}
+
 }  // namespace
 }  // namespace ringcast::test

@@ -451,6 +451,61 @@ def test_a_worker_waiting_for_room_is_told_its_executor_died():
     w.close()
 
 
+def test_a_worker_joining_a_gather_whose_executor_was_killed_is_told_so():
+    """A killed executor leaves its group's names behind: a worker attaching to them gets PeerDeadError
+    naming the dead executor at once, not replies that fill a ring nobody reads."""
+    import pickle
+    import signal
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            g = ringcast.ReplyGather(2)
+            os.write(wfd, pickle.dumps(g.export_handle()))
+            time.sleep(60)
+        finally:
+            os._exit(1)
+    os.close(wfd)
+    handle = pickle.loads(os.read(rfd, 65536))
+    os.close(rfd)
+    live = ringcast.ReplyGather.create_from_handle(handle, 0)  # while it lives, a worker attaches
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    try:
+        with pytest.raises(ringcast.PeerDeadError,
+                           match=rf"worker rank 1 of gather '{handle.name}': the executor that collects its "
+                                 rf"replies \(pid {pid}\) is dead"):
+            ringcast.ReplyGather.create_from_handle(handle, 1)
+    finally:
+        live.close()
+        for name in os.listdir("/dev/shm"):
+            if name.startswith(handle.name + "."):
+                os.unlink(os.path.join("/dev/shm", name))
+
+
+def test_collect_async_is_refused_while_another_thread_collects():
+    """A collect_async from a second thread while the first is inside collect() is refused at once
+    (the one-thread rule), not accepted and left to fail at its first done() or result()."""
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    got = []
+    t = threading.Thread(target=lambda: got.append(g.collect(1, timeout=10)))
+    t.start()
+    try:
+        time.sleep(0.2)  # the thread is inside collect, waiting (GIL released)
+        with pytest.raises(RuntimeError, match="already in use by another thread"):
+            g.collect_async(2, timeout=1)
+    finally:
+        w.reply(1, "one")
+        t.join(10)
+    assert got == [["one"]]
+    p = g.collect_async(3, timeout=0.01)  # the refusal left nothing pending
+    with pytest.raises(TimeoutError):
+        p.result()
+    w.close()
+    g.close()
+
+
 def test_a_finalized_pending_collect_leaves_a_later_one_alone():
     """A PendingReplies whose collect already ended (here: marked not taken, as an interrupt inside
     result() can leave it) does not abandon the collect begun after it when it is dropped; and

@@ -69,6 +69,9 @@ PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std:
 std::uint64_t PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
                                                const std::optional<double>& timeout, bool unpickle) {
     check_not_unpickling("collect_async");
+    // A collect in another thread holds the endpoint: this one is refused now, not accepted and left
+    // to fail at its first done() or result().
+    Busy busy(*this);
     check_usable("collect_async");  // first: a closed gather says so, whatever was pending
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
