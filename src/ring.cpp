@@ -188,6 +188,18 @@ void Writer::check_lagging_readers() {
     }
 }
 
+std::vector<std::uint32_t> Writer::slowest_readers() const {
+    std::vector<std::uint32_t> ranks;
+    const std::uint64_t min_head = min_reader_head_acquire();
+    if (min_head == tail_) return ranks;
+    for (std::uint32_t r = 0; r < readers_; ++r) {
+        auto& slot = segment_.reader_slot(r);
+        if (!holds_writer(layout::unpack_owner(slot.owner.load(std::memory_order_acquire)).state)) continue;
+        if (slot.head.load(std::memory_order_acquire) == min_head) ranks.push_back(r);
+    }
+    return ranks;
+}
+
 // ---- Reader ---------------------------------------------------------------------------------------
 
 Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options)

@@ -231,6 +231,10 @@ public:
     // Diagnostics from the shared counters.
     [[nodiscard]] std::uint64_t wake_calls() const noexcept;
     [[nodiscard]] std::uint64_t space_waits() const noexcept;
+    // The ranks a wait for space waits for: those holding the writer back at the least head (none
+    // when every one has read everything). A snapshot, for an error message that names who held the
+    // ring after a wait for space timed out (readers may move on meanwhile).
+    [[nodiscard]] std::vector<std::uint32_t> slowest_readers() const;
 
     // Event loops (events/eventfd.hpp: semantics and drain rule). The eventfd this writer sleeps on
     // while waiting for space; registered on first call (WaitKind::eventfd: at creation), from then on

@@ -412,3 +412,41 @@ def test_every_timeout_is_checked_even_where_nothing_waits():
     g.close()
     r.shutdown()
     q.shutdown()
+
+
+def test_a_timed_out_enqueue_names_the_reader_that_held_the_ring():
+    """The writer waits for the slowest reader: a TimeoutError says which rank index that was."""
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
+    fast = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    slow = ringcast.MessageQueue.create_from_handle(q.export_handle(), 1)
+    with pytest.raises(TimeoutError, match=r"the slowest reader \(rank index 1\) did not free ring space"):
+        for i in range(10_000):
+            q.enqueue(b"x" * 1000, timeout=0)
+            assert fast.dequeue(timeout=0) == b"x" * 1000
+    slow.shutdown()
+    fast.shutdown()
+    q.shutdown()
+
+
+def test_acquire_write_and_read_refuse_a_bad_size_or_timeout_in_their_own_words():
+    import numpy as np
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    for bad, error, words in ((-1, ValueError, "size must be >= 0, got -1"), ("8", TypeError, "size must be an int"),
+                              (2.0, TypeError, "size must be an int")):
+        with pytest.raises(error, match=words):
+            with q.acquire_write(timeout=0, size=bad):
+                pass
+    for bad, error in ((-1, ValueError), ("1", TypeError)):
+        with pytest.raises(error, match="timeout"):
+            with q.acquire_write(timeout=bad, size=8):
+                pass
+        with pytest.raises(error, match="timeout"):
+            with r.acquire_read(timeout=bad):
+                pass
+    with q.acquire_write(timeout=0, size=np.int64(3)) as view:  # numpy's ints are ints
+        view[:] = b"abc"
+    with r.acquire_read(timeout=5) as view:
+        assert bytes(view) == b"abc"
+    r.shutdown()
+    q.shutdown()

@@ -835,12 +835,20 @@ class MessageQueue:
         Raises:
             TimeoutError: no space in time.
             ClosedError, PeerDeadError: as enqueue().
-            ValueError: ``size`` exceeds the largest record; a negative timeout.
+            ValueError: ``size`` is negative or exceeds the largest record; a negative timeout.
+            TypeError: ``size`` that is not an int, a timeout that is not a number.
             RingcastError: a view of the chunk outlived the block (the chunk was published).
             RuntimeError: called on a reader, or while another thread uses this queue.
         """
         self._require_writer("acquire_write")
-        buf = self._writer.reserve_raw(self.max_chunk_bytes if size is None else size, timeout)
+        _check_timeout(timeout)
+        if size is None:
+            size = self.max_chunk_bytes
+        elif isinstance(size, bool) or not isinstance(size, numbers.Integral):  # numpy's ints too
+            raise TypeError(f"acquire_write: size must be an int, got {type(size).__name__}")
+        elif size < 0:
+            raise ValueError(f"acquire_write: size must be >= 0, got {size}")
+        buf = self._writer.reserve_raw(int(size), timeout)
         ok = False
         try:
             yield buf
@@ -877,6 +885,7 @@ class MessageQueue:
             ClosedError, PeerDeadError, RuntimeError, ValueError: as dequeue().
         """
         self._require_reader("acquire_read")
+        _check_timeout(timeout)
         buf = self._reader.peek_raw(timeout)
         try:
             yield buf

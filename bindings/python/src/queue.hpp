@@ -116,6 +116,8 @@ private:
                                  const std::optional<double>& timeout, const char* what = "enqueue");
     // send() of one `bytes` part that fits one record: header and pickle copied into it directly.
     void send_whole(const py::bytes& data, std::optional<double> timeout);
+    // "the slowest reader (rank index 1)": whom a timed-out wait for space waited for.
+    [[nodiscard]] std::string slowest_readers_text() const;
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
     void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout);
     // Publishes the pending message's records while the ring has room (zero-timeout reserves).

@@ -379,13 +379,21 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
         case Status::ok: reserved_size_ = n; return r.bytes;
         case Status::timed_out:
             gil.acquire();
-            throw TimedOut{std::string(what) + " timed out after " + timeout_text(timeout) +
-                           ": the slowest reader did not free ring space"};
+            throw TimedOut{std::string(what) + " timed out after " + timeout_text(timeout) + ": " +
+                           slowest_readers_text() + " did not free ring space"};
         case Status::cancelled:
         case Status::closed: break;
     }
     gil.acquire();
     throw Closed{"enqueue: the queue was shut down"};
+}
+
+std::string PyWriter::slowest_readers_text() const {
+    const std::vector<std::uint32_t> ranks = writer_->slowest_readers();
+    if (ranks.empty()) return "the slowest reader";  // it read everything since: nobody to name
+    std::string s = ranks.size() == 1 ? "the slowest reader (rank index " : "the slowest readers (rank indices ";
+    for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    return s + ")";
 }
 
 void PyWriter::finish_broken_stream(Gil& gil, Deadline deadline, const std::optional<double>& timeout) {
