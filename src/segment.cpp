@@ -47,6 +47,21 @@ std::string human_bytes(std::uint64_t n) {
     return buf;
 }
 
+// Why this process may not open what /dev/shm/<name> is, from its owner and mode: another user's
+// segment it has no share of, or one shared with a group this process is not in.
+std::string permission_text(std::string_view name) {
+    struct stat st {};
+    if (::lstat(shm_file(name).c_str(), &st) != 0) return "it is owner-only unless created with a wider mode";
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    const std::string owned = "it belongs to uid " + std::to_string(st.st_uid) + ", mode " + mode;
+    if (st.st_uid == ::geteuid()) return owned + " (this process's own user: its mode leaves the owner out)";
+    if ((st.st_mode & 0060) != 0)
+        return owned + ", shared with group " + std::to_string(st.st_gid) + "; this process (uid " +
+               std::to_string(::geteuid()) + ") is not in that group";
+    return owned + ", owner-only; this process runs as uid " + std::to_string(::geteuid());
+}
+
 [[noreturn]] void throw_open_error(int err, std::string_view name, const char* what) {
     switch (err) {
         case ENOENT:
@@ -56,9 +71,16 @@ std::string human_bytes(std::uint64_t n) {
                         "ringcast segment '" + std::string(name) + "' already exists");
         case EACCES:
         case EPERM:
-            throw Error(ErrorCode::permission_denied,
-                        "permission denied opening ringcast segment '" + std::string(name) +
-                            "' (it is owner-only unless created with a wider mode)");
+            throw Error(ErrorCode::permission_denied, "permission denied opening ringcast segment '" +
+                                                          std::string(name) + "' (" + permission_text(name) + ")");
+        case EINVAL:
+        case EISDIR: {  // shm_open of a directory's name says EINVAL
+            struct stat st {};
+            if (::lstat(shm_file(name).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+                throw Error(ErrorCode::not_ringcast, "'" + shm_file(name) +
+                                                         "' is a directory, not a ringcast segment; use another name");
+            throw_system_error(what, err);
+        }
         case ELOOP:
             throw Error(ErrorCode::permission_denied,
                         "ringcast segment '" + std::string(name) + "' is a symbolic link; refusing to follow it");
@@ -159,8 +181,13 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
         seg.emplace(Segment::open(name));
     } catch (const Error& e) {
         if (e.code() == ErrorCode::not_found) return true;  // removed meanwhile: just create
-        throw Error(ErrorCode::already_exists, taken + " and cannot be reclaimed (" + e.what() +
-                                                   "); remove it with `ringcast rm " + std::string(name) + "`");
+        // `ringcast rm` is advice only to whoever can act on it: not for another user's segment (only
+        // its owner or root may remove it), nor for a directory.
+        const bool removable = e.code() != ErrorCode::permission_denied &&
+                               std::string_view(e.what()).find("is a directory") == std::string_view::npos;
+        throw Error(ErrorCode::already_exists,
+                    taken + " and cannot be reclaimed (" + e.what() + ")" +
+                        (removable ? "; remove it with `ringcast rm " + std::string(name) + "`" : ""));
     }
     const std::string user = Segment::user_of(seg->base());
     if (!user.empty()) throw Error(ErrorCode::already_exists, taken + " and is in use: " + user);

@@ -1,6 +1,8 @@
 // Security: owner-only segments by default, another uid is refused with a permission error, never
 // world-writable, O_EXCL creation, no symlink followed, names validated.
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -116,6 +118,43 @@ TEST(OtherUser, AGroupModeLetsTheGroupIn) {
         EXPECT_EQ(buf.size(), 8u);
     });
     EXPECT_EQ(rc, 0);
+}
+
+TEST(OtherUser, ARefusalSaysWhoseSegmentItIsAndAdvisesNoRemovalTheUserCannotMake) {
+    REQUIRE_ROOT();
+    ScopedName name("sec-group-out");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .mode = 0660});  // root's group: nobody is not in it
+    ASSERT_EQ(file_mode(name.str()), 0660u);
+    const int rc = as_nobody([&] {
+        expect_code([&] { (void)Reader::attach(name, 0); }, ErrorCode::permission_denied,
+                    "it belongs to uid 0, mode 0660, shared with group 0; this process (uid 65534) is not in that group");
+        try {
+            (void)Writer::create(name, SegmentOptions{.readers = 1});
+            ADD_FAILURE() << "created over another user's segment";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::already_exists) << e.what();
+            EXPECT_NE(std::string(e.what()).find("permission denied"), std::string::npos) << e.what();
+            EXPECT_EQ(std::string(e.what()).find("ringcast rm"), std::string::npos)
+                << "advice the user cannot act on: " << e.what();
+        }
+    });
+    EXPECT_EQ(rc, 0);
+}
+
+TEST(Names, ADirectoryOfTheNameIsNamedAsOne) {
+    ScopedName name("sec-dir");
+    const std::string path = "/dev/shm/" + name.str();
+    ASSERT_EQ(::mkdir(path.c_str(), 0700), 0) << std::strerror(errno);
+    expect_code([&] { (void)Segment::open(name); }, ErrorCode::not_ringcast, "is a directory, not a ringcast segment");
+    expect_code([&] { (void)Reader::attach(name, 0); }, ErrorCode::not_ringcast, "is a directory");
+    try {
+        (void)Writer::create(name, SegmentOptions{.readers = 1});
+        ADD_FAILURE() << "created over a directory";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find("ringcast rm"), std::string::npos) << e.what();
+    }
+    ::rmdir(path.c_str());
 }
 
 TEST(Creation, NeverWorldWritableAndUmaskCannotWiden) {

@@ -512,8 +512,11 @@ class MessageQueue:
         try:
             info = _core.segment_info(handle.name)
         except ValueError as e:
-            if not os.path.exists(os.path.join("/dev/shm", handle.name)):
+            path = os.path.join("/dev/shm", handle.name)
+            if not os.path.exists(path):
                 raise ValueError(f"stale handle: {e} (its writer shut the queue down or exited)") from None
+            if os.path.isdir(path):  # the error says so already
+                raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
             # The segment is there but unreadable as ringcast's: a header overwritten (corrupt) or a
             # foreign object of that name — not a stale handle, which would find nothing.
             raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}; the segment exists, so "
