@@ -110,7 +110,9 @@ SegmentInfo inspect(const std::string& name) {
     info.file_size = static_cast<std::uint64_t>(st.st_size);
     if (!S_ISREG(st.st_mode) || info.file_size < sizeof(layout::SegmentHeader)) {
         ::close(fd);
-        info.error = "not a ringcast segment (too small to hold a header)";
+        info.error = S_ISDIR(st.st_mode) ? "not a ringcast segment (a directory)"
+                     : S_ISREG(st.st_mode) ? "not a ringcast segment (too small to hold a header)"
+                                           : "not a ringcast segment (not a regular file)";
         return info;
     }
     Mapping map;

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -251,6 +252,12 @@ TEST(CliStat, ErrorsAreClear) {
     r = cli({"stat", foreign.name});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("not a ringcast segment"), std::string::npos) << r.err;
+    const std::string dir = prefix + "dir";
+    ASSERT_EQ(::mkdir(("/dev/shm/" + dir).c_str(), 0700), 0);
+    r = cli({"stat", dir});
+    ::rmdir(("/dev/shm/" + dir).c_str());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("not a ringcast segment (a directory)"), std::string::npos) << r.err;
     r = cli({"stat"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("usage"), std::string::npos) << r.err;
