@@ -337,10 +337,13 @@ void Reader::release_claim(SlotState to) noexcept {
     if (released && to == SlotState::left) notify_sleepers(space_site(), segment_.reader_slot(rank_).wake_calls);
 }
 
-Reader::~Reader() {
-    if (slot_ == nullptr) return;  // moved from
+Reader::~Reader() { detach(); }
+
+void Reader::detach() noexcept {
+    if (slot_ == nullptr || owner_word_ == 0) return;  // moved from, or detached already
     data_eventfd_.reset();  // unregister while the rank is ours: a successor may register next
     release_claim(options_.keep_place ? SlotState::detached : SlotState::left);
+    owner_word_ = 0;
 }
 
 void Reader::cancel() noexcept {

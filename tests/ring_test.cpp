@@ -1001,6 +1001,30 @@ TEST(Ranks, ARankThatKeptItsPlaceReattachesAndResumes) {
     EXPECT_EQ(check_message(got, 1, 100), "") << "resumes after the last released message";
 }
 
+// detach() gives the rank back before the object goes (a Python shutdown()), and the object's
+// destructor later touches nothing: not a successor's claim of a kept place.
+TEST(Ranks, DetachReleasesTheRankNowAndTheDestructorLeavesASuccessorAlone) {
+    ScopedName name("detach-now");
+    auto w = Writer::create(name, SegmentOptions{.readers = 2});
+    ReaderOptions keep;
+    keep.keep_place = true;
+    std::optional<Reader> kept(Reader::attach(name, 0, keep));
+    auto left = Reader::attach(name, 1);
+    left.detach();
+    EXPECT_TRUE(left.detached());
+    EXPECT_EQ(layout::unpack_owner(w.segment().reader_slot(1).owner.load()).state, layout::SlotState::left);
+    kept->detach();
+    kept->detach();  // idempotent
+    EXPECT_EQ(layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state, layout::SlotState::detached);
+    auto successor = Reader::attach(name, 0);  // the kept place, claimed by another reader
+    kept.reset();  // the first object goes: it must not release the successor's claim
+    EXPECT_EQ(layout::unpack_owner(w.segment().reader_slot(0).owner.load()).state, layout::SlotState::attached);
+    ASSERT_EQ(w.write(make(100, 7), 1s), Status::ok);
+    std::vector<std::byte> got;
+    ASSERT_EQ(successor.read(got, 1s), Status::ok);
+    EXPECT_EQ(check_message(got, 7, 100), "");
+}
+
 // The default clean-exit policy: a reader that leaves releases its rank, so it can never hold the
 // writer again (the writer writes past its head at once), and re-attaching it is a clear error.
 TEST(Ranks, ACleanDetachReleasesTheRankByDefault) {

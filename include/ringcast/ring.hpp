@@ -348,6 +348,14 @@ public:
     void cancel() noexcept;
     void clear_cancel() noexcept { cancelled_.get().store(false, std::memory_order_release); }
 
+    // Releases the rank now, as the destructor would (keep_place: the place is kept; else the rank is
+    // left and the writer stops waiting for it), for a reader done before its object goes (a Python
+    // shutdown()). Afterwards only rank(), segment(), the wait accessors and the destructor may be
+    // called: the slot may be another process's by then, and nothing of this Reader writes to it
+    // again. Idempotent. Thread-safety: as every call (not while another call is in progress).
+    void detach() noexcept;
+    [[nodiscard]] bool detached() const noexcept { return owner_word_ == 0; }
+
     // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
     // writer died without closing.
     void check_liveness() const { check_writer(); }
@@ -433,7 +441,7 @@ private:
     std::uint64_t stream_offset_ = 0;     // message bytes handed out so far
     std::uint64_t stream_tag_ = 0;
     std::uint64_t message_end_mark_ = 0;  // release_mark of a handed-out last record: its release counts the message
-    std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word
+    std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word; 0 once detach() gave it up
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
     // Case 3g of block_until (Writer::wake_ahead): the spin of a reader woken ahead of a message, from
     // the options it attached with — a hybrid reader's, also while a caller waiting in slices has

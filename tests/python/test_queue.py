@@ -450,3 +450,71 @@ def test_acquire_write_and_read_refuse_a_bad_size_or_timeout_in_their_own_words(
         assert bytes(view) == b"abc"
     r.shutdown()
     q.shutdown()
+
+
+def _writer_gets_past(q, consumer, n=200):
+    """Whether the writer can send n 1000-byte messages (more than the 64 KiB ring holds) while only
+    `consumer` reads: it can unless another reader rank still holds it back."""
+    try:
+        for _ in range(n):
+            q.enqueue(b"x" * 1000, timeout=0.2)
+            assert consumer.dequeue(timeout=5) == b"x" * 1000
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_a_reader_shutdown_gives_its_rank_back_at_once():
+    """The writer stops waiting for a shut-down reader when shutdown() returns — not when the object
+    is collected (it may be kept); a shutdown from another thread while a dequeue is blocked gives the
+    rank back as that call leaves; a chunk of acquire_read keeps it until the chunk is released."""
+    import threading
+    q = ringcast.MessageQueue(3, 3, max_chunk_bytes=4096, max_chunks=4)
+    r0, r1, r2 = (ringcast.MessageQueue.create_from_handle(q.export_handle(), i) for i in range(3))
+    # 1. Kept alive, shut down: rank 1 and 2 hold the writer until they go.
+    r2.shutdown()  # (rank 2 out of the way for the cases below)
+    assert not _writer_gets_past(q, r0)  # rank 1 never reads: it holds the ring
+    r1.shutdown()
+    assert _writer_gets_past(q, r0)
+    with pytest.raises(ringcast.ClosedError):
+        r1.dequeue(timeout=0)
+    assert r1._reader.waits >= 0 and r1._reader.rank == 1  # its properties still answer
+    q.shutdown()
+    r0.shutdown()
+
+    # 2. Blocked in another thread when shut down: released as that call leaves.
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
+    r0, r1 = (ringcast.MessageQueue.create_from_handle(q.export_handle(), i) for i in range(2))
+    errors = []
+
+    def blocked():
+        try:
+            r1.dequeue(timeout=10)
+        except ringcast.ClosedError as e:
+            errors.append(e)
+    t = threading.Thread(target=blocked)
+    t.start()
+    time.sleep(0.2)
+    r1.shutdown()
+    t.join(10)
+    assert len(errors) == 1
+    assert _writer_gets_past(q, r0)
+    q.shutdown()
+    r0.shutdown()
+
+    # 3. An acquire_read chunk out: the rank stays until the chunk is released (the writer would
+    # overwrite the bytes under the view), then goes.
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
+    r0, r1 = (ringcast.MessageQueue.create_from_handle(q.export_handle(), i) for i in range(2))
+    with q.acquire_write(timeout=1, size=5) as view:
+        view[:] = b"chunk"
+    with r0.acquire_read(timeout=1) as view:
+        assert bytes(view) == b"chunk"
+    with pytest.raises(ringcast.ClosedError):
+        with r1.acquire_read(timeout=1) as view:
+            r1.shutdown()
+            assert not _writer_gets_past(q, r0)  # still held: the view shows ring bytes
+            assert bytes(view) == b"chunk"
+    assert _writer_gets_past(q, r0)
+    q.shutdown()
+    r0.shutdown()

@@ -19,14 +19,14 @@ namespace ringcast::python {
 
 // Core Errors (permission_denied, system, ...) reach Python through errors.cpp's translator.
 void register_events(py::module_& m) {
-    m.def("wake_fd", [](PyReader& r) { return r.core().wake_fd(); }, py::arg("endpoint"));
+    m.def("wake_fd", [](PyReader& r) { return r.wake_fd(); }, py::arg("endpoint"));
     m.def("wake_fd", [](PyWriter& w) { return w.core().wake_fd(); }, py::arg("endpoint"));
     m.def("wake_fd", [](PyGatherCollector& c) { return c.core().wake_fd(); },
           py::arg("endpoint"),
           "wake_fd(endpoint): the eventfd an event loop watches for this Reader / Writer (space) /\n"
           "GatherCollector; registered on first call, after which the endpoint's blocking waits sleep on it\n"
           "too. Use it only through arm() / disarm() (see ringcast.aio and docs/events.md).");
-    m.def("arm", [](PyReader& r) { return r.core().arm_wake_fd(); }, py::arg("endpoint"));
+    m.def("arm", [](PyReader& r) { return r.arm(); }, py::arg("endpoint"));
     m.def(
         "arm",
         [](PyWriter& w, std::optional<std::size_t> bytes) {
@@ -45,14 +45,14 @@ void register_events(py::module_& m) {
         "True: ready now (nothing armed: take it). False: armed: wait until wake_fd() is readable, then\n"
         "disarm() and take what is there with a zero timeout (a wake may find nothing: arm again).\n"
         "Raises PermissionError when the peer cannot take the eventfd (pidfd_getfd refused).");
-    m.def("disarm", [](PyReader& r) { r.core().disarm_wake_fd(); }, py::arg("endpoint"));
+    m.def("disarm", [](PyReader& r) { r.disarm(); }, py::arg("endpoint"));
     m.def("disarm", [](PyWriter& w) { w.core().disarm_wake_fd(); }, py::arg("endpoint"));
     m.def("disarm", [](PyGatherCollector& c) { c.core().disarm_wake_fd(); }, py::arg("endpoint"),
           "disarm(endpoint): withdraws the announcement of arm() (call it once the wait is over).");
 
     // The dead-peer check a blocking wait runs every liveness interval, for a loop that waits on the
     // eventfd instead (a dead peer never signals it): PeerDeadError names the dead peer.
-    m.def("check_peers", [](PyReader& r) { r.core().check_liveness(); }, py::arg("endpoint"));
+    m.def("check_peers", [](PyReader& r) { r.check_peers(); }, py::arg("endpoint"));
     m.def("check_peers", [](PyWriter& w) { w.core().check_liveness(); }, py::arg("endpoint"));
     m.def(
         "check_peers",

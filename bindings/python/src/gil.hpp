@@ -102,25 +102,56 @@ void check_signals(Gil& gil);
 class Endpoint {
 public:
     explicit Endpoint(std::chrono::nanoseconds liveness);
+    virtual ~Endpoint() = default;
+    Endpoint(const Endpoint&) = delete;
+    Endpoint& operator=(const Endpoint&) = delete;
 
 protected:
     // One thread at a time per endpoint (the core's rule); a second one is told so instead of
-    // corrupting the cursor state. shutdown() is exempt: it only sets atomics and wakes.
+    // corrupting the cursor state. shutdown() is exempt: it only sets atomics and wakes (and, for an
+    // endpoint that releases_on_shutdown_, takes the endpoint itself when no call is in it).
     class Busy {
     public:
         explicit Busy(Endpoint& e) : e_(e) {
-            if (e_.busy_.exchange(true, std::memory_order_acquire))
+            if (e_.busy_.exchange(true, std::memory_order_seq_cst)) {
+                if (e_.shut_.load(std::memory_order_acquire)) throw Closed{"this ringcast endpoint was shut down"};
                 throw Failure{PyExc_RuntimeError,
                               "this ringcast endpoint is already in use by another thread; use one "
                               "MessageQueue or ReplyGather endpoint per thread"};
+            }
         }
-        ~Busy() { e_.busy_.store(false, std::memory_order_release); }
+        ~Busy() {
+            if (!e_.releases_on_shutdown_) {
+                e_.busy_.store(false, std::memory_order_release);
+                return;
+            }
+            // With shutdown() from another thread (release_when_idle): it stores shut_, then tries
+            // busy_; this call clears busy_, then loads shut_ — all seq_cst, so in their one order
+            // either its try comes after our clear (it takes the endpoint and releases), or our load
+            // comes after its store (we release): the release is never left undone.
+            e_.busy_.store(false, std::memory_order_seq_cst);
+            if (e_.shut_.load(std::memory_order_seq_cst)) e_.release_when_idle();
+        }
         Busy(const Busy&) = delete;
         Busy& operator=(const Busy&) = delete;
 
     private:
         Endpoint& e_;
     };
+
+    // What a shut-down endpoint gives back before its object goes (a reader's rank): run with the
+    // endpoint held, at most once at a time, possibly more than once (idempotent), by whichever of
+    // shutdown() and the call in progress is last (Busy's destructor). Only endpoints that set
+    // releases_on_shutdown_ are ever asked.
+    virtual void release_after_shutdown() noexcept {}
+    // Runs release_after_shutdown() now unless a call is in the endpoint; that call then runs it on its
+    // way out. shut_ must be set (seq_cst) before.
+    void release_when_idle() noexcept {
+        if (busy_.exchange(true, std::memory_order_seq_cst)) return;
+        release_after_shutdown();
+        busy_.store(false, std::memory_order_seq_cst);
+    }
+    bool releases_on_shutdown_ = false;  // set once by the derived constructor
 
     // Raises unless this process created the endpoint (not a forked child) and it is not shut down.
     void check_usable(const char* what) const;

@@ -195,17 +195,26 @@ public:
     void check_writer_alive();
 
     // Wakes a call blocked in another thread (it raises ClosedError); later calls raise ClosedError.
+    // The rank goes back to the writer now (it stops waiting for this reader), or, when a call is in
+    // progress in another thread, as that call leaves; with an acquire_read chunk out, at its release.
     void shutdown();
+
+    // ringcast.aio's calls (events.cpp), one thread at a time as every call, refused once shut down
+    // (disarm then does nothing: the rank's registration went with it).
+    [[nodiscard]] int wake_fd();
+    [[nodiscard]] bool arm();
+    void disarm();
+    void check_peers();
 
     [[nodiscard]] std::uint32_t rank() const { return reader_->rank(); }
     [[nodiscard]] const std::string& name() const { return name_; }
     [[nodiscard]] std::uint64_t creation_time_ns() const { return reader_->segment().header().creation_time_ns; }
     [[nodiscard]] std::uint64_t capacity() const { return reader_->segment().header().capacity; }
-    [[nodiscard]] std::uint64_t waits() const { return reader_->waits(); }
+    [[nodiscard]] std::uint64_t waits() const { return reader_->detached() ? waits_at_detach_ : reader_->waits(); }
     [[nodiscard]] double spin_max_us() const { return static_cast<double>(reader_->wait_options().spin_max.count()) / 1e3; }
-    [[nodiscard]] Reader& core() noexcept { return *reader_; }  // events.cpp: the event-loop wake fd
 
 private:
+    void release_after_shutdown() noexcept override;
     [[noreturn]] void corrupt(const std::string& why) const { assembly_.corrupt(why); }
     void check_writer() { reader_->check_liveness(); }
 
@@ -225,6 +234,7 @@ private:
     std::string name_;
     detail::Reassembly assembly_;
     bool raw_peeked_ = false;
+    std::uint64_t waits_at_detach_ = 0;  // waits() once the rank went back (the slot may be another's)
 };
 
 // recv_object's answer for a message of several parts: ringcast._core.MultipartMessage (a type no

@@ -18,6 +18,7 @@ PyReader::PyReader(const std::string& name, std::uint32_t rank, const std::strin
     ro.wait = wait_options(wait, spin_us, spin_max_us);
     ro.liveness_interval = liveness_;  // counted across calls by the core: slicing cannot starve it
     reader_ = std::make_unique<Reader>(Reader::attach(name, rank, ro));
+    releases_on_shutdown_ = true;  // shutdown() gives the rank back (release_after_shutdown)
     name_ = name;
     assembly_.set_where("queue '" + name_ + "', rank index " + std::to_string(reader_->rank()));
 }
@@ -28,8 +29,8 @@ PyReader::~PyReader() {
 }
 
 py::list PyReader::recv(std::optional<double> timeout) {
+    Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue");
-    Busy busy(*this);
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
     std::vector<py::object> parts = receive(gil, deadline, false, timeout);
@@ -51,8 +52,8 @@ py::object PyReader::recv_object(std::optional<double> timeout) {
 }
 
 py::object PyReader::take_message(std::optional<double> timeout) {
+    Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue");
-    Busy busy(*this);
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
     if (!assembly_.active()) {
@@ -80,8 +81,8 @@ py::object PyReader::take_message(std::optional<double> timeout) {
 }
 
 py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
+    Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue_many");
-    Busy busy(*this);
     if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
@@ -90,8 +91,8 @@ py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
 }
 
 py::object PyReader::try_recv() {
+    Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue");
-    Busy busy(*this);
     Gil gil;
     std::vector<py::object> parts = receive(gil, Clock::now(), true, std::optional<double>(0.0));
     gil.acquire();
@@ -106,8 +107,8 @@ py::object PyReader::try_recv() {
 }
 
 py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
+    Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("acquire_read");
-    Busy busy(*this);
     if (assembly_.active())
         throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received; "
                                         "finish it with dequeue()"};
@@ -124,8 +125,14 @@ py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
 }
 
 void PyReader::release_raw() {
-    check_usable("acquire_read");
     Busy busy(*this);
+    // Shut down while the chunk was out: its release was left to this call (release_after_shutdown
+    // does not give back a rank whose record a view still shows: the writer would overwrite it).
+    if (shut_.load(std::memory_order_acquire) && raw_peeked_ && !forked_child()) {
+        raw_peeked_ = false;
+        release_after_shutdown();
+    }
+    check_usable("acquire_read");
     if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};
     raw_peeked_ = false;
     reader_->release();
@@ -138,8 +145,40 @@ void PyReader::check_writer_alive() {
 
 void PyReader::shutdown() {
     if (forked_child()) return;
-    if (shut_.exchange(true, std::memory_order_acq_rel)) return;
-    reader_->cancel();
+    if (shut_.exchange(true, std::memory_order_seq_cst)) return;
+    reader_->cancel();  // a call blocked in another thread wakes and raises ClosedError
+    release_when_idle();  // the rank goes back now, or when that call leaves
+}
+
+void PyReader::release_after_shutdown() noexcept {
+    // A chunk of acquire_read still shown by a view keeps the rank until release_raw() (the writer,
+    // no longer waiting for this rank, would overwrite the bytes under the view).
+    if (raw_peeked_ || reader_->detached()) return;
+    waits_at_detach_ = reader_->waits();
+    reader_->detach();
+}
+
+int PyReader::wake_fd() {
+    Busy busy(*this);
+    check_usable("wake_fd");
+    return reader_->wake_fd();
+}
+
+bool PyReader::arm() {
+    Busy busy(*this);
+    check_usable("arm");
+    return reader_->arm_wake_fd();
+}
+
+void PyReader::disarm() {
+    Busy busy(*this);
+    if (!reader_->detached()) reader_->disarm_wake_fd();  // detach() withdrew everything already
+}
+
+void PyReader::check_peers() {
+    Busy busy(*this);
+    check_usable("dequeue");
+    reader_->check_liveness();
 }
 
 Message PyReader::next_record(Gil& gil, Deadline deadline, const std::optional<double>& timeout, bool probe_only) {
