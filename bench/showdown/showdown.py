@@ -37,6 +37,8 @@ after the last step (the executor's: every thread of its process, its transport 
 Every configuration runs --repeats times, interleaved; the table shows medians and each run's overhead.
 With enough CPUs (--pin auto) every process is pinned: the executor to one core's two SMT siblings,
 each worker to a core of its own; a run's figure then no longer depends on where the scheduler put whom.
+With fewer CPUs than processes, --pin shared puts the executor alone on one CPU and the workers in turn
+on the others (steady async figures; sync steps then wait for workers that share a CPU).
 The breakdown of a sync step adds how often each side slept in the kernel per step (0: it spun).
 With every process pinned, the targets are shown once more on the steps whose executor ran at full speed:
 a CPU of the 16-core VM runs Python ~1.7x slower in episodes that no variant causes (classify_full_speed),
@@ -399,7 +401,7 @@ def worker_main(transport, rank, work, reply_all):
 # CPU pinning (--pin): the executor's two threads (main, and the collector thread of (a)/(b) in async
 # mode) on two CPUs of their own, worker i alone on another. Every variant runs on the same CPUs, so a
 # process that migrates or shares a core with a neighbour's spin no longer decides a run's figure.
-PINNING = {"executor": None, "workers": None}
+PINNING = {"executor": None, "workers": None, "shared": False}
 
 
 def cpu_cores(cpus):
@@ -424,6 +426,19 @@ def plan_pinning(mode, workers):
     cpus = sorted(os.sched_getaffinity(0))
     if mode == "off":
         return None, "off (--pin off)"
+    if mode == "shared":
+        # Fewer CPUs than processes (the 2-core VM: executor + 2 workers): left to the scheduler, a run's
+        # figure depends on whom it put together — the executor beside a worker (the step waits for both
+        # on one CPU while a waiting neighbour's spin keeps the other busy) or the workers together —
+        # and that placement, not the transport, split the 2-core async figures into ~0.1 and ~1 ms
+        # by batch. Pinned, every run and variant gets one placement: the executor alone on the first
+        # CPU (both its threads), the workers in turn on the others.
+        if len(cpus) < 2:
+            return None, "off: --pin shared needs 2 CPUs"
+        worker_cpus = [cpus[1 + i % (len(cpus) - 1)] for i in range(workers)]
+        return ({"executor": {cpus[0]}, "workers": worker_cpus, "shared": True},
+                f"shared: executor alone on CPU {cpus[0]}, workers on CPUs {','.join(map(str, worker_cpus))} "
+                f"({len(cpus)} CPUs for {workers + 1} processes)")
     if len(cpus) < workers + 2:
         if mode == "on":
             raise SystemExit(f"--pin on needs {workers + 2} CPUs (executor 2, one per worker), this process "
@@ -793,8 +808,9 @@ def main():
                     help="(g)'s cap on the workers' adaptive spin (default: the library's)")
     ap.add_argument("--out", default="build/report")
     ap.add_argument("--idle-seconds", type=float, default=1.0, help="length of the idle-CPU window (tests shorten it)")
-    ap.add_argument("--pin", choices=("auto", "on", "off"), default="auto",
-                    help="pin the executor to 2 CPUs and each worker to its own (auto: when there are enough)")
+    ap.add_argument("--pin", choices=("auto", "on", "off", "shared"), default="auto",
+                    help="pin the executor to 2 CPUs and each worker to its own (auto: when there are enough); "
+                         "shared: fewer CPUs than processes, the executor alone on one, the workers on the rest")
     ap.add_argument("--trace", action="store_true",
                     help="also time the pickling inside every part of a step (pickle_clock.py): the overhead "
                          "left once it is taken out is the transport's")
@@ -930,7 +946,7 @@ def main():
             ratio = agg["overhead_p50_us"] / max(single["overhead_p50_us"], 1e-9)
             print(f"  [{mode}] (c) all / single overhead p50 = {ratio:.2f} (target <= 1.10): "
                   f"{'met' if ratio <= 1.10 else 'MISSED'}")
-    if not PINNING["workers"]:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed
+    if not PINNING["workers"] or PINNING["shared"]:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed
         print("\n(the same on the steps that ran at full speed: only with every process on a CPU of its own, --pin)")
     else:
         full_speed_targets(rows, speed_refs, find)
@@ -947,7 +963,7 @@ def main():
                    "python_floor_us": {f"{m} {r}": v for (m, r), v in floors.items()},
                    "cpp_floor_us": args.cpp_floor_us, "torch_loaded": "torch" in sys.modules,
                    # the full-speed figures mean what they say only with every process on a CPU of its own
-                   "full_speed_view": bool(PINNING["workers"]), "rows": rows}, f, indent=1)
+                   "full_speed_view": bool(PINNING["workers"]) and not PINNING["shared"], "pinning_shared": PINNING["shared"], "rows": rows}, f, indent=1)
     print(f"json: {os.path.join(args.out, 'showdown.json')}")
     plot(rows, floors, args.cpp_floor_us, os.path.join(args.out, "showdown.png"))
 

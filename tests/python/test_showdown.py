@@ -151,3 +151,22 @@ def test_the_work_is_calibrated_on_every_cpu_and_at_the_fastest():
     # 1 ms at the fastest try's 20000 iterations per ms (within one: the stand-in clock's float sums round);
     # the first try, the last or a mean would give 10000-11111
     assert abs(compute.iters - 20000) <= 1, compute.iters
+
+
+def test_pin_shared_puts_the_executor_alone_and_the_workers_in_turn_on_the_rest(monkeypatch):
+    """--pin shared, for fewer CPUs than processes: the executor on the first CPU alone, the workers
+    round-robin over the others; 'auto' leaves such a machine unpinned."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
+    try:
+        import showdown
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(showdown.os, "sched_getaffinity", lambda pid: {4, 5})
+    plan, text = showdown.plan_pinning("shared", 2)
+    assert plan == {"executor": {4}, "workers": [5, 5], "shared": True}, text
+    monkeypatch.setattr(showdown.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    plan, _ = showdown.plan_pinning("shared", 3)
+    assert plan["executor"] == {0} and plan["workers"] == [1, 2, 1]
+    assert showdown.plan_pinning("auto", 3)[0] is None  # 3 CPUs < 5
+    monkeypatch.setattr(showdown.os, "sched_getaffinity", lambda pid: {0})
+    assert showdown.plan_pinning("shared", 2)[0] is None
