@@ -341,7 +341,14 @@ Reader::~Reader() { detach(); }
 
 void Reader::detach() noexcept {
     if (slot_ == nullptr || owner_word_ == 0) return;  // moved from, or detached already
-    data_eventfd_.reset();  // unregister while the rank is ours: a successor may register next
+    // Unregister while the rank is ours (a successor may register next); the fd itself stays open
+    // until the destructor: an event loop may still watch it (a Python reader's shutdown() pokes it,
+    // then detaches — the loop must see that poke, and must not find the number reused by a socket).
+    if (data_eventfd_) data_eventfd_->unregister();
+    // An announcement left by an event loop's arm() (this endpoint waits in no futex now: detach runs
+    // between calls) would make the writer pay a wake syscall for this rank on every publish, and a
+    // left rank is never claimed again, so nobody else would clear it.
+    clear_announcement(data_site());
     release_claim(options_.keep_place ? SlotState::detached : SlotState::left);
     owner_word_ = 0;
 }

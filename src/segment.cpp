@@ -47,19 +47,44 @@ std::string human_bytes(std::uint64_t n) {
     return buf;
 }
 
-// Why this process may not open what /dev/shm/<name> is, from its owner and mode: another user's
-// segment it has no share of, or one shared with a group this process is not in.
+// Why this process may not open what /dev/shm/<name> is, from its owner, group and mode: which of the
+// three classes this process falls in, and what that class may do (attaching needs read and write).
+bool in_group(gid_t gid) {
+    if (::getegid() == gid) return true;
+    const int n = ::getgroups(0, nullptr);
+    if (n <= 0) return false;
+    std::vector<gid_t> groups(static_cast<std::size_t>(n));
+    const int got = ::getgroups(n, groups.data());
+    return got > 0 && std::find(groups.begin(), groups.begin() + got, gid) != groups.begin() + got;
+}
+
 std::string permission_text(std::string_view name) {
     struct stat st {};
     if (::lstat(shm_file(name).c_str(), &st) != 0) return "it is owner-only unless created with a wider mode";
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    const std::string owned = "it belongs to uid " + std::to_string(st.st_uid) + ", mode " + mode;
-    if (st.st_uid == ::geteuid()) return owned + " (this process's own user: its mode leaves the owner out)";
-    if ((st.st_mode & 0060) != 0)
-        return owned + ", shared with group " + std::to_string(st.st_gid) + "; this process (uid " +
-               std::to_string(::geteuid()) + ") is not in that group";
-    return owned + ", owner-only; this process runs as uid " + std::to_string(::geteuid());
+    const unsigned mode = static_cast<unsigned>(st.st_mode & 07777);
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", mode);
+    const std::string me = std::to_string(::geteuid());
+    const std::string owned = "it belongs to uid " + std::to_string(st.st_uid) + ", mode " + octal;
+    const auto may = [](unsigned bits) {
+        const bool r = (bits & 4) != 0, w = (bits & 2) != 0;
+        return r && w ? "may read and write" : r ? "may read but not write" : w ? "may write but not read" : "may not open it";
+    };
+    std::string why;
+    if (st.st_uid == ::geteuid()) {
+        why = owned + "; its owner (this process's user) " + may(mode >> 6);
+    } else if (in_group(st.st_gid)) {
+        why = owned + "; its group " + std::to_string(st.st_gid) + ", which this process (uid " + me + ") is in, " +
+              may(mode >> 3);
+    } else if ((mode & 0060) != 0) {
+        why = owned + ", shared with group " + std::to_string(st.st_gid) + "; this process (uid " + me +
+              ") is not in that group, and others " + may(mode);
+    } else if ((mode & 0006) == 0) {
+        return owned + ", owner-only; this process runs as uid " + me;
+    } else {
+        why = owned + "; others, as this process (uid " + me + ") is, " + may(mode);
+    }
+    return why + " (attaching needs read and write)";
 }
 
 [[noreturn]] void throw_open_error(int err, std::string_view name, const char* what) {

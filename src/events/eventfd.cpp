@@ -79,12 +79,18 @@ EventfdWaiter::EventfdWaiter(layout::EventfdSlot& slot) : slot_(slot) {
 }
 
 EventfdWaiter::~EventfdWaiter() {
+    unregister();
+    ::close(fd_);  // only now: see the registration comment
+}
+
+void EventfdWaiter::unregister() noexcept {
+    if (!registered_) return;
+    registered_ = false;
     const std::uint32_t even = slot_.gen.load(std::memory_order_relaxed);
     slot_.gen.store(even + 1, std::memory_order_seq_cst);  // U1
     slot_.holder.store(0, std::memory_order_seq_cst);      // U2: futex mode again
     slot_.fd.store(0, std::memory_order_seq_cst);          // U3
     slot_.gen.store(even + 2, std::memory_order_seq_cst);  // U4
-    ::close(fd_);                                          // only now: see the registration comment
 }
 
 void EventfdWaiter::drain() noexcept {

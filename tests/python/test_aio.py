@@ -538,6 +538,38 @@ def test_shutdown_ends_a_pending_enqueue_async_and_a_waiting_dequeue_async():
     q2.shutdown()
 
 
+def test_a_reader_shut_down_while_awaited_wakes_the_await_at_once_and_leaves_nothing_behind():
+    """A reader's shutdown() gives its rank back at once, while an event loop watches its wake fd: the
+    poke still wakes the await (not the next dead-peer check, 10 s off here), the fd stays open until
+    the reader goes (closed, its number could come back as a socket the loop would then not watch), and
+    the announcement arm() made is cleared (else every later publish pays a wake syscall)."""
+    from ringcast import _core
+    q = ringcast.MessageQueue(2, 2, liveness_interval=10, **QUEUE_KW)
+    r0 = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    r1 = ringcast.MessageQueue.create_from_handle(q.export_handle(), 1)
+    fd = _core.wake_fd(r1._reader)
+
+    async def main():
+        waiting = asyncio.ensure_future(r1.dequeue_async())
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        r1.shutdown()
+        with pytest.raises(ringcast.ClosedError):
+            await asyncio.wait_for(waiting, 5)
+        return loop.time() - t0
+
+    assert run("default", main()) < 0.5
+    os.fstat(fd)  # still open: the reader object lives
+    for _ in range(200):
+        q.enqueue(b"x", timeout=1)
+        assert r0.dequeue(timeout=1) == b"x"
+    assert q._writer.wake_calls == 0
+    r0.shutdown()
+    q.shutdown()
+
+
 def fork_child(body):
     """A child process running body(); exits 0, or 1 printing what it raised."""
     pid = os.fork()

@@ -518,3 +518,32 @@ def test_a_reader_shutdown_gives_its_rank_back_at_once():
     assert _writer_gets_past(q, r0)
     q.shutdown()
     r0.shutdown()
+
+
+def test_a_forked_child_is_told_fork_even_while_a_parent_thread_was_inside_a_call():
+    """The one-thread flag of a call in progress in the parent is copied by fork: the child's use of the
+    inherited reader still says it was inherited through fork, not 'in use by another thread'."""
+    import threading
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    t = threading.Thread(target=lambda: r.dequeue(timeout=5))
+    t.start()
+    time.sleep(0.2)  # the thread is inside dequeue
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            r.dequeue(timeout=0)
+            os.write(wfd, b"no error")
+        except Exception as e:  # noqa: BLE001 - the child reports whatever it got
+            os.write(wfd, f"{type(e).__name__}: {e}".encode())
+        os._exit(0)
+    os.close(wfd)
+    os.waitpid(pid, 0)
+    said = os.read(rfd, 4096).decode()
+    os.close(rfd)
+    q.enqueue(b"x")
+    t.join(10)
+    assert "inherited through fork" in said, said
+    r.shutdown()
+    q.shutdown()

@@ -2,6 +2,7 @@
 
 Remote readers run in spawned processes, as on another machine (nothing shared but the handle).
 """
+import gc
 import hashlib
 import multiprocessing as mp
 import pickle
@@ -189,3 +190,26 @@ def _writer_proc(ready):
     w.wait_until_ready(timeout=30)
     w.enqueue("first")
     time.sleep(60)
+
+
+def test_a_timed_out_enqueue_names_the_publisher_when_a_remote_reader_held_the_ring():
+    """The ring rank past the local readers is the publisher to the remote ones: a timeout it caused
+    says so, not 'rank index 1' (which a user reads as remote rank 1)."""
+    w = ringcast.MessageQueue(2, 1, local_reader_ranks=[0], connect_ip="127.0.0.1", max_chunk_bytes=65536,
+                              max_chunks=4, remote_high_water_mark=1)
+    h = w.export_handle()
+    local = ringcast.MessageQueue.create_from_handle(h, 0)
+    slow = ringcast.MessageQueue.create_from_handle(h, 1)  # never reads
+    slow.wait_until_ready(timeout=10)
+    w.wait_until_ready(timeout=10)
+    try:
+        with pytest.raises(TimeoutError, match="the publisher to the remote readers did not free ring space"):
+            for _ in range(3000):
+                w.enqueue(b"x" * 200_000, timeout=0.5)
+                local.dequeue(timeout=5)
+    finally:
+        local.shutdown()
+        slow.shutdown()
+        del slow  # its goodbye (sent when it goes) ends the writer's drain towards it
+        gc.collect()
+        w.shutdown()

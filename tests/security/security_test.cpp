@@ -139,6 +139,16 @@ TEST(OtherUser, ARefusalSaysWhoseSegmentItIsAndAdvisesNoRemovalTheUserCannotMake
         }
     });
     EXPECT_EQ(rc, 0);
+    // In the group, which may only read: that is what it says (attaching writes the rank's head).
+    ScopedName ro("sec-group-ro");
+    auto w2 = Writer::create(ro, SegmentOptions{.readers = 1, .mode = 0640});
+    ASSERT_EQ(::chown(("/dev/shm/" + ro.str()).c_str(), 0, kNogroup), 0);
+    const int rc2 = as_nobody([&] {
+        expect_code([&] { (void)Reader::attach(ro, 0); }, ErrorCode::permission_denied,
+                    "its group 65534, which this process (uid 65534) is in, may read but not write "
+                    "(attaching needs read and write)");
+    });
+    EXPECT_EQ(rc2, 0);
 }
 
 TEST(Names, ADirectoryOfTheNameIsNamedAsOne) {

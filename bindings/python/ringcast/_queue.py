@@ -332,8 +332,8 @@ class MessageQueue:
     within two intervals of the later of its death and the call blocking. A stopped (SIGSTOP) or
     slow peer is alive: the call times out.
 
-    Clean exit: a reader that leaves (its shutdown(), or its MessageQueue garbage-collected, e.g.
-    when the worker function returns) releases its rank: the writer stops keeping messages for it and never waits
+    Clean exit: a reader that leaves (a local reader's shutdown(), or its MessageQueue
+    garbage-collected, e.g. when the worker function returns) releases its rank: the writer stops keeping messages for it and never waits
     for it again (a writer blocked on it wakes at once); attaching that rank again raises
     ValueError. The writer's shutdown() (or its garbage collection) closes the queue: readers
     drain what was sent, then get ClosedError.
@@ -426,6 +426,7 @@ class MessageQueue:
                     heartbeat_s=liveness_interval / 5, liveness_s=liveness_interval,
                     curve_secret_key=curve_secret_key or "", curve_allowed_clients=list(curve_allowed_clients or []),
                     wait=wait, spin_us=spin_us, spin_max_us=spin_max_us)
+                self._writer.set_remote_publisher_index(n_local_reader)
             except BaseException:
                 self._writer.shutdown()
                 raise
@@ -904,10 +905,11 @@ class MessageQueue:
         """Closes this end; idempotent, callable from any thread.
 
         Writer: readers drain what was sent, then get ClosedError; the /dev/shm name is removed at
-        once (done too when the writer is garbage-collected). Reader: later calls raise ClosedError
-        and the rank is released at once (the writer stops waiting for it) — or, while a call of
-        another thread is in progress, as that call leaves; an acquire_read() chunk still open keeps
-        it until its with-block ends. Either way a call blocked in another thread wakes with
+        once (done too when the writer is garbage-collected). Reader: later calls raise ClosedError;
+        a local reader's rank is released at once (the writer stops waiting for it) — or, while a
+        call of another thread is in progress, as that call leaves; an acquire_read() chunk still
+        open keeps it until its with-block ends. A remote reader says goodbye to the publisher when
+        the object is garbage-collected. Either way a call blocked in another thread wakes with
         ClosedError.
         """
         if self._is_writer:

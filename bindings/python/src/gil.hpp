@@ -114,6 +114,8 @@ protected:
     public:
         explicit Busy(Endpoint& e) : e_(e) {
             if (e_.busy_.exchange(true, std::memory_order_seq_cst)) {
+                // A forked child inherits the flag of a call its parent had in progress: say fork.
+                if (e_.forked_child()) e_.check_usable("this call");
                 if (e_.shut_.load(std::memory_order_acquire)) throw Closed{"this ringcast endpoint was shut down"};
                 throw Failure{PyExc_RuntimeError,
                               "this ringcast endpoint is already in use by another thread; use one "

@@ -175,10 +175,14 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("capacity", &PyWriter::capacity, "The ring's size in bytes.")
         .def_property_readonly("max_reserve", &PyWriter::max_reserve, "The largest record (capacity/4 - 16 bytes).")
         .def_property_readonly("max_parts", &PyWriter::max_parts, "The most parts one send() takes.")
+        .def("set_remote_publisher_index", &PyWriter::set_remote_publisher_index, py::arg("index"),
+             "The ring rank of the publisher to remote readers (a timed-out enqueue names it as such).")
         .def_property_readonly("reader_count", &PyWriter::reader_count, "Reader ranks of the segment.")
         .def_property_readonly("creation_time_ns", &PyWriter::creation_time_ns,
                                "When the segment was created (tells a stale handle from a re-created name).")
-        .def_property_readonly("closed", &PyWriter::closed, "True after shutdown().");
+        .def_property_readonly("closed", &PyWriter::closed, "True after shutdown().")
+        .def_property_readonly("wake_calls", [](PyWriter& w) { return w.core().wake_calls(); },
+                               "futex_wake syscalls this queue's writer made (diagnostics: 0 while no reader sleeps).");
 
     py::class_<PyReader>(m, "Reader",
                          "The receiving end of a queue (a MessageQueue reader): attaches one reader rank.\n"
@@ -209,7 +213,8 @@ PYBIND11_MODULE(_core, m) {
              "Raises PeerDeadError if the writer process is gone (ClosedError after shutdown()).")
         .def("shutdown", &PyReader::shutdown,
              "Wakes a call blocked in another thread (it raises ClosedError); later calls raise ClosedError.\n"
-             "The rank is released when the object is destroyed. Idempotent; any thread.")
+             "The rank is released now (or, while a call of another thread is in progress, as it leaves; an\n"
+             "acquire_read chunk keeps it until release_raw). Idempotent; any thread.")
         .def_property_readonly("rank", &PyReader::rank, "This reader's rank (local index).")
         .def_property_readonly("name", &PyReader::name, "The segment's /dev/shm name.")
         .def_property_readonly("capacity", &PyReader::capacity, "The ring's size in bytes.")

@@ -108,6 +108,8 @@ public:
     }
     [[nodiscard]] bool closed() const { return shut_.load(std::memory_order_acquire); }
     [[nodiscard]] Writer& core() noexcept { return *writer_; }  // events.cpp: the event-loop wake fd
+    // The ring rank of the publisher to remote readers (MessageQueue sets it): a timeout names it as such.
+    void set_remote_publisher_index(std::uint32_t index) noexcept { remote_publisher_index_ = index; }
 
 private:
     // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
@@ -131,6 +133,7 @@ private:
 
     std::unique_ptr<Writer> writer_;
     std::string name_;
+    std::uint32_t remote_publisher_index_ = layout::kMaxReaders;  // none unless set
     std::uint64_t seq_ = 0;
     std::size_t reserved_size_ = 0;
     bool broken_ = false;

@@ -153,7 +153,8 @@ void PyReader::shutdown() {
 void PyReader::release_after_shutdown() noexcept {
     // A chunk of acquire_read still shown by a view keeps the rank until release_raw() (the writer,
     // no longer waiting for this rank, would overwrite the bytes under the view).
-    if (raw_peeked_ || reader_->detached()) return;
+    // Never in a forked child: the claim in the slot is the parent's (its word, copied by fork).
+    if (raw_peeked_ || reader_->detached() || forked_child()) return;
     waits_at_detach_ = reader_->waits();
     reader_->detach();
 }
@@ -172,7 +173,7 @@ bool PyReader::arm() {
 
 void PyReader::disarm() {
     Busy busy(*this);
-    if (!reader_->detached()) reader_->disarm_wake_fd();  // detach() withdrew everything already
+    if (!reader_->detached()) reader_->disarm_wake_fd();  // detach() cleared the announcement already
 }
 
 void PyReader::check_peers() {

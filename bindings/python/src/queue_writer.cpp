@@ -389,11 +389,16 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
 }
 
 std::string PyWriter::slowest_readers_text() const {
-    const std::vector<std::uint32_t> ranks = writer_->slowest_readers();
-    if (ranks.empty()) return "the slowest reader";  // it read everything since: nobody to name
+    std::vector<std::uint32_t> ranks = writer_->slowest_readers();
+    // The ring rank past the local readers is the publisher that streams to the remote readers (its
+    // index is no remote rank: say what it is).
+    const auto publisher = std::find(ranks.begin(), ranks.end(), remote_publisher_index_);
+    const bool remote = publisher != ranks.end();
+    if (remote) ranks.erase(publisher);
+    if (ranks.empty()) return remote ? "the publisher to the remote readers" : "the slowest reader";
     std::string s = ranks.size() == 1 ? "the slowest reader (rank index " : "the slowest readers (rank indices ";
     for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-    return s + ")";
+    return s + ")" + (remote ? " and the publisher to the remote readers" : "");
 }
 
 void PyWriter::finish_broken_stream(Gil& gil, Deadline deadline, const std::optional<double>& timeout) {

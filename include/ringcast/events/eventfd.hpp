@@ -66,6 +66,10 @@ public:
     EventfdWaiter(const EventfdWaiter&) = delete;
     EventfdWaiter& operator=(const EventfdWaiter&) = delete;
     ~EventfdWaiter();  // unregisters (the seqlock bump comes before the close: see EventfdSlot)
+    // Withdraws the registration and keeps the fd open (until destruction): an endpoint giving its role
+    // up while an event loop still watches the fd (a reader's shutdown) — closing it there would leave
+    // the loop watching a number the next socket may get. Idempotent.
+    void unregister() noexcept;
 
     [[nodiscard]] int fd() const noexcept { return fd_; }
     // 3a': one non-blocking read resets the counter (EAGAIN when it was 0 already).
@@ -80,6 +84,7 @@ public:
 private:
     layout::EventfdSlot& slot_;
     int fd_ = -1;
+    bool registered_ = true;
 };
 
 // The waker's copies of the eventfds of the endpoints of one sleep site (bit b's endpoint registers
