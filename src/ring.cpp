@@ -347,8 +347,12 @@ void Reader::detach() noexcept {
     if (data_eventfd_) data_eventfd_->unregister();
     // An announcement left by an event loop's arm() (this endpoint waits in no futex now: detach runs
     // between calls) would make the writer pay a wake syscall for this rank on every publish, and a
-    // left rank is never claimed again, so nobody else would clear it.
-    clear_announcement(data_site());
+    // left rank is never claimed again, so nobody else would clear it. Cleared only while the claim is
+    // still ours: until our D1 nobody can claim the rank (a live owner is neither evicted nor
+    // replaced), so the bit is ours alone; once the word is another (we were evicted, or this object
+    // stands for a killed process in a test), the bit may be a successor's — clearing it could lose
+    // that successor's wake.
+    if (slot_->owner.load(std::memory_order_acquire) == owner_word_) clear_announcement(data_site());
     release_claim(options_.keep_place ? SlotState::detached : SlotState::left);
     owner_word_ = 0;
 }

@@ -6,7 +6,8 @@
 //   attach r     evicted → peer_dead; left → rank_left; attached by a live owner → rank_in_use;
 //                otherwise (never attached, detached, attached by a dead owner) → attached, and the
 //                rank's sleep bit is cleared (C2: a predecessor killed asleep left it set)
-//   detach r     (clean) → detached with keep_place, else left
+//   detach r     (clean) → detached with keep_place, else left; its own sleep bit cleared (an event
+//                loop's arm() may leave it set; nothing here sets a live rank's bit, so it is clear)
 //   death r      the owner dies, asleep (its sleep bit stays set) or awake; the word stays attached
 //   tick         the writer's liveness check: every attached rank with a dead owner whose head is the
 //                slowest held head is evicted (state evicted, sleep bit cleared: E1 + E2) — or, without

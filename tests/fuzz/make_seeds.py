@@ -103,6 +103,10 @@ write("ownership", "evict_dead_sleeper", ops(2, True, (ATTACH, 0), (ATTACH, 1), 
 # the same without eviction: the tick names rank 1; a replacement claims it and clears its bit (C2)
 write("ownership", "replace_dead_sleeper", ops(2, False, (ATTACH, 0), (ATTACH, 1), (WRITE, 7), (DEATH, 1, 1),
                                                (TICK,), (ATTACH, 1), (READ, 1, 1), (TICK,)))
+# a reader killed asleep keeps its sleep bit (nothing of it runs: its object's detach must not clear a
+# bit once the claim is not its own) until a replacement claims the rank
+write("ownership", "dead_sleeper_keeps_its_bit", ops(2, False, (ATTACH, 0), (ATTACH, 1), (DEATH, 1, 1), (WRITE, 2),
+                                                     (READ, 0), (ATTACH, 1), (READ, 1)))
 # keep_place: detach, re-attach and resume; a clean detach without it leaves the rank for good
 write("ownership", "keep_place_then_leave", ops(1, False, (ATTACH, 0, 1), (WRITE, 2), (READ, 0), (DETACH, 0),
                                                 (ATTACH, 0), (READ, 0, 1), (DETACH, 0), (ATTACH, 0), (WRITE, 7)))
