@@ -189,14 +189,20 @@ void Writer::check_lagging_readers() {
 }
 
 std::vector<std::uint32_t> Writer::slowest_readers() const {
+    // One pass, each head loaded once (a second pass against min_reader_head_acquire's minimum could
+    // miss a rank that moved on in between and name nobody).
     std::vector<std::uint32_t> ranks;
-    const std::uint64_t min_head = min_reader_head_acquire();
-    if (min_head == tail_) return ranks;
+    std::uint64_t min_head = tail_;
     for (std::uint32_t r = 0; r < readers_; ++r) {
         auto& slot = segment_.reader_slot(r);
         if (!holds_writer(layout::unpack_owner(slot.owner.load(std::memory_order_acquire)).state)) continue;
-        if (slot.head.load(std::memory_order_acquire) == min_head) ranks.push_back(r);
+        const std::uint64_t head = slot.head.load(std::memory_order_acquire);
+        if (head > min_head) continue;
+        if (head < min_head) ranks.clear();
+        min_head = head;
+        ranks.push_back(r);
     }
+    if (min_head == tail_) ranks.clear();  // every one has read everything
     return ranks;
 }
 

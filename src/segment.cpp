@@ -47,6 +47,12 @@ std::string human_bytes(std::uint64_t n) {
     return buf;
 }
 
+// shm_open of a directory's name fails with EINVAL: what is there says why.
+bool is_directory(std::string_view name) {
+    struct stat st {};
+    return ::lstat(shm_file(name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 // Why this process may not open what /dev/shm/<name> is, from its owner, group and mode: which of the
 // three classes this process falls in, and what that class may do (attaching needs read and write).
 bool in_group(gid_t gid) {
@@ -99,13 +105,11 @@ std::string permission_text(std::string_view name) {
             throw Error(ErrorCode::permission_denied, "permission denied opening ringcast segment '" +
                                                           std::string(name) + "' (" + permission_text(name) + ")");
         case EINVAL:
-        case EISDIR: {  // shm_open of a directory's name says EINVAL
-            struct stat st {};
-            if (::lstat(shm_file(name).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        case EISDIR:
+            if (is_directory(name))
                 throw Error(ErrorCode::not_ringcast, "'" + shm_file(name) +
                                                          "' is a directory, not a ringcast segment; use another name");
             throw_system_error(what, err);
-        }
         case ELOOP:
             throw Error(ErrorCode::permission_denied,
                         "ringcast segment '" + std::string(name) + "' is a symbolic link; refusing to follow it");
@@ -208,8 +212,7 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
         if (e.code() == ErrorCode::not_found) return true;  // removed meanwhile: just create
         // `ringcast rm` is advice only to whoever can act on it: not for another user's segment (only
         // its owner or root may remove it), nor for a directory.
-        const bool removable = e.code() != ErrorCode::permission_denied &&
-                               std::string_view(e.what()).find("is a directory") == std::string_view::npos;
+        const bool removable = e.code() != ErrorCode::permission_denied && !is_directory(name);
         throw Error(ErrorCode::already_exists,
                     taken + " and cannot be reclaimed (" + e.what() + ")" +
                         (removable ? "; remove it with `ringcast rm " + std::string(name) + "`" : ""));
