@@ -32,6 +32,8 @@ wait in the reply rings until the main thread takes them).
 Per variant: step latency p50/p99; overhead = latency - max(slowest collected worker's work, the
 preparation in async mode), both measured as the thread CPU time they took, so time they spent without
 a CPU (taken by a spinning neighbour) or without the GIL (taken by a polling thread) counts as overhead;
+and how much of it the critical work spent stalled (runnable, not running) and in how many steps —
+where processes outnumber CPUs, the cost of their placement, apart from the transport's;
 executor and worker CPU%; the workers' and the executor's idle CPU% over the second that starts 10 ms
 after the last step (the executor's: every thread of its process, its transport still open).
 Every configuration runs --repeats times, interleaved; the table shows medians and each run's overhead.
@@ -501,18 +503,20 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         request_pickle = spent["dumps"] - dumps0
         if collector is not None:
             replies_later = collector.start(step)
+            n_prep0 = time.monotonic_ns()
             prep_cpu = prep()  # prepare the next step in pure Python
             n_prep = time.monotonic_ns()
+            prep_stalled = (n_prep - n_prep0) / 1e3 - prep_cpu * 1e6
             replies = replies_later()
         else:
-            prep_cpu = 0.0
+            prep_cpu = prep_stalled = 0.0
             n_prep = n1
             replies = transport.collect(step, ranks)
         n2 = time.monotonic_ns()
         dt = time.perf_counter() - t0
         if step > warmup:
             lat.append(dt)
-            parts.append(step_breakdown(n0, n1, n_prep, n2, replies, request_pickle, unpickled))
+            parts.append(step_breakdown(n0, n1, n_prep, n2, replies, request_pickle, unpickled, prep_stalled))
             # What the step had to cost: its slowest collected worker's work, or the preparation if
             # longer (both as CPU time). Everything else is overhead: the transport's waits and wakes,
             # pickling, and time the work spent without a CPU or without the GIL.
@@ -582,6 +586,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         "worker_idle_cpu_pct": idle,
         "executor_idle_cpu_pct": exec_idle,
         "breakdown_p50_us": {k: statistics.median(t[k] for t in parts) for k in parts[0]},
+        **cpu_lost(parts),
         "executor_sleeps_per_step": exec_sleeps,
         "worker_sleeps_per_step": worker_sleeps,
         "_speed": speed,  # classified once every run is in (classify_full_speed); not written to the JSON
@@ -598,12 +603,13 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
 # With --trace, the pickling inside those parts too (pickle_clock.py): the request's pickling (in the
 # enqueue), its unpickling by the critical worker (in "last worker has it"), the reply's pickling and the
 # replies' unpickling (in "reply -> collected"); what is left of the overhead is the transport's.
-def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, unpickled):
+def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, unpickled, prep_stalled=0.0):
     """Timestamps (CLOCK_MONOTONIC, every process): n0/n1 around the enqueue, n_prep the end of the
-    async preparation (n1 in sync mode), n2 when the replies were collected; each reply carries when
-    its worker had the request (r[3]), sent its reply (r[4]), and how long it unpickled the request
-    (r[5], ns; 0 untraced). The executor's pickling of the request (ns) and its unpickling calls of
-    the step, (start, duration) in ns (none untraced)."""
+    async preparation (n1 in sync mode), n2 when the replies were collected; each reply carries its
+    work's thread CPU time (r[1], s), when its worker had the request (r[3]), sent its reply (r[4]),
+    and how long it unpickled the request (r[5], ns; 0 untraced). The executor's pickling of the
+    request (ns), its unpickling calls of the step, (start, duration) in ns (none untraced), and how
+    long the preparation stalled (us: its wall time less its thread CPU time; 0 in sync mode)."""
     received = [r[3] for r in replies]
     critical = max(replies, key=lambda r: r[4])  # the last reply sent decides when collect can return
     return {
@@ -617,11 +623,34 @@ def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, unpickled):
         # From when both the preparation and the last reply were done until the replies were in hand:
         # what the collect itself cost on the critical path (in sync mode: reply_to_collected).
         "collected_after_both": (n2 - max(n_prep, critical[4])) / 1e3,
+        # Time the critical work spent runnable but not running (wall less its thread's CPU time): on a
+        # CPU taken by another process, or (a)'s preparation waiting for the GIL its collector thread
+        # holds. Both are fixed amounts of CPU work, so whatever they lost the step waited for.
+        "work_stalled": (critical[4] - critical[3]) / 1e3 - critical[1] * 1e6,
+        "prep_stalled": prep_stalled,
         "request_pickle": request_pickle_ns / 1e3,
         "request_unpickle": critical[5] / 1e3,
         # only what came after the critical reply was sent is on the step's critical path
         "replies_unpickle": sum(took for start, took in unpickled if start >= critical[4]) / 1e3,
     }
+
+
+# A step "lost a CPU" when its preparation or its critical worker's work stalled (runnable, not running)
+# for longer than this: well above a timer tick or a kernel thread's turn (a few us), well below a
+# neighbour's share of the CPU (the work itself, ~1 ms). Where processes outnumber CPUs (the 2-core
+# VM: executor + 2 workers) the scheduler's placement decides how often; no transport chooses it.
+CPU_LOST_US = 50.0
+
+
+def cpu_lost(parts):
+    """Per run, from the steps' breakdowns: the share of steps that lost a CPU (CPU_LOST_US), and both
+    groups' steps — overhead, and for the steps that lost one how long they stalled — kept as lists to
+    be pooled per configuration (summarize)."""
+    lost, kept = [], []
+    for t in parts:
+        stall = max(t["prep_stalled"], t["work_stalled"])
+        (lost.append([stall, t["overhead"]]) if stall > CPU_LOST_US else kept.append(t["overhead"]))
+    return {"cpu_lost_share": len(lost) / max(1, len(parts)), "cpu_lost_steps": lost, "cpu_kept_steps_overhead_us": kept}
 
 
 def plot(rows, floors, cpp_floor_us, path):
@@ -760,6 +789,13 @@ def summarize(runs):
     pooled = [o for r in runs for o in r.pop("full_speed_steps_overhead_us", [])]
     row["full_speed_overhead_p50_us"] = statistics.median(pooled) if len(pooled) >= 10 else None
     row["full_speed_share"] = len(pooled) / max(1, sum(r["steps"] for r in runs))
+    # The steps that lost a CPU and those that kept theirs (cpu_lost), pooled over the runs likewise.
+    kept = [o for r in runs for o in r.pop("cpu_kept_steps_overhead_us", [])]
+    lost = [s for r in runs for s in r.pop("cpu_lost_steps", [])]
+    row["cpu_kept_overhead_p50_us"] = statistics.median(kept) if len(kept) >= 10 else None
+    row["cpu_lost_overhead_p50_us"] = statistics.median(o for _, o in lost) if len(lost) >= 10 else None
+    row["cpu_lost_stall_p50_us"] = statistics.median(st for st, _ in lost) if len(lost) >= 10 else None
+    row["cpu_lost_share"] = len(lost) / max(1, len(lost) + len(kept))
     ex = [r["executor_sleeps_per_step"] for r in runs if r["executor_sleeps_per_step"] is not None]
     row["executor_sleeps_per_step"] = statistics.median(ex) if ex else None
     wk = [w for r in runs for w in r["worker_sleeps_per_step"] if w is not None]
@@ -927,6 +963,23 @@ def main():
         f"{'collected after both':>20}",
         lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['last_worker_has_it']:11.1f} "
                      f"{b['last_reply_after_prep']:21.1f} {b['collected_after_both']:20.1f}")
+
+    print(f"\nwhat the critical work lost (p50 us, medians over runs): the critical worker's work and the async"
+          f" preparation stalled\n(runnable, not running: its CPU taken by another process, or the GIL by another"
+          f" thread of the executor); the steps that lost\nmore than {CPU_LOST_US:.0f} us so (share, per run; pooled over"
+          f" the runs: how long they stalled, their overhead p50) and the\noverhead p50 of the others (pooled):")
+    hdr = (f"{'variant':<30} {'replies':<7} {'mode':<5} {'work stalled':>12} {'prep stalled':>12} "
+           f"{'steps lost':>10} {'stalled':>8} {'ovh p50':>8} {'ovh p50 of the rest':>19}  lost per run")
+    print(hdr)
+    print("-" * len(hdr))
+    def us(v):
+        return "-" if v is None else f"{v:.1f}"
+    for r in rows:
+        b = r["breakdown_p50_us"]
+        per_run = " ".join(f"{x['cpu_lost_share'] * 100:.0f}%" for x in r["runs"])
+        print(f"{r['variant']:<30} {r['replies']:<7} {r['mode']:<5} {b['work_stalled']:12.1f} {b['prep_stalled']:12.1f} "
+              f"{r['cpu_lost_share'] * 100:9.0f}% {us(r['cpu_lost_stall_p50_us']):>8} {us(r['cpu_lost_overhead_p50_us']):>8} "
+              f"{us(r['cpu_kept_overhead_p50_us']):>19}  {per_run}")
 
     # Targets, as ratios measured in this run.
     def find(kind, replies, mode):

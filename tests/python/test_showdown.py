@@ -37,7 +37,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
         b = r["breakdown_p50_us"]
         measured = {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected",
                     "last_reply_after_prep", "collected_after_both", "overhead", "request_pickle",
-                    "request_unpickle", "replies_unpickle"}
+                    "request_unpickle", "replies_unpickle", "work_stalled", "prep_stalled"}
         if r["mode"] == "async":  # the split is of the sync step: async pickling overlaps the preparation
             assert set(b) == measured
         else:
@@ -53,13 +53,19 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
         assert b["collected_after_both"] >= 0
         # (a worker may have the request before the enqueue call returns: those parts may be negative)
         assert b["work"] > 0 and b["enqueue"] > 0
+        # a stall is wall time less the thread's CPU time of the same code: never below ~0 (clock
+        # granularity), never above the part it is of; a sync step has no preparation to stall
+        assert -20 < b["work_stalled"] < b["work"]
+        assert (b["prep_stalled"] == 0) == (r["mode"] == "sync") and b["prep_stalled"] > -20
+        assert 0 <= r["cpu_lost_share"] <= 1 and "cpu_kept_steps_overhead_us" not in r
+        assert all(0 <= run["cpu_lost_share"] <= 1 and "cpu_lost_steps" not in run for run in r["runs"])
         # kernel sleeps per step: counted for ringcast's waits (>= 0), not for the spinning baseline
         if r["kind"] == "a":
             assert r["worker_sleeps_per_step"] is None and r["executor_sleeps_per_step"] is None
         else:
             assert r["worker_sleeps_per_step"] >= 0 and r["executor_sleeps_per_step"] >= 0
     assert "CPU pinning: " in out.stdout and "sleeps/step" in out.stdout
-    assert "where an async step's tail goes" in out.stdout
+    assert "where an async step's tail goes" in out.stdout and "what the critical work lost" in out.stdout
     # The full-speed view (VM speed episodes): a share and, with enough such steps, their overhead; per run
     # and per configuration; the per-step lists stay out of the JSON.
     pinned = "CPU pinning: executor on" in out.stdout
@@ -118,6 +124,35 @@ def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
                                        executor_idle_cpu_pct=0.0, breakdown_p50_us={}, executor_sleeps_per_step=None,
                                        worker_sleeps_per_step=[None]) for r in runs[:2]])
     assert row["full_speed_share"] == 60 / 80 and row["full_speed_overhead_p50_us"] == 20.0  # 20 x 10, 40 x 20
+
+
+def test_a_step_lost_a_cpu_when_its_preparation_or_critical_work_stalled_past_the_threshold():
+    """cpu_lost: a step counts as having lost a CPU when either stall exceeds CPU_LOST_US (not at it);
+    the others' overheads are kept for the configuration's pooled p50 (summarize), which needs 10."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
+    try:
+        import showdown
+    finally:
+        sys.path.pop(0)
+    at = showdown.CPU_LOST_US
+    parts = [{"work_stalled": w, "prep_stalled": p, "overhead": o}
+             for w, p, o in ((0.0, 0.0, 10.0), (at, 0.0, 11.0), (at + 1, 0.0, 900.0), (0.0, at + 1, 1000.0),
+                             (-2.0, at, 12.0))]
+    got = showdown.cpu_lost(parts)
+    assert got == {"cpu_lost_share": 2 / 5, "cpu_kept_steps_overhead_us": [10.0, 11.0, 12.0],
+                   "cpu_lost_steps": [[at + 1, 900.0], [at + 1, 1000.0]]}
+    base = dict(variant="v", kind="c", replies="all", mode="async", worker_cpu_pct=[1.0], worker_idle_cpu_pct=[0.0],
+                executor_idle_cpu_pct=0.0, breakdown_p50_us={}, executor_sleeps_per_step=None,
+                worker_sleeps_per_step=[None], **{k: 1.0 for k in showdown.SCALARS})
+    runs = [dict(base, steps=5, **showdown.cpu_lost(parts)) for _ in range(4)]  # 12 kept of 20
+    row = showdown.summarize(runs)  # 12 kept, 8 lost: too few of those to state
+    assert row["cpu_lost_share"] == 8 / 20 and row["cpu_kept_overhead_p50_us"] == 11.0
+    assert row["cpu_lost_overhead_p50_us"] is None and row["cpu_lost_stall_p50_us"] is None
+    assert all("cpu_kept_steps_overhead_us" not in r and "cpu_lost_steps" not in r for r in row["runs"])
+    more = showdown.summarize([dict(base, steps=5, **showdown.cpu_lost(parts)) for _ in range(5)])  # 15 / 10
+    assert more["cpu_lost_overhead_p50_us"] == 950.0 and more["cpu_lost_stall_p50_us"] == at + 1
+    few = showdown.summarize([dict(base, steps=5, **showdown.cpu_lost(parts)) for _ in range(3)])  # 9 kept
+    assert few["cpu_kept_overhead_p50_us"] is None
 
 
 def test_the_work_is_calibrated_on_every_cpu_and_at_the_fastest():
