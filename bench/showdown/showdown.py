@@ -32,8 +32,8 @@ wait in the reply rings until the main thread takes them).
 Per variant: step latency p50/p99; overhead = latency - max(slowest collected worker's work, the
 preparation in async mode), both measured as the thread CPU time they took, so time they spent without
 a CPU (taken by a spinning neighbour) or without the GIL (taken by a polling thread) counts as overhead;
-and how much of it the critical work spent stalled (runnable, not running) and in how many steps —
-where processes outnumber CPUs, the cost of their placement, apart from the transport's;
+and how much of it the step's critical path spent without a CPU, and in how many steps — where
+processes outnumber CPUs, the cost of their placement, apart from the transport's;
 executor and worker CPU%; the workers' and the executor's idle CPU% over the second that starts 10 ms
 after the last step (the executor's: every thread of its process, its transport still open).
 Every configuration runs --repeats times, interleaved; the table shows medians and each run's overhead.
@@ -635,21 +635,38 @@ def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, unpickled, pr
     }
 
 
-# A step "lost a CPU" when its preparation or its critical worker's work stalled (runnable, not running)
-# for longer than this: well above a timer tick or a kernel thread's turn (a few us), well below a
-# neighbour's share of the CPU (the work itself, ~1 ms). Where processes outnumber CPUs (the 2-core
-# VM: executor + 2 workers) the scheduler's placement decides how often; no transport chooses it.
+# A step "lost a CPU on its critical path" when the executor stalled (runnable, not running) in its
+# preparation for longer than CPU_LOST_US — well above a timer tick or a kernel thread's turn (a few us),
+# well below a neighbour's share of the CPU (a worker's work, ~1 ms) — or its enqueue took more than
+# SLOW_PART_US, several times what it takes with a CPU at hand (10-90 us on either machine, pickling and
+# wake-ups included: the executor lost its CPU mid-enqueue to a worker it woke); or, when the critical
+# worker's reply came after the preparation ended (always, in sync mode), that worker's work stalled so
+# or it had the request more than SLOW_PART_US after the enqueue (it waited for a CPU another held: on the
+# 2-core VM, the other worker's work, whose CFS slice is longer than that work). A worker that lost its
+# CPU but still replied before the preparation ended cost the step nothing. Where processes outnumber
+# CPUs (the 2-core VM: executor + 2 workers) the scheduler's placement decides how often; no transport
+# chooses it.
 CPU_LOST_US = 50.0
+SLOW_PART_US = 200.0
+
+
+def critical_cpu_loss(t):
+    """How long a step's critical path went without a CPU (us; above, 0 or below CPU_LOST_US: it did not)."""
+    def slow(v):
+        return v if v > SLOW_PART_US else 0.0
+    executor = max(t["prep_stalled"], slow(t["enqueue"]))
+    worker = max(t["work_stalled"], slow(t["last_worker_has_it"])) if t["last_reply_after_prep"] > 0 else 0.0
+    return max(executor, worker)
 
 
 def cpu_lost(parts):
-    """Per run, from the steps' breakdowns: the share of steps that lost a CPU (CPU_LOST_US), and both
-    groups' steps — overhead, and for the steps that lost one how long they stalled — kept as lists to
-    be pooled per configuration (summarize)."""
+    """Per run, from the steps' breakdowns: the share of steps that lost a CPU on their critical path
+    (critical_cpu_loss), and both groups' steps — overhead, and for those that lost one how long —
+    kept as lists to be pooled per configuration (summarize)."""
     lost, kept = [], []
     for t in parts:
-        stall = max(t["prep_stalled"], t["work_stalled"])
-        (lost.append([stall, t["overhead"]]) if stall > CPU_LOST_US else kept.append(t["overhead"]))
+        loss = critical_cpu_loss(t)
+        (lost.append([loss, t["overhead"]]) if loss > CPU_LOST_US else kept.append(t["overhead"]))
     return {"cpu_lost_share": len(lost) / max(1, len(parts)), "cpu_lost_steps": lost, "cpu_kept_steps_overhead_us": kept}
 
 
@@ -964,10 +981,13 @@ def main():
         lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['last_worker_has_it']:11.1f} "
                      f"{b['last_reply_after_prep']:21.1f} {b['collected_after_both']:20.1f}")
 
-    print(f"\nwhat the critical work lost (p50 us, medians over runs): the critical worker's work and the async"
+    print(f"\nwhat the critical path lost (p50 us, medians over runs): the critical worker's work and the async"
           f" preparation stalled\n(runnable, not running: its CPU taken by another process, or the GIL by another"
-          f" thread of the executor); the steps that lost\nmore than {CPU_LOST_US:.0f} us so (share, per run; pooled over"
-          f" the runs: how long they stalled, their overhead p50) and the\noverhead p50 of the others (pooled):")
+          f" thread of the executor); the steps whose critical path\nlost a CPU (the preparation stalled more than"
+          f" {CPU_LOST_US:.0f} us or the enqueue took more than {SLOW_PART_US:.0f}; the critical worker's work stalled so or"
+          f" its\nhand-over took more than {SLOW_PART_US:.0f} us, where its reply came after the preparation): share,"
+          f" per run; pooled over the runs, how long\nthey lost it and their overhead p50; and the overhead p50 of the"
+          f" others, pooled:")
     hdr = (f"{'variant':<30} {'replies':<7} {'mode':<5} {'work stalled':>12} {'prep stalled':>12} "
            f"{'steps lost':>10} {'stalled':>8} {'ovh p50':>8} {'ovh p50 of the rest':>19}  lost per run")
     print(hdr)

@@ -65,7 +65,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
         else:
             assert r["worker_sleeps_per_step"] >= 0 and r["executor_sleeps_per_step"] >= 0
     assert "CPU pinning: " in out.stdout and "sleeps/step" in out.stdout
-    assert "where an async step's tail goes" in out.stdout and "what the critical work lost" in out.stdout
+    assert "where an async step's tail goes" in out.stdout and "what the critical path lost" in out.stdout
     # The full-speed view (VM speed episodes): a share and, with enough such steps, their overhead; per run
     # and per configuration; the per-step lists stay out of the JSON.
     pinned = "CPU pinning: executor on" in out.stdout
@@ -126,21 +126,29 @@ def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
     assert row["full_speed_share"] == 60 / 80 and row["full_speed_overhead_p50_us"] == 20.0  # 20 x 10, 40 x 20
 
 
-def test_a_step_lost_a_cpu_when_its_preparation_or_critical_work_stalled_past_the_threshold():
-    """cpu_lost: a step counts as having lost a CPU when either stall exceeds CPU_LOST_US (not at it);
-    the others' overheads are kept for the configuration's pooled p50 (summarize), which needs 10."""
+def test_a_step_lost_a_cpu_when_its_critical_path_stalled_or_waited():
+    """cpu_lost: a step lost a CPU on its critical path when the preparation stalled more than
+    CPU_LOST_US or the enqueue took more than SLOW_PART_US, or — only if the critical reply came after
+    the preparation ended — the critical worker's work stalled so or its hand-over took that long (none
+    at its bound); the others' overheads are kept for the configuration's pooled p50 (summarize), which
+    needs 10."""
     sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
     try:
         import showdown
     finally:
         sys.path.pop(0)
-    at = showdown.CPU_LOST_US
-    parts = [{"work_stalled": w, "prep_stalled": p, "overhead": o}
-             for w, p, o in ((0.0, 0.0, 10.0), (at, 0.0, 11.0), (at + 1, 0.0, 900.0), (0.0, at + 1, 1000.0),
-                             (-2.0, at, 12.0))]
+    at, slow = showdown.CPU_LOST_US, showdown.SLOW_PART_US
+    def step(o, work=0.0, prep=0.0, enqueue=20.0, has_it=30.0, after_prep=5.0):
+        return {"work_stalled": work, "prep_stalled": prep, "enqueue": enqueue, "last_worker_has_it": has_it,
+                "last_reply_after_prep": after_prep, "overhead": o}
+    parts = [step(10.0), step(11.0, work=at, prep=at, enqueue=slow, has_it=slow),
+             step(900.0, work=at + 1), step(1000.0, prep=at + 1, has_it=-5.0), step(12.0, work=-2.0),
+             step(1100.0, has_it=1500.0), step(990.0, enqueue=950.0, has_it=-900.0),
+             step(13.0, work=800.0, has_it=1200.0, after_prep=-300.0)]  # replied before the prep ended
     got = showdown.cpu_lost(parts)
-    assert got == {"cpu_lost_share": 2 / 5, "cpu_kept_steps_overhead_us": [10.0, 11.0, 12.0],
-                   "cpu_lost_steps": [[at + 1, 900.0], [at + 1, 1000.0]]}
+    assert got == {"cpu_lost_share": 4 / 8, "cpu_kept_steps_overhead_us": [10.0, 11.0, 12.0, 13.0],
+                   "cpu_lost_steps": [[at + 1, 900.0], [at + 1, 1000.0], [1500.0, 1100.0], [950.0, 990.0]]}
+    parts = parts[:5]
     base = dict(variant="v", kind="c", replies="all", mode="async", worker_cpu_pct=[1.0], worker_idle_cpu_pct=[0.0],
                 executor_idle_cpu_pct=0.0, breakdown_p50_us={}, executor_sleeps_per_step=None,
                 worker_sleeps_per_step=[None], **{k: 1.0 for k in showdown.SCALARS})
