@@ -821,6 +821,21 @@ def summarize(runs):
     return row
 
 
+def kept_cpu_targets(rows, find):
+    """The targets again, on the steps whose critical path kept its CPUs (cpu_lost), pooled over the runs:
+    where processes share CPUs, what the transports do apart from where the scheduler put whom."""
+    print("the same on the steps whose critical path kept its CPUs (pooled over the runs; 'what the critical path"
+          " lost' above):")
+    for mode, bound in (("sync", 0.8), ("async", 0.33)):
+        for replies in ("single", "all"):
+            base, ours = find("a", replies, mode), find("c", replies, mode)
+            if base and ours and base["cpu_kept_overhead_p50_us"] and ours["cpu_kept_overhead_p50_us"]:
+                ratio = ours["cpu_kept_overhead_p50_us"] / base["cpu_kept_overhead_p50_us"]
+                print(f"  [{mode}, {replies}] kept CPUs: (c) / (a) = {ratio:.2f} ({ours['cpu_kept_overhead_p50_us']:.1f} /"
+                      f" {base['cpu_kept_overhead_p50_us']:.1f} us; steps that lost one: {ours['cpu_lost_share'] * 100:.0f}% /"
+                      f" {base['cpu_lost_share'] * 100:.0f}%)")
+
+
 def full_speed_targets(rows, speed_refs, find):
     """The targets again, on the steps that ran at full speed (classify_full_speed)."""
     print(f"\nthe same on the steps whose executor ran at full speed (the VM's speed episodes: its probe and"
@@ -1021,6 +1036,7 @@ def main():
                   f"{'met' if ratio <= 1.10 else 'MISSED'}")
     if not PINNING["workers"] or PINNING["shared"]:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed
         print("\n(the same on the steps that ran at full speed: only with every process on a CPU of its own, --pin)")
+        kept_cpu_targets(rows, find)
     else:
         full_speed_targets(rows, speed_refs, find)
     ours_rows = [r for r in rows if r["kind"] in "bcd"]  # (e) burns idle cores by design

@@ -74,6 +74,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
         assert "the same on the steps whose executor ran at full speed" in out.stdout
     else:
         assert "(the same on the steps that ran at full speed: only with every process on a CPU of its own" in out.stdout
+        assert "the same on the steps whose critical path kept its CPUs" in out.stdout
     for r in rows:
         assert 0 <= r["full_speed_share"] <= 1 and "_speed" not in r
         enough = r["full_speed_share"] * sum(run["steps"] for run in r["runs"]) >= 10
