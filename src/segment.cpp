@@ -239,6 +239,12 @@ bool still_leads_to(std::string_view name, ObjectIdentity judged) {
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
+
+std::string hex(std::uint64_t v) {
+    char text[24];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
+    return text;
+}
 }  // namespace
 
 // Unlinks `name` only if it still leads to the object `seg` maps (its identity, taken when it was
@@ -424,6 +430,18 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     if (size > expect)
         throw Error(ErrorCode::corrupt, "segment size " + std::to_string(size) + " does not match header (" +
                                             std::to_string(expect) + ")");
+    // Two header words this library only ever writes in these forms: flags holds no bit but closed, and
+    // the writer's owner word is 0 (no writer) or an attached owner (Writer's claim). Garbage there
+    // would otherwise read as a state: any set bit 0 as "closed by its writer", a random owner as a
+    // dead writer to take over from.
+    if (const std::uint32_t flags = h.flags.load(std::memory_order_acquire); (flags & ~kFlagClosed) != 0)
+        throw Error(ErrorCode::corrupt, "corrupt header: flags " + hex(flags) + " (this version defines bit 0, "
+                                        "closed, only)");
+    if (const std::uint64_t writer = h.writer_owner.load(std::memory_order_acquire);
+        writer != 0 && unpack_owner(writer).state != SlotState::attached)
+        throw Error(ErrorCode::corrupt, "corrupt header: writer owner word " + hex(writer) + " (state " +
+                                            std::to_string(static_cast<std::uint32_t>(unpack_owner(writer).state)) +
+                                            ", where a writer's claim is 'attached')");
     // Cursor sanity: records are kRecordAlign-aligned and never wrap, so every cursor is a multiple
     // of it (an unaligned one would make a reader parse a header across the ring's end and a writer
     // taking over write a padding header past it); a reader can never be ahead of what is published

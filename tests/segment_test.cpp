@@ -263,6 +263,34 @@ TEST(Segment, AttachValidatesEverything) {
         make_raw(n.str(), img);
         expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "head");
     }
+    // Garbage over the flags word sets bit 0 half the time: read as a state, it said "closed by its
+    // writer" (ClosedError in Python), to a reader and to a writer taking the segment over alike.
+    for (const std::uint32_t flags : {0xdeadbeefu, 0x2u}) {
+        ScopedName n("flags");
+        auto img = good_image();
+        poke<std::uint32_t>(img, offsetof(SegmentHeader, flags), flags);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "corrupt header: flags");
+        expect_error([&] { (void)Writer::open(n); }, ErrorCode::corrupt, "corrupt header: flags");
+    }
+    // A writer's owner word is 0 or an attached owner; garbage read as a dead writer's claim.
+    {
+        ScopedName n("writer-owner");
+        auto img = good_image();
+        poke<std::uint64_t>(img, offsetof(SegmentHeader, writer_owner),
+                            pack_owner({SlotState::evicted, 4242, 77}));
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "writer owner word");
+        expect_error([&] { (void)Writer::open(n); }, ErrorCode::corrupt, "writer owner word");
+    }
+    {  // the forms the library writes still open: closed, and a (dead) attached writer's claim
+        ScopedName n("closed-dead-writer");
+        auto img = good_image();
+        poke<std::uint32_t>(img, offsetof(SegmentHeader, flags), kFlagClosed);
+        poke<std::uint64_t>(img, offsetof(SegmentHeader, writer_owner), pack_owner({SlotState::attached, 4242, 77}));
+        make_raw(n.str(), img);
+        EXPECT_NO_THROW((void)Reader::attach(n, 0));
+    }
 }
 
 TEST(Segment, CorruptRecordHeaderIsAnErrorNotACrash) {

@@ -135,7 +135,8 @@ struct SegmentHeader {
     std::uint64_t creator_start_time;  // /proc/<pid>/stat field 22: pid reuse safe identity
     std::atomic<std::uint32_t> flags;  // kFlagClosed, stored with release after the final tail
     std::uint32_t reserved1;
-    std::atomic<std::uint64_t> writer_owner;  // owner word (state unused): pid 0 = no writer; CAS-claimed
+    std::atomic<std::uint64_t> writer_owner;  // 0 = no writer, else the claimant's owner word, state
+                                              // attached (Segment::validate_image refuses any other); CAS-claimed
 };
 
 struct alignas(kLine) WriterLine {  // written by the writer on every publish: its own line pair
