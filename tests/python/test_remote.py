@@ -213,3 +213,31 @@ def test_a_timed_out_enqueue_names_the_publisher_when_a_remote_reader_held_the_r
         del slow  # its goodbye (sent when it goes) ends the writer's drain towards it
         gc.collect()
         w.shutdown()
+
+
+def test_a_remote_readers_shutdown_says_goodbye_at_once():
+    """shutdown() of a remote reader kept alive lets the writer go on: the goodbye leaves at once (it
+    used to wait for the object's garbage collection, so a reader shut down but still referenced held
+    the ring for good); later calls raise ClosedError, rank and endpoint still answer."""
+    w = ringcast.MessageQueue(2, 1, local_reader_ranks=[0], connect_ip="127.0.0.1", max_chunk_bytes=65536,
+                              max_chunks=4, remote_high_water_mark=1)
+    h = w.export_handle()
+    local = ringcast.MessageQueue.create_from_handle(h, 0)
+    slow = ringcast.MessageQueue.create_from_handle(h, 1)  # never reads
+    slow.wait_until_ready(timeout=10)
+    w.wait_until_ready(timeout=10)
+    try:
+        with pytest.raises(TimeoutError, match="the publisher to the remote readers"):
+            for _ in range(3000):
+                w.enqueue(b"x" * 200_000, timeout=0.5)
+                local.dequeue(timeout=5)
+        slow.shutdown()  # `slow` stays referenced: no garbage collection says goodbye for it
+        for i in range(200):  # more than the ring and the publisher's buffers hold
+            w.enqueue(b"x" * 200_000, timeout=5)
+            local.dequeue(timeout=5)
+        with pytest.raises(ringcast.ClosedError):
+            slow.dequeue(timeout=1)
+        assert slow._reader.rank == 1 and slow._reader.endpoint == h.remote_subscribe_addr
+    finally:
+        local.shutdown()
+        w.shutdown()

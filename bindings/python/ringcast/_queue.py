@@ -906,11 +906,10 @@ class MessageQueue:
 
         Writer: readers drain what was sent, then get ClosedError; the /dev/shm name is removed at
         once (done too when the writer is garbage-collected). Reader: later calls raise ClosedError;
-        a local reader's rank is released at once (the writer stops waiting for it) — or, while a
-        call of another thread is in progress, as that call leaves; an acquire_read() chunk still
-        open keeps it until its with-block ends. A remote reader says goodbye to the publisher when
-        the object is garbage-collected. Either way a call blocked in another thread wakes with
-        ClosedError.
+        its rank is released at once (the writer, or for a remote reader the publisher, stops
+        waiting for it) — or, while a call of another thread is in progress, as that call leaves;
+        an acquire_read() chunk still open keeps it until its with-block ends. A call blocked in
+        another thread wakes with ClosedError.
         """
         if self._is_writer:
             if self._finalizer is not None:

@@ -151,21 +151,24 @@ public:
     PyRemoteReader(const std::string& endpoint, std::uint32_t rank, double liveness_s, int high_water_mark,
                    const std::string& curve_server_key, const std::string& curve_public_key,
                    const std::string& curve_secret_key)
-        : Endpoint(liveness_from(liveness_s)) {
+        : Endpoint(liveness_from(liveness_s)), rank_(rank), endpoint_(endpoint) {
         remote::RemoteReaderOptions o;
         o.liveness_interval = liveness_;
         o.high_water_mark = high_water_mark;
         o.security = {curve_server_key, curve_public_key, curve_secret_key};
         reader_ = std::make_unique<remote::RemoteReader>(remote::RemoteReader::connect(endpoint, rank, o));
+        releases_on_shutdown_ = true;  // shutdown() says goodbye at once (release_after_shutdown)
         assembly_.set_where("remote queue at " + endpoint + ", rank " + std::to_string(rank));
     }
     ~PyRemoteReader() {
         if (forked_child()) (void)reader_.release();  // the parent's socket is not ours to close
     }
 
+    // Every call takes the endpoint (Busy) before it checks it is usable: once a call holds it,
+    // shutdown() leaves the goodbye to that call's way out instead of dropping the reader under it.
     void wait_ready(std::optional<double> timeout) {
-        check_usable("wait_until_ready");
         Busy busy(*this);
+        check_usable("wait_until_ready");
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Gil gil;
         if (reader_->wait_ready(0ns) == Status::ok) return;
@@ -178,8 +181,8 @@ public:
     }
 
     py::list recv(std::optional<double> timeout) {
-        check_usable("dequeue");
         Busy busy(*this);
+        check_usable("dequeue");
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Gil gil;
         auto parts = receive(gil, deadline, false, timeout);
@@ -188,8 +191,8 @@ public:
     }
 
     py::list recv_many(std::size_t max_n, std::optional<double> timeout) {
-        check_usable("dequeue_many");
         Busy busy(*this);
+        check_usable("dequeue_many");
         if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Gil gil;
@@ -198,8 +201,8 @@ public:
     }
 
     py::memoryview peek_raw(std::optional<double> timeout) {
-        check_usable("acquire_read");
         Busy busy(*this);
+        check_usable("acquire_read");
         if (assembly_.active())
             throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
@@ -214,8 +217,14 @@ public:
                                            static_cast<py::ssize_t>(m.bytes.size()));
     }
     void release_raw() {
-        check_usable("acquire_read");
         Busy busy(*this);
+        // Shut down while the chunk was out: the goodbye was left to this call (the frame a view
+        // still shows belongs to the reader's state, which the goodbye frees).
+        if (shut_.load(std::memory_order_acquire) && raw_peeked_ && !forked_child()) {
+            raw_peeked_ = false;
+            release_after_shutdown();
+        }
+        check_usable("acquire_read");
         if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};
         raw_peeked_ = false;
         reader_->release();
@@ -224,13 +233,27 @@ public:
     void check_writer_alive() { check_usable("wait_until_ready"); }
     void shutdown() {
         if (forked_child()) return;
-        if (shut_.exchange(true, std::memory_order_acq_rel)) return;
-        reader_->cancel();
+        if (shut_.exchange(true, std::memory_order_seq_cst)) return;
+        reader_->cancel();    // a call blocked in another thread wakes and raises ClosedError
+        release_when_idle();  // goodbye now, or when that call leaves
     }
-    std::uint32_t rank() const { return reader_->rank(); }
-    const std::string& endpoint() const { return reader_->endpoint(); }
+    std::uint32_t rank() const { return rank_; }
+    const std::string& endpoint() const { return endpoint_; }
 
 private:
+    // The goodbye: the publisher stops sending to this rank and no longer counts it (a writer held
+    // back by it goes on). Destroying the RemoteReader sends it and closes the socket, waiting up to
+    // its linger (500 ms) for the frame to leave: without the GIL. The endpoint is held meanwhile
+    // (release_when_idle or the call's Busy): no other call of this object runs; rank() and
+    // endpoint() answer from copies. Not while an acquire_read view shows a frame of the reader's.
+    void release_after_shutdown() noexcept override {
+        if (raw_peeked_ || !reader_ || forked_child()) return;
+        std::unique_ptr<remote::RemoteReader> leaving = std::move(reader_);
+        PyThreadState* thread = PyEval_SaveThread();
+        leaving.reset();
+        PyEval_RestoreThread(thread);
+    }
+
     template <class Attempt>
     Status sliced(Gil& gil, Deadline deadline, Attempt&& attempt) {
         const bool main = in_main_thread();
@@ -271,7 +294,9 @@ private:
             [&] { reader_->release(); });
     }
 
-    std::unique_ptr<remote::RemoteReader> reader_;
+    const std::uint32_t rank_;
+    const std::string endpoint_;
+    std::unique_ptr<remote::RemoteReader> reader_;  // null once shut down and gone (the goodbye)
     Reassembly assembly_;
     bool raw_peeked_ = false;
 };
@@ -439,7 +464,9 @@ void register_remote(py::module_& m) {
         .def("check_writer_alive", &PyRemoteReader::check_writer_alive,
              "No probe over the network: a dead writer shows as PeerDeadError from recv.")
         .def("shutdown", &PyRemoteReader::shutdown,
-             "Wakes a call blocked in another thread (ClosedError); later calls raise ClosedError.")
+             "Says goodbye to the publisher (it stops sending to this rank and no longer waits for it):\n"
+             "at once, or as a call blocked in another thread leaves (it wakes with ClosedError), or at\n"
+             "the release of an acquire_read chunk still open. Later calls raise ClosedError.")
         .def_property_readonly("rank", &PyRemoteReader::rank, "This reader's remote rank.")
         .def_property_readonly("endpoint", &PyRemoteReader::endpoint, "The publisher's endpoint.");
 
