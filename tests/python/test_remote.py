@@ -235,6 +235,7 @@ def test_a_remote_readers_shutdown_says_goodbye_at_once():
         for i in range(200):  # more than the ring and the publisher's buffers hold
             w.enqueue(b"x" * 200_000, timeout=5)
             local.dequeue(timeout=5)
+        assert w._publisher.stats()["left_ranks"] == [1]  # a goodbye, not a lost connection
         with pytest.raises(ringcast.ClosedError):
             slow.dequeue(timeout=1)
         assert slow._reader.rank == 1 and slow._reader.endpoint == h.remote_subscribe_addr

@@ -332,10 +332,10 @@ class MessageQueue:
     within two intervals of the later of its death and the call blocking. A stopped (SIGSTOP) or
     slow peer is alive: the call times out.
 
-    Clean exit: a reader that leaves (a local reader's shutdown(), or its MessageQueue
-    garbage-collected, e.g. when the worker function returns) releases its rank: the writer stops keeping messages for it and never waits
-    for it again (a writer blocked on it wakes at once); attaching that rank again raises
-    ValueError. The writer's shutdown() (or its garbage collection) closes the queue: readers
+    Clean exit: a reader that leaves (its shutdown(), or its MessageQueue garbage-collected, e.g.
+    when the worker function returns) releases its rank: the writer (for a remote reader, the
+    publisher) stops keeping messages for it and never waits for it again (a writer blocked on it
+    wakes at once); attaching that local rank again raises ValueError. The writer's shutdown() (or its garbage collection) closes the queue: readers
     drain what was sent, then get ClosedError.
 
     One thread at a time per MessageQueue: a second thread's concurrent call raises RuntimeError

@@ -234,6 +234,8 @@ public:
     void shutdown() {
         if (forked_child()) return;
         if (shut_.exchange(true, std::memory_order_seq_cst)) return;
+        // reader_ is still here: a call leaving in another thread could release it (Busy's destructor
+        // sees shut_) only with the GIL, which this call holds from the exchange through cancel().
         reader_->cancel();    // a call blocked in another thread wakes and raises ClosedError
         release_when_idle();  // goodbye now, or when that call leaves
     }
