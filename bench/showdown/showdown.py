@@ -637,15 +637,17 @@ def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, unpickled, pr
 
 # A step "lost a CPU on its critical path" when the executor stalled (runnable, not running) in its
 # preparation for longer than CPU_LOST_US — well above a timer tick or a kernel thread's turn (a few us),
-# well below a neighbour's share of the CPU (a worker's work, ~1 ms) — or its enqueue took more than
-# SLOW_PART_US, several times what it takes with a CPU at hand (10-90 us on either machine, pickling and
-# wake-ups included: the executor lost its CPU mid-enqueue to a worker it woke); or, when the critical
-# worker's reply came after the preparation ended (always, in sync mode), that worker's work stalled so
-# or it had the request more than SLOW_PART_US after the enqueue (it waited for a CPU another held: on the
-# 2-core VM, the other worker's work, whose CFS slice is longer than that work). A worker that lost its
-# CPU but still replied before the preparation ended cost the step nothing. Where processes outnumber
-# CPUs (the 2-core VM: executor + 2 workers) the scheduler's placement decides how often; no transport
-# chooses it.
+# well below a neighbour's share of the CPU (a worker's work, ~1 ms) — or went on with its enqueue more
+# than SLOW_PART_US after a worker already had the request: what is left of an enqueue once it published
+# (waking the others) takes microseconds, so it lost its CPU, to a worker it woke (an enqueue that waits
+# for ring space before it publishes is not counted: that is back-pressure, not a CPU); or, when the
+# critical worker's reply came after the preparation ended (always, in sync mode), that worker's work
+# stalled more than CPU_LOST_US or it had the request more than SLOW_PART_US after the enqueue — several
+# times a hand-over with a CPU at hand (10-90 us on either machine, wake-up and unpickling included): it
+# waited for a CPU another held (on the 2-core VM, the other worker's work, whose CFS slice is longer
+# than that work). A worker that lost its CPU but still replied before the preparation ended cost the
+# step nothing. Where processes outnumber CPUs (the 2-core VM: executor + 2 workers) the scheduler's
+# placement decides how often; no transport chooses it.
 CPU_LOST_US = 50.0
 SLOW_PART_US = 200.0
 
@@ -654,7 +656,7 @@ def critical_cpu_loss(t):
     """How long a step's critical path went without a CPU (us; above, 0 or below CPU_LOST_US: it did not)."""
     def slow(v):
         return v if v > SLOW_PART_US else 0.0
-    executor = max(t["prep_stalled"], slow(t["enqueue"]))
+    executor = max(t["prep_stalled"], slow(-t["first_worker_has_it"]))
     worker = max(t["work_stalled"], slow(t["last_worker_has_it"])) if t["last_reply_after_prep"] > 0 else 0.0
     return max(executor, worker)
 
@@ -999,10 +1001,10 @@ def main():
     print(f"\nwhat the critical path lost (p50 us, medians over runs): the critical worker's work and the async"
           f" preparation stalled\n(runnable, not running: its CPU taken by another process, or the GIL by another"
           f" thread of the executor); the steps whose critical path\nlost a CPU (the preparation stalled more than"
-          f" {CPU_LOST_US:.0f} us or the enqueue took more than {SLOW_PART_US:.0f}; the critical worker's work stalled so or"
-          f" its\nhand-over took more than {SLOW_PART_US:.0f} us, where its reply came after the preparation): share,"
-          f" per run; pooled over the runs, how long\nthey lost it and their overhead p50; and the overhead p50 of the"
-          f" others, pooled:")
+          f" {CPU_LOST_US:.0f} us, or the enqueue went on more than {SLOW_PART_US:.0f} us after a worker had the request;"
+          f" the\ncritical worker's work stalled so or its hand-over took more than {SLOW_PART_US:.0f} us, where its reply"
+          f" came after the preparation):\nshare, per run; pooled over the runs, how long they lost it and their overhead"
+          f" p50; and the overhead p50 of the others, pooled:")
     hdr = (f"{'variant':<30} {'replies':<7} {'mode':<5} {'work stalled':>12} {'prep stalled':>12} "
            f"{'steps lost':>10} {'stalled':>8} {'ovh p50':>8} {'ovh p50 of the rest':>19}  lost per run")
     print(hdr)

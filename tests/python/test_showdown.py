@@ -129,7 +129,8 @@ def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
 
 def test_a_step_lost_a_cpu_when_its_critical_path_stalled_or_waited():
     """cpu_lost: a step lost a CPU on its critical path when the preparation stalled more than
-    CPU_LOST_US or the enqueue took more than SLOW_PART_US, or — only if the critical reply came after
+    CPU_LOST_US or the enqueue went on more than SLOW_PART_US after a worker had the request (not an
+    enqueue that waited for ring space before publishing), or — only if the critical reply came after
     the preparation ended — the critical worker's work stalled so or its hand-over took that long (none
     at its bound); the others' overheads are kept for the configuration's pooled p50 (summarize), which
     needs 10."""
@@ -139,16 +140,17 @@ def test_a_step_lost_a_cpu_when_its_critical_path_stalled_or_waited():
     finally:
         sys.path.pop(0)
     at, slow = showdown.CPU_LOST_US, showdown.SLOW_PART_US
-    def step(o, work=0.0, prep=0.0, enqueue=20.0, has_it=30.0, after_prep=5.0):
-        return {"work_stalled": work, "prep_stalled": prep, "enqueue": enqueue, "last_worker_has_it": has_it,
-                "last_reply_after_prep": after_prep, "overhead": o}
-    parts = [step(10.0), step(11.0, work=at, prep=at, enqueue=slow, has_it=slow),
+    def step(o, work=0.0, prep=0.0, enqueue=20.0, first=10.0, has_it=30.0, after_prep=5.0):
+        return {"work_stalled": work, "prep_stalled": prep, "enqueue": enqueue, "first_worker_has_it": first,
+                "last_worker_has_it": has_it, "last_reply_after_prep": after_prep, "overhead": o}
+    parts = [step(10.0), step(11.0, work=at, prep=at, first=-slow, has_it=slow),
              step(900.0, work=at + 1), step(1000.0, prep=at + 1, has_it=-5.0), step(12.0, work=-2.0),
-             step(1100.0, has_it=1500.0), step(990.0, enqueue=950.0, has_it=-900.0),
-             step(13.0, work=800.0, has_it=1200.0, after_prep=-300.0)]  # replied before the prep ended
+             step(1100.0, has_it=1500.0), step(990.0, enqueue=950.0, first=-920.0, has_it=-900.0),
+             step(13.0, work=800.0, has_it=1200.0, after_prep=-300.0),  # replied before the prep ended
+             step(14.0, enqueue=450.0, first=12.0, has_it=14.0)]  # waited for ring space, then published
     got = showdown.cpu_lost(parts)
-    assert got == {"cpu_lost_share": 4 / 8, "cpu_kept_steps_overhead_us": [10.0, 11.0, 12.0, 13.0],
-                   "cpu_lost_steps": [[at + 1, 900.0], [at + 1, 1000.0], [1500.0, 1100.0], [950.0, 990.0]]}
+    assert got == {"cpu_lost_share": 4 / 9, "cpu_kept_steps_overhead_us": [10.0, 11.0, 12.0, 13.0, 14.0],
+                   "cpu_lost_steps": [[at + 1, 900.0], [at + 1, 1000.0], [1500.0, 1100.0], [920.0, 990.0]]}
     parts = parts[:5]
     base = dict(variant="v", kind="c", replies="all", mode="async", worker_cpu_pct=[1.0], worker_idle_cpu_pct=[0.0],
                 executor_idle_cpu_pct=0.0, breakdown_p50_us={}, executor_sleeps_per_step=None,
