@@ -192,21 +192,32 @@ def _writer_proc(ready):
     time.sleep(60)
 
 
-def test_a_timed_out_enqueue_names_the_publisher_when_a_remote_reader_held_the_ring():
-    """The ring rank past the local readers is the publisher to the remote ones: a timeout it caused
-    says so, not 'rank index 1' (which a user reads as remote rank 1)."""
+def _a_remote_reader_that_never_reads():
+    """A writer with a local reader (rank 0) and a remote one (rank 1, which the test never reads
+    from), the publisher's buffer one message deep: (writer, handle, local, remote), all ready."""
     w = ringcast.MessageQueue(2, 1, local_reader_ranks=[0], connect_ip="127.0.0.1", max_chunk_bytes=65536,
                               max_chunks=4, remote_high_water_mark=1)
     h = w.export_handle()
     local = ringcast.MessageQueue.create_from_handle(h, 0)
-    slow = ringcast.MessageQueue.create_from_handle(h, 1)  # never reads
-    slow.wait_until_ready(timeout=10)
+    remote = ringcast.MessageQueue.create_from_handle(h, 1)
+    remote.wait_until_ready(timeout=10)
     w.wait_until_ready(timeout=10)
+    return w, h, local, remote
+
+
+def _send_until_the_publisher_holds_the_ring(w, local):
+    with pytest.raises(TimeoutError, match="the publisher to the remote readers did not free ring space"):
+        for _ in range(3000):
+            w.enqueue(b"x" * 200_000, timeout=0.5)
+            local.dequeue(timeout=5)
+
+
+def test_a_timed_out_enqueue_names_the_publisher_when_a_remote_reader_held_the_ring():
+    """The ring rank past the local readers is the publisher to the remote ones: a timeout it caused
+    says so, not 'rank index 1' (which a user reads as remote rank 1)."""
+    w, h, local, slow = _a_remote_reader_that_never_reads()
     try:
-        with pytest.raises(TimeoutError, match="the publisher to the remote readers did not free ring space"):
-            for _ in range(3000):
-                w.enqueue(b"x" * 200_000, timeout=0.5)
-                local.dequeue(timeout=5)
+        _send_until_the_publisher_holds_the_ring(w, local)
     finally:
         local.shutdown()
         slow.shutdown()
@@ -219,18 +230,9 @@ def test_a_remote_readers_shutdown_says_goodbye_at_once():
     """shutdown() of a remote reader kept alive lets the writer go on: the goodbye leaves at once (it
     used to wait for the object's garbage collection, so a reader shut down but still referenced held
     the ring for good); later calls raise ClosedError, rank and endpoint still answer."""
-    w = ringcast.MessageQueue(2, 1, local_reader_ranks=[0], connect_ip="127.0.0.1", max_chunk_bytes=65536,
-                              max_chunks=4, remote_high_water_mark=1)
-    h = w.export_handle()
-    local = ringcast.MessageQueue.create_from_handle(h, 0)
-    slow = ringcast.MessageQueue.create_from_handle(h, 1)  # never reads
-    slow.wait_until_ready(timeout=10)
-    w.wait_until_ready(timeout=10)
+    w, h, local, slow = _a_remote_reader_that_never_reads()
     try:
-        with pytest.raises(TimeoutError, match="the publisher to the remote readers"):
-            for _ in range(3000):
-                w.enqueue(b"x" * 200_000, timeout=0.5)
-                local.dequeue(timeout=5)
+        _send_until_the_publisher_holds_the_ring(w, local)
         slow.shutdown()  # `slow` stays referenced: no garbage collection says goodbye for it
         for i in range(200):  # more than the ring and the publisher's buffers hold
             w.enqueue(b"x" * 200_000, timeout=5)
