@@ -823,19 +823,28 @@ def summarize(runs):
     return row
 
 
-def kept_cpu_targets(rows, find):
-    """The targets again, on the steps whose critical path kept its CPUs (cpu_lost), pooled over the runs:
-    where processes share CPUs, what the transports do apart from where the scheduler put whom."""
-    print("the same on the steps whose critical path kept its CPUs (pooled over the runs; 'what the critical path"
-          " lost' above):")
+def targets_on(find, key, label):
+    """The targets' ratios again, on a subset of the steps: each row's pooled overhead p50 `key`."""
     for mode, bound in (("sync", 0.8), ("async", 0.33)):
         for replies in ("single", "all"):
             base, ours = find("a", replies, mode), find("c", replies, mode)
-            if base and ours and base["cpu_kept_overhead_p50_us"] and ours["cpu_kept_overhead_p50_us"]:
-                ratio = ours["cpu_kept_overhead_p50_us"] / base["cpu_kept_overhead_p50_us"]
-                print(f"  [{mode}, {replies}] kept CPUs: (c) / (a) = {ratio:.2f} ({ours['cpu_kept_overhead_p50_us']:.1f} /"
-                      f" {base['cpu_kept_overhead_p50_us']:.1f} us; steps that lost one: {ours['cpu_lost_share'] * 100:.0f}% /"
-                      f" {base['cpu_lost_share'] * 100:.0f}%)")
+            if base and ours and base[key] and ours[key]:
+                print(f"  [{mode}, {replies}] {label}: (c) / (a) = {ours[key] / base[key]:.2f} (target <= {bound})")
+        single, agg = find("c", "single", mode), find("c", "all", mode)
+        if single and agg and single[key] and agg[key]:
+            print(f"  [{mode}] {label}: (c) all / single = {agg[key] / single[key]:.2f} (target <= 1.10)")
+
+
+def kept_cpu_targets(rows):
+    """The targets again, on the steps whose critical path kept its CPUs (cpu_lost), pooled over the runs:
+    where processes share CPUs, what the transports do apart from where the scheduler put whom."""
+    print("the same on the steps whose critical path kept its CPUs (pooled over the runs; 'what the critical path"
+          " lost' above; overhead p50, us, and the share of steps that lost one):")
+    for r in rows:
+        if r["kind"] in "ac":
+            v = r["cpu_kept_overhead_p50_us"]
+            print(f"  {r['variant']:<30} {r['replies']:<7} {r['mode']:<5} {'-' if v is None else f'{v:.1f}':>7} us, "
+                  f"lost one in {r['cpu_lost_share'] * 100:3.0f}% of steps")
 
 
 def full_speed_targets(rows, speed_refs, find):
@@ -852,16 +861,7 @@ def full_speed_targets(rows, speed_refs, find):
         print(f"  {r['variant']:<30} {r['replies']:<7} {r['mode']:<5} overhead p50 "
               f"{'-' if v is None else f'{v:.1f}':>7} us, {r['full_speed_share'] * 100:3.0f}% of steps; per run {per_run}; "
               f"worker {statistics.mean(x['worker_full_speed_share'] for x in r['runs']) * 100:3.0f}%")
-    for mode, bound in (("sync", 0.8), ("async", 0.33)):
-        for replies in ("single", "all"):
-            base, ours = find("a", replies, mode), find("c", replies, mode)
-            if base and ours and base["full_speed_overhead_p50_us"] and ours["full_speed_overhead_p50_us"]:
-                ratio = ours["full_speed_overhead_p50_us"] / base["full_speed_overhead_p50_us"]
-                print(f"  [{mode}, {replies}] full speed: (c) / (a) = {ratio:.2f} (target <= {bound})")
-        single, agg = find("c", "single", mode), find("c", "all", mode)
-        if single and agg and single["full_speed_overhead_p50_us"] and agg["full_speed_overhead_p50_us"]:
-            print(f"  [{mode}] full speed: (c) all / single = "
-                  f"{agg['full_speed_overhead_p50_us'] / single['full_speed_overhead_p50_us']:.2f} (target <= 1.10)")
+    targets_on(find, "full_speed_overhead_p50_us", "full speed")
 
 
 def main():
@@ -1038,7 +1038,8 @@ def main():
                   f"{'met' if ratio <= 1.10 else 'MISSED'}")
     if not PINNING["workers"] or PINNING["shared"]:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed
         print("\n(the same on the steps that ran at full speed: only with every process on a CPU of its own, --pin)")
-        kept_cpu_targets(rows, find)
+        kept_cpu_targets(rows)
+        targets_on(find, "cpu_kept_overhead_p50_us", "kept CPUs")
     else:
         full_speed_targets(rows, speed_refs, find)
     ours_rows = [r for r in rows if r["kind"] in "bcd"]  # (e) burns idle cores by design
