@@ -154,6 +154,14 @@ protected:
         busy_.store(false, std::memory_order_seq_cst);
     }
     bool releases_on_shutdown_ = false;  // set once by the derived constructor
+    // A reader's release_raw(), the endpoint held: shut down while its acquire_read chunk was out,
+    // release_after_shutdown() left the release to this call (a view still showed the chunk's bytes,
+    // which the writer, or for a remote reader the goodbye, would take away); it runs it now.
+    void release_left_to_the_chunk(bool& raw_peeked) {
+        if (!shut_.load(std::memory_order_acquire) || !raw_peeked || forked_child()) return;
+        raw_peeked = false;
+        release_after_shutdown();
+    }
 
     // Raises unless this process created the endpoint (not a forked child) and it is not shut down.
     void check_usable(const char* what) const;

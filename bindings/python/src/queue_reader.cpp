@@ -126,12 +126,7 @@ py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
 
 void PyReader::release_raw() {
     Busy busy(*this);
-    // Shut down while the chunk was out: its release was left to this call (release_after_shutdown
-    // does not give back a rank whose record a view still shows: the writer would overwrite it).
-    if (shut_.load(std::memory_order_acquire) && raw_peeked_ && !forked_child()) {
-        raw_peeked_ = false;
-        release_after_shutdown();
-    }
+    release_left_to_the_chunk(raw_peeked_);
     check_usable("acquire_read");
     if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};
     raw_peeked_ = false;

@@ -218,12 +218,7 @@ public:
     }
     void release_raw() {
         Busy busy(*this);
-        // Shut down while the chunk was out: the goodbye was left to this call (the frame a view
-        // still shows belongs to the reader's state, which the goodbye frees).
-        if (shut_.load(std::memory_order_acquire) && raw_peeked_ && !forked_child()) {
-            raw_peeked_ = false;
-            release_after_shutdown();
-        }
+        release_left_to_the_chunk(raw_peeked_);  // (the frame a view showed belongs to the reader's state)
         check_usable("acquire_read");
         if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};
         raw_peeked_ = false;
