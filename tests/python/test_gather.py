@@ -420,6 +420,21 @@ def test_a_stale_handle_is_refused_by_name():
     g2.close()
 
 
+def test_an_overwritten_reply_ring_is_a_segment_error_not_a_stale_handle():
+    """A gather whose rank-0 reply ring is there but overwritten: SegmentError naming the gather and the
+    cause, not 'does not exist any more'."""
+    g = ringcast.ReplyGather(2)
+    h = g.export_handle()
+    try:
+        with open(f"/dev/shm/{h.name}.r0", "r+b") as f:
+            f.write(b"\xff" * 8)  # the magic
+        with pytest.raises(ringcast.SegmentError, match=f"cannot attach to gather '{h.name}'.*foreign magic") as e:
+            ringcast.ReplyGather.create_from_handle(h, 1)
+        assert "stale" not in str(e.value)
+    finally:
+        g.close()
+
+
 def test_a_worker_waiting_for_room_is_told_its_executor_died():
     """A worker whose reply waits for room in its ring while the executor is killed gets PeerDeadError
     in its own terms: the executor, its rank, the gather."""

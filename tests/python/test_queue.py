@@ -3,6 +3,7 @@ import asyncio
 import gc
 import os
 import pickle
+import struct
 import time
 
 import pytest
@@ -181,10 +182,56 @@ def test_an_overwritten_header_is_reported_as_corrupt_not_as_a_stale_handle():
     try:
         with open(f"/dev/shm/{h.name}", "r+b") as f:  # something scribbled over the header
             f.write(b"\xff" * 64)
-        with pytest.raises(ValueError, match=r"foreign magic.*header was overwritten \(corrupt\)") as e:
+        with pytest.raises(ringcast.SegmentError, match=r"foreign magic.*header was overwritten \(corrupt\)") as e:
             ringcast.MessageQueue.create_from_handle(h, 0)
         assert "stale" not in str(e.value)
+        assert isinstance(e.value, ValueError) and isinstance(e.value, ringcast.RingcastError)
     finally:
+        q.shutdown()
+
+
+# SegmentHeader (include/ringcast/layout.hpp): the words the tests below overwrite.
+HEADER_ABI_VERSION, HEADER_CAPACITY, HEADER_TOTAL_SIZE, HEADER_FLAGS = 8, 16, 24, 64
+
+
+def _overwrite(name, offset, data):
+    with open(f"/dev/shm/{name}", "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+@pytest.mark.parametrize("offset, word, reason", [
+    (HEADER_ABI_VERSION, 99, "version"),
+    (HEADER_FLAGS, 0x80, "corrupt"),  # a bit ringcast never sets
+])
+def test_a_segment_of_another_version_or_with_a_corrupt_field_raises_segment_error(offset, word, reason):
+    """Every cause of an unusable segment is one exception type (a ValueError too), named in its text."""
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    h = q.export_handle()
+    try:
+        _overwrite(h.name, offset, struct.pack("<I", word))
+        with pytest.raises(ringcast.SegmentError, match=reason) as e:
+            ringcast.MessageQueue.create_from_handle(h, 0)
+        assert isinstance(e.value, ValueError) and "stale" not in str(e.value)
+    finally:
+        _overwrite(h.name, offset, struct.pack("<I", 0 if offset == HEADER_FLAGS else ringcast._core.ABI_VERSION))
+        q.shutdown()
+
+
+def test_a_corrupt_message_in_the_ring_raises_segment_error():
+    """A record whose message bytes were overwritten in the ring: the read says corrupt, as SegmentError."""
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    try:
+        q.enqueue("hello", timeout=5)
+        with open(f"/dev/shm/{q.export_handle().name}", "r+b") as f:
+            capacity, total_size = struct.unpack("<QQ", f.read(32)[HEADER_CAPACITY:32])
+            f.seek(total_size - capacity + 16)  # the data ring's first record, past its 16-byte header
+            f.write(b"\xde\xad\xbe\xef")  # the message's frame magic
+        with pytest.raises(ringcast.SegmentError, match="bad message magic"):
+            r.dequeue(timeout=5)
+    finally:
+        r.shutdown()
         q.shutdown()
 
 

@@ -196,8 +196,9 @@ def compare(module=core, stub_path: Optional[Path] = None) -> List[str]:
         where = f"{short}:{node.lineno} {name}"
         if isinstance(obj, type) and issubclass(obj, BaseException):
             bases = [b.id for b in getattr(node, "bases", []) if isinstance(b, ast.Name)]
-            if bases != [obj.__bases__[0].__name__]:
-                problems.append(f"{where}: base is {obj.__bases__[0].__name__}, the stub says {bases}")
+            actual = [b.__name__ for b in obj.__bases__]
+            if bases != actual:
+                problems.append(f"{where}: bases are {actual}, the stub says {bases}")
         elif isinstance(obj, type):
             if not isinstance(node, ast.ClassDef):
                 problems.append(f"{where}: a class in the module, not in the stub")

@@ -12,7 +12,8 @@ Public names:
     PendingReplies  a collect started by ReplyGather.collect_async().
     OOB_THRESHOLD   the default oob_threshold (4096 bytes): buffers at least this large travel
                     out of band, copied straight into and out of the ring.
-    RingcastError, ClosedError, PeerDeadError, StaleReplyError: the exceptions (below).
+    RingcastError, ClosedError, PeerDeadError, StaleReplyError, SegmentError, FellBehindError:
+                    the exceptions (below).
 
 Timeouts: every blocking call takes ``timeout`` in seconds: None waits forever, 0 polls (takes what
 is ready now, else raises TimeoutError at once), a negative value raises ValueError.
@@ -35,31 +36,35 @@ Errors:
                             intervals (``liveness_interval``, ``liveness_s`` in ringcast._core) of
                             the later of its death and the call blocking.
     StaleReplyError         a reply carried another request's tag.
+    SegmentError            the shared memory is not a ringcast segment this process can use:
+                            another program's object, another ringcast version's, or contents
+                            overwritten (a header, a record, a message). Also a ValueError.
+    FellBehindError         a remote reader missed messages (docs/remote.md).
     ValueError              a bad argument, a bad or stale handle, a wrong or taken rank.
     TypeError               an argument of the wrong type.
     PermissionError         the segment belongs to another user (owner-only by default).
     RuntimeError            the wrong side (a reader's enqueue), two threads on one endpoint.
-    RingcastError           the base of ClosedError, PeerDeadError and StaleReplyError; raised
-                            itself for misuse of raw chunks, a queue used in a forked child, or
-                            corrupt data.
+    RingcastError           the base of the five above; raised itself for misuse of raw chunks
+                            or a queue used in a forked child.
 
 Clean exit: a reader that leaves releases its rank and the writer never waits for it again; a
 writer that shuts down lets the readers drain, then they get ClosedError.
 """
 
-from ringcast._core import ClosedError, PeerDeadError, RingcastError, StaleReplyError
+from ringcast._core import ClosedError, PeerDeadError, RingcastError, SegmentError, StaleReplyError
 from ringcast._core import FellBehindError  # a remote reader missed messages (docs/remote.md)
 from ringcast._gather import GatherHandle, PendingReplies, ReplyGather
 from ringcast._queue import Handle, MessageQueue, OOB_THRESHOLD
 
 # The exception types are made by ringcast._core; their full documentation is kept here with the rest
 # of the Python API.
-RingcastError.__doc__ = """Base class of ringcast's own exceptions (ClosedError, PeerDeadError, StaleReplyError).
+RingcastError.__doc__ = """Base class of ringcast's own exceptions (ClosedError, PeerDeadError, StaleReplyError,
+SegmentError, FellBehindError).
 
 Raised itself for misuse that is not a bad argument: acquire_read() of a message sent with
 enqueue() or dequeue() of an acquire_write() chunk (the message is left in place), a view of an
-acquire_write() chunk that outlived its with-block, an endpoint inherited through fork (create a new
-one from the handle in the child), or corrupt data in a ring.
+acquire_write() chunk that outlived its with-block, or an endpoint inherited through fork (create a
+new one from the handle in the child).
 """
 ClosedError.__doc__ = """The queue or gather was shut down.
 
@@ -80,6 +85,17 @@ The message names the rank and both tags. The stale reply is consumed; the good 
 took before it are kept for the next collect of the same tag.
 """
 
+SegmentError.__doc__ = """The shared memory is not a ringcast segment this process can use.
+
+One type for every cause, named in the message: another program's object of that name (foreign
+magic), a segment of another ringcast version, or contents that ringcast did not write as they are
+(a header field, a ring record or a message overwritten: corrupt). Raised where the segment is
+opened (MessageQueue.create_from_handle, ReplyGather.create_from_handle) and by a read that meets a
+corrupt record or message; a remote reader raises it for a frame that is not ringcast's remote
+protocol (the same causes, over the network). A subclass of ValueError as well as of RingcastError:
+the foreign and other-version cases were ValueErrors before this type existed.
+"""
+
 __all__ = [
     "MessageQueue",
     "Handle",
@@ -87,6 +103,7 @@ __all__ = [
     "ClosedError",
     "PeerDeadError",
     "StaleReplyError",
+    "SegmentError",
     "FellBehindError",
     "ReplyGather",
     "GatherHandle",

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
 
 from ringcast import _core
-from ringcast._queue import _check_timeout, check_handle_version, require_remote
+from ringcast._core import SegmentError
+from ringcast._queue import _check_timeout, check_handle_version, require_remote, retold
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
@@ -69,10 +70,13 @@ class GatherHandle:
 
 
 def _ring0_created(name: str) -> Optional[int]:
-    """When the gather's rank-0 reply ring was made; None if it does not exist (or is not readable)."""
+    """When the gather's rank-0 reply ring was made; None if it does not exist. SegmentError if it is
+    there but not readable as a ringcast segment (PermissionError if another user's)."""
     try:
         return int(_core.segment_info(f"{name}.r0")["creation_time_ns"])
-    except ValueError:  # (PermissionError goes up: another user's gather is not a stale handle)
+    except SegmentError as e:  # there, but not ringcast's as it is: corrupt or foreign, not stale
+        raise retold(e, f"cannot attach to gather '{name}': {e}") from None
+    except ValueError:  # none of that name (PermissionError goes up: another user's gather is not stale)
         return None
 
 

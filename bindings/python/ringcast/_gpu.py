@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any, List, Optional, Sequence
 
-from ringcast._core import RingcastError
+from ringcast._core import RingcastError, SegmentError
 
 _MAGIC = b"RCGPU\x01"  # parts[0] of a device message; an ordinary one starts with a pickle (b"\x80")
 _gpucore = None
@@ -400,7 +400,7 @@ def resume(queue, timeout: Optional[float]) -> Any:
             try:
                 n = view.nbytes
                 if state["received"] + n > nbytes:
-                    raise RingcastError(f"device message corrupt: a chunk of {n} bytes overruns its array "
+                    raise SegmentError(f"device message corrupt: a chunk of {n} bytes overruns its array "
                                         f"({nbytes - state['received']} bytes left)")
                 address = _core().buffer_address(view)
                 reg = _registration(queue, reader, address, state["device"])

@@ -126,6 +126,12 @@ class Handle:
         return (self.n_reader, self.max_chunk_bytes, self.max_chunks, self.name)
 
 
+def retold(e: ValueError, text: str) -> ValueError:
+    """``text`` (what was being done, and e's reason) as an exception of e's own type: a SegmentError
+    told with its context stays a SegmentError, which a caller can tell from a bad argument."""
+    return type(e)(text)
+
+
 def check_handle_version(handle) -> None:
     """Refuses a handle pickled by another ringcast version (its fields may mean other things).
 
@@ -494,8 +500,9 @@ class MessageQueue:
         Raises:
             ValueError: not a Handle, a handle from another ringcast version, a rank not in
                 local_reader_ranks, a stale handle (the queue was shut down or re-created), a rank
-                already attached by a live process or released by a clean exit, or a segment that
-                is not ringcast's.
+                already attached by a live process or released by a clean exit.
+            SegmentError: (a ValueError too) the segment is there but not a ringcast segment this
+                library can use: another program's object, another version's, a corrupt header.
             TypeError: a rank that is not an int.
             PermissionError: the segment belongs to another user (segments are owner-only, 0600).
         """
@@ -517,12 +524,12 @@ class MessageQueue:
             if not os.path.exists(path):
                 raise ValueError(f"stale handle: {e} (its writer shut the queue down or exited)") from None
             if os.path.isdir(path):  # the error says so already
-                raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
+                raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
             # The segment is there but unreadable as ringcast's: a header overwritten (corrupt) or a
             # foreign object of that name — not a stale handle, which would find nothing.
-            raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}; the segment exists, so "
-                             "its header was overwritten (corrupt) or another program made an object of that "
-                             "name") from None
+            raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {e}; the segment exists, so "
+                            "its header was overwritten (corrupt) or another program made an object of that "
+                            "name") from None
         if info["creation_time_ns"] != handle.creation_time_ns:
             raise ValueError(f"stale handle: queue '{handle.name}' was re-created after this handle was "
                              "exported")
@@ -533,7 +540,7 @@ class MessageQueue:
             reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
                                   spin_max_us=spin_max_us, liveness_s=handle.liveness_interval)
         except ValueError as e:
-            raise ValueError(f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
+            raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
         return MessageQueue._reader_side(handle, reader, local_reader_rank=index, n_remote_reader=0)
 
     @staticmethod
@@ -706,7 +713,8 @@ class MessageQueue:
             PeerDeadError: the writer died (names its pid; within two liveness intervals). What it
                 published before dying is still delivered first.
             RingcastError: the next message was written with acquire_write() (read it with
-                acquire_read()), or the ring holds corrupt data.
+                acquire_read()).
+            SegmentError: the ring holds corrupt data (a record or message not as ringcast wrote it).
             RuntimeError: called on the writer, or while another thread uses this queue.
             ValueError: a negative timeout.
         """

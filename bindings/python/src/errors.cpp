@@ -10,6 +10,7 @@ PyObject* g_ringcast_error = nullptr;
 PyObject* g_closed_error = nullptr;
 PyObject* g_peer_dead_error = nullptr;
 PyObject* g_stale_reply_error = nullptr;
+PyObject* g_segment_error = nullptr;
 
 namespace {
 
@@ -29,8 +30,6 @@ void translate(std::exception_ptr p) {
             case ErrorCode::invalid_argument:
             case ErrorCode::not_found:
             case ErrorCode::already_exists:
-            case ErrorCode::not_ringcast:
-            case ErrorCode::version_mismatch:
             case ErrorCode::rank_in_use:
             case ErrorCode::rank_left:
             case ErrorCode::writer_in_use:
@@ -39,8 +38,12 @@ void translate(std::exception_ptr p) {
             case ErrorCode::system: type = PyExc_OSError; break;
             case ErrorCode::no_space: type = PyExc_MemoryError; break;
             case ErrorCode::stale_reply: type = g_stale_reply_error; break;
+            // What the segment holds is not what this ringcast can use: one type for every cause, so
+            // that a caller tells "bad shared memory" from a bad argument without reading the text.
+            case ErrorCode::not_ringcast:
+            case ErrorCode::version_mismatch:
+            case ErrorCode::corrupt: type = g_segment_error; break;
             case ErrorCode::fell_behind:  // remote.cpp's translator, registered later, raises FellBehindError
-            case ErrorCode::corrupt:
             case ErrorCode::protocol: type = g_ringcast_error; break;
         }
         PyErr_SetString(type, e.what());
@@ -62,6 +65,13 @@ void register_exceptions(py::module_& m) {
     g_stale_reply_error = PyErr_NewExceptionWithDoc(
         "ringcast.StaleReplyError", "A reply carried another request's tag.", g_ringcast_error, nullptr);
     m.attr("StaleReplyError") = py::handle(g_stale_reply_error);
+    // Also a ValueError: a foreign or other-version segment was a ValueError before this type
+    // existed, and `except ValueError` around an attach keeps catching it.
+    py::tuple segment_bases = py::make_tuple(py::handle(g_ringcast_error), py::handle(PyExc_ValueError));
+    g_segment_error = PyErr_NewExceptionWithDoc(
+        "ringcast.SegmentError", "The shared memory is not a ringcast segment this process can use.",
+        segment_bases.ptr(), nullptr);
+    m.attr("SegmentError") = py::handle(g_segment_error);
     py::register_exception_translator(&translate);
 }
 

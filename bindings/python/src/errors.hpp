@@ -15,6 +15,7 @@ extern PyObject* g_ringcast_error;     // ringcast.RingcastError(Exception)
 extern PyObject* g_closed_error;       // ringcast.ClosedError(RingcastError)
 extern PyObject* g_peer_dead_error;    // ringcast.PeerDeadError(RingcastError)
 extern PyObject* g_stale_reply_error;  // ringcast.StaleReplyError(RingcastError)
+extern PyObject* g_segment_error;      // ringcast.SegmentError(RingcastError, ValueError)
 
 struct TimedOut {  // -> TimeoutError
     std::string what;
