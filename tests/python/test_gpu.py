@@ -2,13 +2,16 @@
 
 Every test that needs a GPU skips with the reason (no GPU interop in this build, no torch, or the
 runtime's own answer: e.g. cudaErrorInsufficientDriver (35) on a machine with the toolkit but no
-driver). The first two tests run everywhere.
+driver). The others run everywhere: the tests of the GPU path's own chunk handling (a failed copy, a
+shutdown during one) run it on host memory, with a stand-in for ringcast._gpucore.
 """
 import os
 import pickle
+import ctypes
 import random
 import subprocess
 import sys
+import threading
 import types
 
 import pytest
@@ -411,3 +414,120 @@ def test_array_interface_and_dlpack_only_objects_come_back_on_the_readers_device
         q.enqueue("after", timeout=5)
         assert r.dequeue(timeout=5) == "after"
         print(f"{wrapper.__name__}: {len(sources)} arrays rebuilt as torch tensors on cuda:0")
+
+
+# ---- the GPU path's own logic on host memory -----------------------------------------------------
+class _HostGpuCore:
+    """Stands in for ringcast._gpucore on a machine without a GPU: a "device" array is a numpy array
+    and a DMA a memmove, so the GPU path's chunk handling runs (and can fail) anywhere. The reader's
+    next `fail_reads` copies raise."""
+
+    def __init__(self):
+        self.fail_reads = 0
+        self.reads = 0
+        self.copying = threading.Event()  # set by a reader's copy as it starts
+        self.gate = None  # a threading.Event a reader's copy waits for
+
+    @staticmethod
+    def buffer_address(view):
+        return np.frombuffer(view, dtype=np.uint8).ctypes.data  # the array is freed at once: view stays releasable
+
+    def Registration(self, address, device, endpoint):  # noqa: N802 (the core's class name)
+        core = self
+
+        class Copier:
+            def copy(self, dst, src, n, to_ring, stream):
+                if not to_ring:
+                    core.reads += 1
+                    core.copying.set()
+                    if core.gate is not None:
+                        core.gate.wait(10)
+                    if core.fail_reads:
+                        core.fail_reads -= 1
+                        raise RuntimeError("DMA failed (stand-in)")
+                ctypes.memmove(dst, src, n)
+        return Copier()
+
+
+class _DeviceRef:
+    def __init__(self, index):
+        self.index = index
+
+    def __reduce__(self):
+        from ringcast import _gpu
+        return (_gpu._device_array, (self.index,))
+
+
+@pytest.fixture
+def host_gpu(monkeypatch):
+    from ringcast import _gpu
+    core = _HostGpuCore()
+    monkeypatch.setattr(_gpu, "_gpucore", core)
+
+    def allocate(meta, device):
+        a = np.empty(meta[4], dtype=np.uint8)
+        return a, a.ctypes.data, 0
+    monkeypatch.setattr(_gpu, "_allocate", allocate)
+
+    def send(q, source):
+        pickler = types.SimpleNamespace(arrays=[_gpu._Array(("array", source.shape, "|u1", False, source.nbytes),
+                                                            source.ctypes.data, source.nbytes, 0, 0, source)])
+        _gpu.send_device_message(q, pickle.dumps({"a": _DeviceRef(0)}, protocol=5), [], pickler, 5)
+    core.send = send
+    return core
+
+
+def test_a_failed_device_copy_is_retried_by_the_next_dequeue(queue_pair, host_gpu):
+    """A copy ring -> device that raises keeps its chunk for the next dequeue, which completes the
+    message with every byte in place."""
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    source = np.arange(40_000, dtype=np.uint32).view(np.uint8)[:40_000].copy()
+    host_gpu.send(q, source)
+    host_gpu.fail_reads = 1
+    with pytest.raises(RuntimeError, match="stand-in"):
+        r.dequeue(timeout=5)
+    got = r.dequeue(timeout=5)["a"]
+    assert (got == source).all() and host_gpu.reads >= 3  # more than one chunk, one of them twice
+
+
+def test_a_reader_shut_down_after_a_failed_device_copy_gives_its_chunk_and_rank_back(queue_pair, host_gpu):
+    """The chunk a failed copy kept for a retry would hold the writer for as long as the shut-down
+    reader is referenced; its shutdown() releases it, so the writer stops waiting for that rank."""
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    host_gpu.send(q, np.ones(20_000, dtype=np.uint8))
+    host_gpu.fail_reads = 1
+    with pytest.raises(RuntimeError, match="stand-in"):
+        r.dequeue(timeout=5)
+    r.shutdown()  # r stays referenced
+    for _ in range(40):  # ten times what the ring holds
+        q.enqueue(b"x" * 8_000, timeout=2)
+
+
+@pytest.mark.parametrize("copy_fails", [True, False])
+def test_a_shutdown_during_a_device_copy_releases_the_chunk_once_the_copy_is_done(queue_pair, host_gpu, copy_fails):
+    """shutdown() from another thread while a copy reads the chunk: the chunk is not released under
+    the copy (the writer would overwrite what it reads); the copy's end releases it, and the rank
+    goes back to the writer whether the copy failed or not."""
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    host_gpu.send(q, np.ones(20_000, dtype=np.uint8))
+    host_gpu.fail_reads = 1 if copy_fails else 0
+    host_gpu.gate = threading.Event()
+    raised = []
+
+    def receive():
+        try:
+            r.dequeue(timeout=5)
+        except BaseException as e:
+            raised.append(e)
+    t = threading.Thread(target=receive)
+    t.start()
+    assert host_gpu.copying.wait(5)
+    r.shutdown()
+    with pytest.raises(TimeoutError):  # the chunk under the copy still holds the writer
+        for _ in range(40):
+            q.enqueue(b"x" * 8_000, timeout=0.2)
+    host_gpu.gate.set()
+    t.join(10)
+    assert len(raised) == 1 and isinstance(raised[0], RuntimeError if copy_fails else ringcast.ClosedError), raised
+    for _ in range(40):  # ten times what the ring holds
+        q.enqueue(b"x" * 8_000, timeout=2)

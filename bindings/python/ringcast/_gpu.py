@@ -27,10 +27,11 @@ import ctypes
 import io
 import pickle
 import sys
+import threading
 import time
 from typing import Any, List, Optional, Sequence
 
-from ringcast._core import RingcastError, SegmentError
+from ringcast._core import ClosedError, RingcastError, SegmentError
 
 _MAGIC = b"RCGPU\x01"  # parts[0] of a device message; an ordinary one starts with a pickle (b"\x80")
 _gpucore = None
@@ -366,19 +367,104 @@ class _DeviceUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+# A chunk's copy ring -> device reads the ring through a view of its bytes; the chunk is released (the
+# writer may reuse its bytes) only once no copy can read them any more. A copy that raises keeps its
+# chunk peeked, so that the next dequeue retries it (state "held"). A reader shut down after that has
+# no next dequeue: its shutdown releases the held chunk, so that its rank is not kept from the writer
+# (ring.hpp: a reader's claim ends at its release) until the queue is garbage-collected.
+#
+# shutdown() may run in another thread while resume() is between its peek and its release (the DMA
+# runs without the GIL). The chunk lock orders the two, never held across a wait or a copy:
+#   resume    under the lock: in_copy = True (its peek can only follow: shutdown's check sees it)
+#             peek, copy, release without it — the view is live only here
+#             under the lock: in_copy = False; held = a chunk is peeked and not released (this peek's,
+#             or a held one whose retry raised before its copy); if shut and held: release, held = False
+#   shutdown  the reader shut first (every later peek raises ClosedError); then under the lock:
+#             shut = True; if held and not in_copy: release, held = False
+# So the held chunk is released exactly once — by whichever of the two comes second — and never while
+# a copy may read it: a resume that set in_copy before shutdown's check releases it itself on leaving,
+# and one that sets it after finds the reader shut (its peek raises; nothing of it is held).
+
+
+def _chunk_lock(queue) -> threading.Lock:
+    return queue.__dict__.setdefault("_gpu_chunk_lock", threading.Lock())  # setdefault: one lock, atomically
+
+
+def _release_after_shutdown(reader) -> None:
+    try:
+        reader.release_raw()  # after the reader's shutdown this gives its rank back, then says it is shut
+    except ClosedError:
+        pass
+
+
+def release_held_chunk(queue) -> None:
+    """MessageQueue.shutdown() of a reader, after the reader's own shutdown: gives back the chunk a
+    failed copy kept for a retry that will never come (see the chunk lock above)."""
+    with _chunk_lock(queue):
+        queue.__dict__["_gpu_shut"] = True
+        state = queue.__dict__.get("_gpu_pending")
+        if state is not None and state["held"] and not state["in_copy"]:
+            state["held"] = False
+            _release_after_shutdown(queue._reader)
+
+
 def receive(queue, parts: list, timeout: Optional[float], device) -> Any:
     """The reader half: the arrays' chunks ring -> device, then the object around them."""
     metas = pickle.loads(parts[1])
     state = {"metas": metas, "payload": parts[2], "oob": parts[3:], "arrays": [], "index": 0, "received": 0,
-             "device": _device_index(device)}
+             "device": _device_index(device), "held": False, "in_copy": False}
     queue.__dict__["_gpu_pending"] = state
     return resume(queue, timeout)
+
+
+def _copy_one_chunk(queue, state: dict, dst: int, room: int, stream: int, deadline: Optional[float]) -> int:
+    """Copies the next chunk ring -> device at `dst` (at most `room` bytes) and releases it; returns
+    its size. The chunk lock's protocol (above) around the peek, the copy and the release."""
+    reader, lock = queue._reader, _chunk_lock(queue)
+    with lock:
+        state["in_copy"] = True
+        was_held = state["held"]  # peek_raw returns that chunk again
+    released = peeked = False
+    try:
+        try:
+            view = reader.peek_raw(_remaining(deadline))
+        except RingcastError as e:
+            if "the next message was sent with enqueue()" not in str(e):
+                raise
+            queue.__dict__["_gpu_pending"] = None  # the next message is an ordinary one: left for later
+            raise RingcastError("a device message was withdrawn by its writer before all its arrays "
+                                "arrived (its enqueue failed part-way); the next dequeue returns the "
+                                "message after it") from None
+        peeked = True
+        try:
+            n = view.nbytes
+            if n > room:
+                raise SegmentError(f"device message corrupt: a chunk of {n} bytes overruns its array "
+                                   f"({room} bytes left)")
+            address = _core().buffer_address(view)
+            reg = _registration(queue, reader, address, state["device"])
+            reg.copy(dst, address, n, False, stream)  # returns once it completed
+        finally:
+            view.release()
+        try:
+            reader.release_raw()  # only now may the writer reuse the chunk: the DMA has read it
+        except ClosedError:
+            released = True  # shut down during the copy: released all the same (_release_after_shutdown)
+            raise
+        released = True
+        return n
+    finally:
+        with lock:
+            state["in_copy"] = False
+            state["held"] = (peeked or was_held) and not released  # kept for the next dequeue's retry
+            if state["held"] and queue.__dict__.get("_gpu_shut"):
+                state["held"] = False  # shut down meanwhile: no retry will come (release_held_chunk)
+                _release_after_shutdown(reader)
 
 
 def resume(queue, timeout: Optional[float]) -> Any:
     """Continues a device message a timed-out dequeue left half received."""
     state = queue.__dict__["_gpu_pending"]
-    reader = queue._reader
     deadline = None if timeout is None else time.monotonic() + timeout
     metas, arrays = state["metas"], state["arrays"]
     while state["index"] < len(metas):
@@ -388,26 +474,7 @@ def resume(queue, timeout: Optional[float]) -> Any:
         array, ptr, stream = arrays[state["index"]]
         nbytes = meta[4]
         while state["received"] < nbytes:
-            try:
-                view = reader.peek_raw(_remaining(deadline))
-            except RingcastError as e:
-                if "the next message was sent with enqueue()" not in str(e):
-                    raise
-                queue.__dict__["_gpu_pending"] = None  # the next message is an ordinary one: left for later
-                raise RingcastError("a device message was withdrawn by its writer before all its arrays "
-                                    "arrived (its enqueue failed part-way); the next dequeue returns the "
-                                    "message after it") from None
-            try:
-                n = view.nbytes
-                if state["received"] + n > nbytes:
-                    raise SegmentError(f"device message corrupt: a chunk of {n} bytes overruns its array "
-                                        f"({nbytes - state['received']} bytes left)")
-                address = _core().buffer_address(view)
-                reg = _registration(queue, reader, address, state["device"])
-                reg.copy(ptr + state["received"], address, n, False, stream)  # returns once it completed
-            finally:
-                view.release()
-            reader.release_raw()  # only now may the writer reuse the chunk: the DMA has read it
+            n = _copy_one_chunk(queue, state, ptr + state["received"], nbytes - state["received"], stream, deadline)
             state["received"] += n
         state["index"] += 1
         state["received"] = 0

@@ -926,6 +926,8 @@ class MessageQueue:
                 self._writer.shutdown()
         else:
             self._reader.shutdown()
+            _gpu.release_held_chunk(self)  # a chunk a failed device copy kept for a retry (always: a
+            # device message another thread is receiving may not be pending yet: _gpu's chunk lock)
 
     @property
     def name(self) -> str:
