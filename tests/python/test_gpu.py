@@ -460,6 +460,7 @@ class _DeviceRef:
 
 @pytest.fixture
 def host_gpu(monkeypatch):
+    pytest.importorskip("numpy")
     from ringcast import _gpu
     core = _HostGpuCore()
     monkeypatch.setattr(_gpu, "_gpucore", core)
@@ -487,7 +488,8 @@ def test_a_failed_device_copy_is_retried_by_the_next_dequeue(queue_pair, host_gp
     with pytest.raises(RuntimeError, match="stand-in"):
         r.dequeue(timeout=5)
     got = r.dequeue(timeout=5)["a"]
-    assert (got == source).all() and host_gpu.reads >= 3  # more than one chunk, one of them twice
+    chunks = -(-source.nbytes // q._writer.max_reserve)
+    assert (got == source).all() and chunks > 1 and host_gpu.reads == chunks + 1  # the failed one twice
 
 
 def test_a_reader_shut_down_after_a_failed_device_copy_gives_its_chunk_and_rank_back(queue_pair, host_gpu):
@@ -531,3 +533,56 @@ def test_a_shutdown_during_a_device_copy_releases_the_chunk_once_the_copy_is_don
     assert len(raised) == 1 and isinstance(raised[0], RuntimeError if copy_fails else ringcast.ClosedError), raised
     for _ in range(40):  # ten times what the ring holds
         q.enqueue(b"x" * 8_000, timeout=2)
+
+
+def test_a_signal_handler_may_shut_the_reader_down_while_its_copy_holds_the_chunk_lock(queue_pair, host_gpu,
+                                                                                      monkeypatch):
+    """A handler (SIGTERM's, say) that calls shutdown() runs in the thread that may hold the chunk lock:
+    the lock is re-entrant, the held chunk released once, and the copy's own error still raised."""
+    import faulthandler
+    import signal
+    from ringcast import _gpu
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    host_gpu.send(q, np.ones(20_000, dtype=np.uint8))
+    host_gpu.fail_reads = 1
+    claim, fired = _gpu._claim_release, []
+
+    def claim_after_a_signal(queue, reader):  # called with the chunk lock held
+        if not fired:
+            fired.append(1)
+            signal.raise_signal(signal.SIGUSR1)  # its handler runs here, under the lock
+        return claim(queue, reader)
+    monkeypatch.setattr(_gpu, "_claim_release", claim_after_a_signal)
+    previous = signal.signal(signal.SIGUSR1, lambda *_: r.shutdown())
+    faulthandler.dump_traceback_later(30, exit=True)  # a deadlock fails the run instead of hanging it
+    try:
+        with pytest.raises(RuntimeError, match="stand-in"):
+            r.dequeue(timeout=5)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        signal.signal(signal.SIGUSR1, previous)
+    assert fired and not r._reader.holds_raw_chunk
+    for _ in range(40):  # ten times what the ring holds: the rank went back
+        q.enqueue(b"x" * 8_000, timeout=2)
+
+
+def test_a_forked_childs_shutdown_leaves_the_parents_held_chunk_alone(queue_pair, host_gpu):
+    """A child forked while its parent's reader held a chunk for a retry: the child's shutdown() neither
+    raises nor releases it, and the parent's retry still completes the message."""
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    source = np.arange(20_000, dtype=np.uint8)
+    host_gpu.send(q, source)
+    host_gpu.fail_reads = 1
+    with pytest.raises(RuntimeError, match="stand-in"):
+        r.dequeue(timeout=5)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            r.shutdown()
+            os._exit(0 if not r._reader.holds_raw_chunk else 2)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert r._reader.holds_raw_chunk
+    assert (r.dequeue(timeout=5)["a"] == source).all()

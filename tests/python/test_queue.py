@@ -202,7 +202,7 @@ def _overwrite(name, offset, data):
 
 @pytest.mark.parametrize("offset, word, reason", [
     (HEADER_ABI_VERSION, 99, "version"),
-    (HEADER_FLAGS, 0x80, "corrupt"),  # a bit ringcast never sets
+    (HEADER_FLAGS, 0x80, "corrupt header: flags 0x80"),  # a bit ringcast never sets
 ])
 def test_a_segment_of_another_version_or_with_a_corrupt_field_raises_segment_error(offset, word, reason):
     """Every cause of an unusable segment is one exception type (a ValueError too), named in its text."""

@@ -203,7 +203,11 @@ class ReplyGather:
         self._collector = _core.GatherCollector(self.name, n_ranks, capacity, mode, method, wait,
                                                 spin_us=spin_us, spin_max_us=spin_max_us,
                                                 liveness_s=liveness_interval)
-        self._created = _ring0_created(self.name) or 0
+        try:
+            self._created = _ring0_created(self.name) or 0
+        except BaseException:  # its own rank-0 ring overwritten already: nothing is left half made
+            self._collector.shutdown()
+            raise
         self._bridge = None
         if remote:
             try:
@@ -258,6 +262,8 @@ class ReplyGather:
             ValueError: not a GatherHandle, a handle from another ringcast version, a rank out of
                 range, a rank already attached by a live process, or a gather that does not exist
                 (any more).
+            SegmentError: (a ValueError too) the gather's rings are there but not ringcast segments
+                this library can use: another program's objects, another version's, overwritten.
             TypeError: a rank that is not an int.
             PermissionError: the gather belongs to another user (mode 0o600).
             ImportError: a remote rank in a ringcast built without ZeroMQ.

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import os
 import pickle
 import sys
 import threading
@@ -369,25 +370,45 @@ class _DeviceUnpickler(pickle.Unpickler):
 
 # A chunk's copy ring -> device reads the ring through a view of its bytes; the chunk is released (the
 # writer may reuse its bytes) only once no copy can read them any more. A copy that raises keeps its
-# chunk peeked, so that the next dequeue retries it (state "held"). A reader shut down after that has
-# no next dequeue: its shutdown releases the held chunk, so that its rank is not kept from the writer
-# (ring.hpp: a reader's claim ends at its release) until the queue is garbage-collected.
+# chunk peeked (the reader's holds_raw_chunk), so that the next dequeue retries it. A reader shut down
+# after that has no next dequeue: its shutdown releases the held chunk, so that its rank is not kept
+# from the writer (a reader's claim ends at its release) until the queue is garbage-collected.
 #
-# shutdown() may run in another thread while resume() is between its peek and its release (the DMA
-# runs without the GIL). The chunk lock orders the two, never held across a wait or a copy:
-#   resume    under the lock: in_copy = True (its peek can only follow: shutdown's check sees it)
+# shutdown() may run in another thread while a copy is between its peek and its release (the DMA runs
+# without the GIL), or in a signal handler of the copying thread itself. The chunk lock orders the two:
+# re-entrant, as a handler runs in the thread that may hold it; held for a few dict operations only,
+# never across a wait, a copy or the release itself (a remote reader's goodbye lingers up to 0.5 s):
+#   copy      under the lock: in_copy = True
 #             peek, copy, release without it — the view is live only here
-#             under the lock: in_copy = False; held = a chunk is peeked and not released (this peek's,
-#             or a held one whose retry raised before its copy); if shut and held: release, held = False
+#             under the lock: in_copy = False; claim the release if shut, a chunk is still held and
+#             no one claimed it yet; then, outside the lock, release if claimed
 #   shutdown  the reader shut first (every later peek raises ClosedError); then under the lock:
-#             shut = True; if held and not in_copy: release, held = False
-# So the held chunk is released exactly once — by whichever of the two comes second — and never while
-# a copy may read it: a resume that set in_copy before shutdown's check releases it itself on leaving,
-# and one that sets it after finds the reader shut (its peek raises; nothing of it is held).
+#             shut = True; claim the release if no copy is in progress, a chunk is held and no one
+#             claimed it; then, outside the lock, release if claimed
+# So a held chunk is released by whichever of the two comes second, once (the claim), and never while
+# a copy may read it: a copy in progress at shutdown's check releases it itself as it leaves, and one
+# that starts after finds the reader shut (its peek raises; a chunk held from before is released by
+# that copy's own leaving). A forked child holds no chunk of its own (holds_raw_chunk is False there)
+# and never waits for a lock a parent's thread held at the fork (_chunk_lock).
 
 
-def _chunk_lock(queue) -> threading.Lock:
-    return queue.__dict__.setdefault("_gpu_chunk_lock", threading.Lock())  # setdefault: one lock, atomically
+def _chunk_lock(queue):
+    entry = queue.__dict__.get("_gpu_chunk_lock")
+    if entry is None:
+        entry = queue.__dict__.setdefault("_gpu_chunk_lock", (os.getpid(), threading.RLock()))  # one, atomically
+    # A forked child: the parent's lock may be held by a thread that does not exist here. The child's
+    # endpoint refuses every call (peek_raw, release_raw), so no copy of its own needs ordering.
+    return entry[1] if entry[0] == os.getpid() else threading.RLock()
+
+
+def _claim_release(queue, reader) -> bool:
+    """Under the chunk lock: whether this caller releases the held chunk (at most one ever does)."""
+    if not queue.__dict__.get("_gpu_shut") or queue.__dict__.get("_gpu_in_copy"):
+        return False
+    if queue.__dict__.get("_gpu_release_claimed") or not reader.holds_raw_chunk:
+        return False
+    queue.__dict__["_gpu_release_claimed"] = True
+    return True
 
 
 def _release_after_shutdown(reader) -> None:
@@ -402,17 +423,16 @@ def release_held_chunk(queue) -> None:
     failed copy kept for a retry that will never come (see the chunk lock above)."""
     with _chunk_lock(queue):
         queue.__dict__["_gpu_shut"] = True
-        state = queue.__dict__.get("_gpu_pending")
-        if state is not None and state["held"] and not state["in_copy"]:
-            state["held"] = False
-            _release_after_shutdown(queue._reader)
+        claimed = _claim_release(queue, queue._reader)
+    if claimed:
+        _release_after_shutdown(queue._reader)
 
 
 def receive(queue, parts: list, timeout: Optional[float], device) -> Any:
     """The reader half: the arrays' chunks ring -> device, then the object around them."""
     metas = pickle.loads(parts[1])
     state = {"metas": metas, "payload": parts[2], "oob": parts[3:], "arrays": [], "index": 0, "received": 0,
-             "device": _device_index(device), "held": False, "in_copy": False}
+             "device": _device_index(device)}
     queue.__dict__["_gpu_pending"] = state
     return resume(queue, timeout)
 
@@ -421,11 +441,9 @@ def _copy_one_chunk(queue, state: dict, dst: int, room: int, stream: int, deadli
     """Copies the next chunk ring -> device at `dst` (at most `room` bytes) and releases it; returns
     its size. The chunk lock's protocol (above) around the peek, the copy and the release."""
     reader, lock = queue._reader, _chunk_lock(queue)
-    with lock:
-        state["in_copy"] = True
-        was_held = state["held"]  # peek_raw returns that chunk again
-    released = peeked = False
     try:
+        with lock:
+            queue.__dict__["_gpu_in_copy"] = True
         try:
             view = reader.peek_raw(_remaining(deadline))
         except RingcastError as e:
@@ -435,7 +453,6 @@ def _copy_one_chunk(queue, state: dict, dst: int, room: int, stream: int, deadli
             raise RingcastError("a device message was withdrawn by its writer before all its arrays "
                                 "arrived (its enqueue failed part-way); the next dequeue returns the "
                                 "message after it") from None
-        peeked = True
         try:
             n = view.nbytes
             if n > room:
@@ -446,20 +463,14 @@ def _copy_one_chunk(queue, state: dict, dst: int, room: int, stream: int, deadli
             reg.copy(dst, address, n, False, stream)  # returns once it completed
         finally:
             view.release()
-        try:
-            reader.release_raw()  # only now may the writer reuse the chunk: the DMA has read it
-        except ClosedError:
-            released = True  # shut down during the copy: released all the same (_release_after_shutdown)
-            raise
-        released = True
+        reader.release_raw()  # only now may the writer reuse the chunk: the DMA has read it
         return n
     finally:
         with lock:
-            state["in_copy"] = False
-            state["held"] = (peeked or was_held) and not released  # kept for the next dequeue's retry
-            if state["held"] and queue.__dict__.get("_gpu_shut"):
-                state["held"] = False  # shut down meanwhile: no retry will come (release_held_chunk)
-                _release_after_shutdown(reader)
+            queue.__dict__["_gpu_in_copy"] = False
+            claimed = _claim_release(queue, reader)  # shut down meanwhile: no retry will come
+        if claimed:
+            _release_after_shutdown(reader)
 
 
 def resume(queue, timeout: Optional[float]) -> Any:

@@ -128,7 +128,8 @@ class Handle:
 
 def retold(e: ValueError, text: str) -> ValueError:
     """``text`` (what was being done, and e's reason) as an exception of e's own type: a SegmentError
-    told with its context stays a SegmentError, which a caller can tell from a bad argument."""
+    told with its context stays a SegmentError, which a caller can tell from a bad argument. For the
+    binding's ValueErrors only (built from a message alone, as they are)."""
     return type(e)(text)
 
 
@@ -916,8 +917,10 @@ class MessageQueue:
         once (done too when the writer is garbage-collected). Reader: later calls raise ClosedError;
         its rank is released at once (the writer, or for a remote reader the publisher, stops
         waiting for it) — or, while a call of another thread is in progress, as that call leaves;
-        an acquire_read() chunk still open keeps it until its with-block ends. A call blocked in
-        another thread wakes with ClosedError.
+        an acquire_read() chunk still open keeps it until its with-block ends. A chunk of a device
+        message kept for a retry after its copy to the device failed is given back here (or, while
+        another thread's copy reads it, as that copy ends). A call blocked in another thread wakes
+        with ClosedError.
         """
         if self._is_writer:
             if self._finalizer is not None:

@@ -39,8 +39,10 @@ PYBIND11_MODULE(_core, m) {
         "Writer/Reader are the two ends of MessageQueue, GatherCollector/GatherWorker those of ReplyGather.\n"
         "Every blocking method takes timeout in seconds (None: forever, 0: poll; negative: ValueError) and\n"
         "never holds the GIL while blocked. liveness_s is the dead-peer check interval: PeerDeadError within\n"
-        "two intervals. Errors: TimeoutError, ClosedError, PeerDeadError, StaleReplyError, ValueError (bad\n"
-        "argument), PermissionError (another user's segment), RuntimeError (one thread per endpoint).\n\n"
+        "two intervals. Errors: TimeoutError, ClosedError, PeerDeadError, StaleReplyError, SegmentError (a\n"
+        "segment or data not as ringcast wrote it: foreign, another version, corrupt; also a ValueError),\n"
+        "ValueError (bad argument), PermissionError (another user's segment), RuntimeError (one thread per\n"
+        "endpoint).\n\n"
         "Constants: MAX_PARTS (parts per message), ABI_VERSION (handles of another one are refused),\n"
         "MIN_CAPACITY (smallest ring, bytes), MAX_READERS (reader ranks per ring), MAIN_THREAD_SLICE_S\n"
         "(main-thread slice of a sleeping wait: how often an idle one wakes), NO_GIL_COPY_BYTES (copies this large drop the GIL),\n"
@@ -192,12 +194,13 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init<const std::string&, std::uint32_t, const std::string&, double, double, double>(), py::arg("name"),
              py::arg("rank"), py::arg("wait") = "hybrid", py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0, py::arg("liveness_s") = 1.0,
              "Attaches reader rank `rank` (a local index) of segment `name`. liveness_s: seconds between\n"
-             "checks that the writer lives while blocked. Raises ValueError (no such segment, not ringcast's,\n"
-             "rank out of range, already attached by a live process or released), PermissionError.")
+             "checks that the writer lives while blocked. Raises ValueError (no such segment, rank out of\n"
+             "range, already attached by a live process or released), SegmentError (not a ringcast segment\n"
+             "this library can use), PermissionError.")
         .def("recv", &PyReader::recv, py::arg("timeout") = py::none(),
              "The parts of the next message (bytes/bytearray). Raises TimeoutError, ClosedError (the writer\n"
              "shut down and all was read, or this reader was shut down), PeerDeadError (the writer died),\n"
-             "RingcastError (the next message is an acquire_write chunk), ValueError, RuntimeError.")
+             "RingcastError (the next message is an acquire_write chunk), SegmentError (corrupt data), RuntimeError.")
         .def("recv_object", &PyReader::recv_object, py::arg("timeout") = py::none(),
              "dequeue in one call: the next message, unpickled once it is out of the ring (one copy);\n"
              "a message with out-of-band parts comes back as a MultipartMessage (its .parts as recv() returns\n"
@@ -217,6 +220,8 @@ PYBIND11_MODULE(_core, m) {
              "The rank is released now (or, while a call of another thread is in progress, as it leaves; an\n"
              "acquire_read chunk keeps it until release_raw). Idempotent; any thread.")
         .def_property_readonly("rank", &PyReader::rank, "This reader's rank (local index).")
+        .def_property_readonly("holds_raw_chunk", &PyReader::holds_raw_chunk,
+                               "True while a peek_raw() chunk is not released (False in a forked child).")
         .def_property_readonly("name", &PyReader::name, "The segment's /dev/shm name.")
         .def_property_readonly("capacity", &PyReader::capacity, "The ring's size in bytes.")
         .def_property_readonly("creation_time_ns", &PyReader::creation_time_ns, "When the segment was created.")

@@ -210,6 +210,8 @@ public:
     void check_peers();
 
     [[nodiscard]] std::uint32_t rank() const { return reader_->rank(); }
+    // A peek_raw() chunk not yet released (never in a forked child: the parent's chunk is not its own).
+    [[nodiscard]] bool holds_raw_chunk() const { return raw_peeked_ && !forked_child(); }
     [[nodiscard]] const std::string& name() const { return name_; }
     [[nodiscard]] std::uint64_t creation_time_ns() const { return reader_->segment().header().creation_time_ns; }
     [[nodiscard]] std::uint64_t capacity() const { return reader_->segment().header().capacity; }

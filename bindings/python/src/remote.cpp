@@ -235,6 +235,7 @@ public:
         release_when_idle();  // goodbye now, or when that call leaves
     }
     std::uint32_t rank() const { return rank_; }
+    bool holds_raw_chunk() const { return raw_peeked_ && !forked_child(); }  // as PyReader's
     const std::string& endpoint() const { return endpoint_; }
 
 private:
@@ -465,6 +466,8 @@ void register_remote(py::module_& m) {
              "at once, or as a call blocked in another thread leaves (it wakes with ClosedError), or at\n"
              "the release of an acquire_read chunk still open. Later calls raise ClosedError.")
         .def_property_readonly("rank", &PyRemoteReader::rank, "This reader's remote rank.")
+        .def_property_readonly("holds_raw_chunk", &PyRemoteReader::holds_raw_chunk,
+                               "True while a peek_raw() chunk is not released (False in a forked child).")
         .def_property_readonly("endpoint", &PyRemoteReader::endpoint, "The publisher's endpoint.");
 
     py::class_<PyRemoteReplyBridge>(m, "RemoteReplyBridge",
