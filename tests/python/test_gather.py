@@ -8,7 +8,7 @@ import time
 import pytest
 
 import ringcast
-from _workers import gather_worker, gather_worker_dies, pattern
+from _workers import gather_worker, gather_worker_dies, np, pattern
 
 METHODS = ["doorbell", "futex_waitv"]
 
@@ -543,3 +543,23 @@ def test_a_finalized_pending_collect_leaves_a_later_one_alone():
             g.collect(3, timeout=t)
     w.close()
     g.close()
+
+
+def test_an_empty_rank_list_asks_for_no_reply_and_numpy_ranks_count():
+    """collect(tag, []) returns [] at once (it used to wait for every rank and take their replies);
+    numpy integers are ranks like ints."""
+    pytest.importorskip("numpy")
+    g = ringcast.ReplyGather(2)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    try:
+        assert g.collect(5, [], timeout=0.5) == []
+        assert g.collect_async(5, [], timeout=0.5).result() == []
+        w.reply(5, "one")
+        assert g.collect(5, np.int64(1), timeout=5) == ["one"]  # the reply was left for it
+        w.reply(6, "again")
+        assert g.collect_async(6, [np.int32(1)], timeout=5).result() == ["again"]
+        with pytest.raises(TypeError, match="ranks must be"):
+            g.collect(7, [np.bool_(True)], timeout=0)
+    finally:
+        w.close()
+        g.close()

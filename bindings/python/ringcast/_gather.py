@@ -12,11 +12,12 @@ writes each reply into that rank's reply ring, so the same one collect covers th
 
 from __future__ import annotations
 
+import numbers
 import os
 import pickle
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union, cast
 
 from ringcast import _core
 from ringcast._core import SegmentError
@@ -81,17 +82,20 @@ def _ring0_created(name: str) -> Optional[int]:
 
 
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
+    """The ranks asked for, checked: None is every rank, an empty iterable none. Any integer type
+    counts (numpy's too); bools do not."""
     if ranks is None:
         return list(range(n))
-    if isinstance(ranks, int):
-        ranks = [ranks]  # a bool too: refused below with the others
+    # A single rank (a bool too: refused below with the others) or an iterable of them.
+    asked: Iterable[Any] = [ranks] if isinstance(ranks, numbers.Integral) else cast(Iterable[Any], ranks)
     out = []
-    for r in ranks:
-        if isinstance(r, bool) or not isinstance(r, int):
+    for r in asked:
+        if isinstance(r, bool) or not isinstance(r, numbers.Integral):
             raise TypeError(f"ranks must be None, an int or a list of ints, got {type(r).__name__}")
-        if not 0 <= r < n:
-            raise ValueError(f"rank {r} out of range: the group has ranks 0..{n - 1}")
-        out.append(r)
+        rank = int(r)
+        if not 0 <= rank < n:
+            raise ValueError(f"rank {rank} out of range: the group has ranks 0..{n - 1}")
+        out.append(rank)
     return out
 
 
@@ -374,7 +378,8 @@ class ReplyGather:
 
         Args:
             tag: the request's tag.
-            ranks: None (default: every rank), an int (that rank only) or an iterable of ranks.
+            ranks: None (default: every rank), an int (that rank only) or an iterable of ranks (an
+                empty one: no rank, [] at once).
             timeout: seconds; None (default) waits forever, 0 only takes what is there.
 
         Returns:
@@ -401,12 +406,12 @@ class ReplyGather:
         """
         if self._collector is None:
             raise RuntimeError("collect: only the executor side (the constructor's) collects")
-        # One binding call that waits, copies and unpickles; () asks for every rank.
-        wanted = () if ranks is None else _ranks_list(ranks, self.n_ranks)
+        # One binding call that waits, copies and unpickles; None asks for every rank, [] for none.
+        wanted = None if ranks is None else _ranks_list(ranks, self.n_ranks)
         try:
             return self._collector.collect_objects(tag, wanted, timeout)
         except _core.ClosedError as e:
-            self._raise_if_remote_lost(e, list(wanted) or list(range(self.n_ranks)))
+            self._raise_if_remote_lost(e, list(range(self.n_ranks)) if wanted is None else wanted)
             raise
 
     def _raise_if_remote_lost(self, err: BaseException, wanted: List[int]) -> None:

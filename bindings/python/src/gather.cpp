@@ -33,13 +33,13 @@ PyGatherCollector::~PyGatherCollector() {
     if (forked_child()) (void)collector_.release();  // the parent owns the names: never remove them here
 }
 
-py::list PyGatherCollector::collect(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+py::list PyGatherCollector::collect(std::uint64_t tag, Ranks ranks,
                                     const std::optional<double>& timeout) {
     Collect c = collect_as(tag, std::move(ranks), timeout, false);
     return replies(c, false);
 }
 
-py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+py::list PyGatherCollector::collect_objects(std::uint64_t tag, Ranks ranks,
                                             const std::optional<double>& timeout) {
     // The replies that end the collect are unpickled once this collector is free again (after the
     // one-thread check): their unpickling may use this gather, as after collect() and a pickle.loads
@@ -52,7 +52,7 @@ py::list PyGatherCollector::collect_objects(std::uint64_t tag, std::vector<std::
     return out;
 }
 
-PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, Ranks ranks,
                                                          const std::optional<double>& timeout, bool unpickle) {
     check_not_unpickling("collect");
     Busy busy(*this);
@@ -66,7 +66,7 @@ PyGatherCollector::Collect PyGatherCollector::collect_as(std::uint64_t tag, std:
     return c;
 }
 
-std::uint64_t PyGatherCollector::collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+std::uint64_t PyGatherCollector::collect_start(std::uint64_t tag, Ranks ranks,
                                                const std::optional<double>& timeout, bool unpickle) {
     check_not_unpickling("collect_async");
     // A collect in another thread holds the endpoint: this one is refused now, not accepted and left
@@ -76,7 +76,7 @@ std::uint64_t PyGatherCollector::collect_start(std::uint64_t tag, std::vector<st
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
                                           "(call result() first)"};
-    for (std::uint32_t r : ranks)
+    for (std::uint32_t r : ranks.value_or(std::vector<std::uint32_t>{}))
         if (r >= collector_->ranks())
             throw Failure{PyExc_ValueError, "rank " + std::to_string(r) + " out of range: the group has ranks 0.." +
                                                 std::to_string(collector_->ranks() - 1)};
@@ -151,13 +151,15 @@ void PyGatherCollector::shutdown() {
     collector_->cancel();
 }
 
-PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, Ranks ranks,
                                                     const std::optional<double>& timeout, bool unpickle) {
     Collect c;
     c.tag = tag;
-    if (ranks.empty())
-        for (std::uint32_t r = 0; r < collector_->ranks(); ++r) ranks.push_back(r);
-    c.ranks = std::move(ranks);
+    if (ranks) {
+        c.ranks = std::move(*ranks);  // none: nothing to wait for, [] at once
+    } else {
+        for (std::uint32_t r = 0; r < collector_->ranks(); ++r) c.ranks.push_back(r);
+    }
     c.pending = c.ranks;
     c.got.resize(collector_->ranks());
     c.deadline = deadline_after(to_timeout(timeout));

@@ -29,8 +29,12 @@ public:
                       double liveness_s);
     ~PyGatherCollector();
 
-    // Replies (bytes) for `ranks` (empty: all), in the order of `ranks`.
-    py::list collect(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout);
+    // The ranks a collect asks for, in the caller's order: none (Python's None) for every rank; an
+    // empty list asks for none (an executor that worked out which ranks still owe a reply may find none).
+    using Ranks = std::optional<std::vector<std::uint32_t>>;
+
+    // Replies (bytes) for `ranks`, in the order of `ranks`.
+    py::list collect(std::uint64_t tag, Ranks ranks, const std::optional<double>& timeout);
     // collect in one call: the replies unpickled here (pickling.hpp). A reply that comes while
     // others are still awaited is unpickled then, between two waits (GatherCollector::collect's
     // on_early_reply), so that only the last ones are unpickled after the last worker answered — as
@@ -39,7 +43,7 @@ public:
     // failure in the order of `ranks`, once every reply is in (the replies are consumed either way,
     // as when collect() returned and unpickling them raised). Code run by the unpickling of an early
     // reply must not use this collector (RuntimeError saying so).
-    py::list collect_objects(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+    py::list collect_objects(std::uint64_t tag, Ranks ranks,
                              const std::optional<double>& timeout);
 
     // ---- collect_async: collect() split in two --------------------------------------------------
@@ -58,7 +62,7 @@ public:
     // `unpickle`: the result will be taken with collect_result_objects(), so polls (collect_done)
     // and the wait unpickle early replies as collect_objects() does.
     // Returns the collect's id (collect_is, collect_abandon).
-    std::uint64_t collect_start(std::uint64_t tag, std::vector<std::uint32_t> ranks,
+    std::uint64_t collect_start(std::uint64_t tag, Ranks ranks,
                                 const std::optional<double>& timeout, bool unpickle);
     // Whether collect `id` is the pending one (not taken by result(), not abandoned).
     [[nodiscard]] bool collect_is(std::uint64_t id) const { return async_ && async_->id == id; }
@@ -107,7 +111,7 @@ private:
         py::object error_type, error_value, error_trace;  // its exception (PyErr_Fetch), if any
     };
 
-    Collect begin(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
+    Collect begin(std::uint64_t tag, Ranks ranks, const std::optional<double>& timeout,
                   bool unpickle);
     // One core collect over what is still pending, waiting at most t; keeps what came. `gil`: the
     // holder of the calling wait (the GIL released in its slices), nullptr where the GIL is held;
@@ -121,7 +125,7 @@ private:
     // returns with every reply in, else raises (timeout, closed, shut down) with the GIL held.
     void finish(Collect& c, detail::Gil& gil);
     // collect() / collect_result() up to the replies: the finished collect, this collector free again.
-    Collect collect_as(std::uint64_t tag, std::vector<std::uint32_t> ranks, const std::optional<double>& timeout,
+    Collect collect_as(std::uint64_t tag, Ranks ranks, const std::optional<double>& timeout,
                        bool unpickle);
     Collect result();
     // The replies of a finished collect in the order asked: bytes, or unpickled (`unpickle`; those

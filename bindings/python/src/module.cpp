@@ -246,18 +246,18 @@ PYBIND11_MODULE(_core, m) {
              py::arg("liveness_s") = 1.0,
              "Creates `ranks` reply rings of `capacity` bytes named `<name>.r<rank>` and `<name>.bell`.\n"
              "method: 'doorbell' or 'futex_waitv' (<= 128 ranks). Raises ValueError, PermissionError, OSError.")
-        .def("collect", &PyGatherCollector::collect, py::arg("tag"), py::arg("ranks"), py::arg("timeout") = py::none(),
-             "The replies (bytes) tagged `tag` from `ranks` (empty: all), in that order; one wait (GIL released)\n"
+        .def("collect", &PyGatherCollector::collect, py::arg("tag"), py::arg("ranks").none(true), py::arg("timeout") = py::none(),
+             "The replies (bytes) tagged `tag` from `ranks` (None: all; []: none), in that order; one wait (GIL released)\n"
              "for the whole set. Raises TimeoutError naming the missing ranks, StaleReplyError (another tag;\n"
              "the good replies taken are kept for the next collect of `tag`), PeerDeadError (a dead worker:\n"
              "rank and pid), ClosedError (a worker closed, or shut down), RuntimeError (a collect is pending).")
-        .def("collect_objects", &PyGatherCollector::collect_objects, py::arg("tag"), py::arg("ranks"),
+        .def("collect_objects", &PyGatherCollector::collect_objects, py::arg("tag"), py::arg("ranks").none(true),
              py::arg("timeout") = py::none(),
              "collect in one call: the replies unpickled; one that comes while others are still awaited is\n"
              "unpickled during the wait. Raises as collect(), and what pickle.loads raises (the first failure in\n"
              "the order of `ranks`, once every reply is in); code run by that unpickling must not use this\n"
              "collector (RuntimeError).")
-        .def("collect_start", &PyGatherCollector::collect_start, py::arg("tag"), py::arg("ranks"),
+        .def("collect_start", &PyGatherCollector::collect_start, py::arg("tag"), py::arg("ranks").none(true),
              py::arg("timeout") = py::none(), py::arg("unpickle") = false,
              "collect_async: starts collect(tag, ranks, timeout) and returns at once; the timeout runs from\n"
              "now. unpickle: the result will be collect_result_objects(): collect_done() polls unpickle the\n"
