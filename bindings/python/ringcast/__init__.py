@@ -38,7 +38,8 @@ Errors:
     StaleReplyError         a reply carried another request's tag.
     SegmentError            the shared memory is not a ringcast segment this process can use:
                             another program's object, another ringcast version's, or contents
-                            overwritten (a header, a record, a message). Also a ValueError.
+                            overwritten (a header, a record's header, a message's framing).
+                            Also a ValueError.
     FellBehindError         a remote reader missed messages (docs/remote.md).
     ValueError              a bad argument, a bad or stale handle, a wrong or taken rank.
     TypeError               an argument of the wrong type.
@@ -89,10 +90,11 @@ SegmentError.__doc__ = """The shared memory is not a ringcast segment this proce
 
 One type for every cause, named in the message: another program's object of that name (foreign
 magic), a segment of another ringcast version, or contents that ringcast did not write as they are
-(a header field, a ring record or a message overwritten: corrupt). Raised where the segment is
-opened (MessageQueue.create_from_handle, ReplyGather.create_from_handle) and by a read that meets a
-corrupt record or message; a remote reader raises it for a frame that is not ringcast's remote
-protocol (the same causes, over the network). A subclass of ValueError as well as of RingcastError:
+(a header field, a ring record's header or a message's framing overwritten: corrupt). Raised where
+the segment is opened (MessageQueue.create_from_handle, ReplyGather.create_from_handle) and by a read
+that meets a corrupt record or framing; a remote reader raises it for a frame that is not ringcast's
+remote protocol (the same causes, over the network). Payload bytes carry no checksum: a pickle
+overwritten inside a message fails as its unpickling does (pickle.UnpicklingError, ...). A subclass of ValueError as well as of RingcastError:
 the foreign and other-version cases were ValueErrors before this type existed.
 """
 
