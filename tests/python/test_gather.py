@@ -563,3 +563,24 @@ def test_an_empty_rank_list_asks_for_no_reply_and_numpy_ranks_count():
     finally:
         w.close()
         g.close()
+
+
+def test_a_bad_tag_or_timeout_is_named_in_the_callers_terms():
+    """The hot paths hand their arguments to the binding unchecked; what it refuses is told as the bad
+    tag or timeout (TypeError / ValueError), not as the binding's signatures."""
+    g = ringcast.ReplyGather(2)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    try:
+        with pytest.raises(ValueError, match=r"tag must be in 0\.\.2\*\*64-1, got -1$"):
+            w.reply(-1, "x")
+        with pytest.raises(ValueError, match="got 18446744073709551616"):
+            g.collect(2**64)
+        with pytest.raises(TypeError, match="tag must be an int, got str"):
+            g.collect_async("x")
+        with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got str"):
+            g.collect(1, timeout="x")
+        with pytest.raises(AttributeError, match="pickle"):  # any other error of the call is its own
+            w.reply(1, lambda: 0)
+    finally:
+        w.close()
+        g.close()

@@ -594,3 +594,11 @@ def test_a_forked_child_is_told_fork_even_while_a_parent_thread_was_inside_a_cal
     assert "inherited through fork" in said, said
     r.shutdown()
     q.shutdown()
+
+
+def test_a_bad_timeout_of_enqueue_or_dequeue_is_named_in_the_callers_terms(queue_pair):
+    q, (r,) = queue_pair(1)
+    for call in (lambda: q.enqueue("x", timeout="soon"), lambda: r.dequeue(timeout="soon")):
+        with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got str") as e:
+            call()
+        assert "incompatible function arguments" not in str(e.value)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Un
 
 from ringcast import _core
 from ringcast._core import SegmentError
-from ringcast._queue import _check_timeout, check_handle_version, require_remote, retold
+from ringcast._queue import _check_timeout, check_handle_version, require_remote, retold, told_in_callers_terms
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
@@ -357,14 +357,18 @@ class ReplyGather:
             PeerDeadError: the executor died while this worker waited for ring space (within two
                 liveness intervals); remote: the executor was silent for liveness_interval.
             RuntimeError: called on the executor, or while another thread uses this worker.
-            ValueError: a negative timeout. TypeError: a tag that is not an int.
+            ValueError: a negative timeout, a tag outside 0..2**64-1. TypeError: a tag that is not
+                an int, a timeout that is not a number.
         """
         if self._remote is not None:
             self._remote.reply(tag, pickle.dumps(obj, protocol=5), timeout)
             return
         if self._worker is None:
             raise RuntimeError("reply: only a worker (create_from_handle) replies")
-        self._worker.reply_object(tag, obj, timeout)  # pickles and copies in one call
+        try:
+            self._worker.reply_object(tag, obj, timeout)  # pickles and copies in one call
+        except TypeError as e:
+            raise told_in_callers_terms(e, tag=tag, timeout=timeout) from None
 
     # ---- executor side --------------------------------------------------------------------------
     def collect(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
@@ -410,6 +414,8 @@ class ReplyGather:
         wanted = None if ranks is None else _ranks_list(ranks, self.n_ranks)
         try:
             return self._collector.collect_objects(tag, wanted, timeout)
+        except TypeError as e:
+            raise told_in_callers_terms(e, tag=tag, timeout=timeout) from None
         except _core.ClosedError as e:
             self._raise_if_remote_lost(e, list(range(self.n_ranks)) if wanted is None else wanted)
             raise
@@ -456,7 +462,10 @@ class ReplyGather:
         if self._collector is None:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
         wanted = _ranks_list(ranks, self.n_ranks)
-        collect_id = self._collector.collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
+        try:
+            collect_id = self._collector.collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
+        except TypeError as e:
+            raise told_in_callers_terms(e, tag=tag, timeout=timeout) from None
         return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted), self._liveness,
                               collect_id)
 

@@ -160,6 +160,30 @@ def _check_timeout(timeout: Optional[float]) -> None:
         raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
 
 
+_UNSET: Any = object()
+
+
+def told_in_callers_terms(e: TypeError, *, tag: Any = _UNSET, timeout: Any = _UNSET) -> BaseException:
+    """What a binding call's refusal of its arguments means to the caller. The hot paths pass their
+    arguments to the binding unchecked (a check per call costs what a step is measured in); pybind11
+    then refuses a bad one with "incompatible function arguments" and its own signatures. This names
+    the bad tag or timeout instead — TypeError (not a number), ValueError (out of range) — and is
+    `e` itself for any other TypeError (an object that cannot be pickled, ...)."""
+    if "incompatible function arguments" not in str(e):
+        return e
+    if tag is not _UNSET:
+        if isinstance(tag, bool) or not isinstance(tag, numbers.Integral):
+            return TypeError(f"tag must be an int, got {type(tag).__name__}")
+        if not 0 <= int(tag) < 2**64:
+            return ValueError(f"tag must be in 0..2**64-1, got {tag}")
+    if timeout is not _UNSET:
+        try:
+            _check_timeout(timeout)
+        except (TypeError, ValueError) as bad:
+            return bad
+    return e
+
+
 def _check_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -680,7 +704,10 @@ class MessageQueue:
         if not self._is_writer:
             self._require_writer("enqueue")
         if self._send_object is not None:
-            device_message = self._send_object(obj, timeout)
+            try:
+                device_message = self._send_object(obj, timeout)
+            except TypeError as e:
+                raise told_in_callers_terms(e, timeout=timeout) from None
             if device_message is not None:
                 data, oob, pickler = device_message
                 _gpu.send_device_message(self, data, oob, pickler, timeout)
@@ -724,7 +751,10 @@ class MessageQueue:
         if self._gpu_pending is not None:  # a device message a timed-out dequeue left half received
             return _gpu.resume(self, timeout)
         if self._is_local_reader:  # one binding call: waits, copies out, unpickles
-            obj = self._reader.recv_object(timeout)
+            try:
+                obj = self._reader.recv_object(timeout)
+            except TypeError as e:
+                raise told_in_callers_terms(e, timeout=timeout) from None
             if type(obj) is not _core.MultipartMessage:
                 return obj
             parts = obj.parts
