@@ -21,7 +21,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
                          capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "executor showdown — 2 workers" in out.stdout
-    assert "python floor" in out.stdout and "targets (this run, medians" in out.stdout
+    assert "python floor" in out.stdout and "; this run, medians" in out.stdout
     assert "ringcast idle worker CPU" in out.stdout and "ringcast idle executor CPU" in out.stdout
     assert "where a sync step's time goes" in out.stdout
     report = json.loads((tmp_path / "showdown.json").read_text())
@@ -216,3 +216,21 @@ def test_pin_shared_puts_the_executor_alone_and_the_workers_in_turn_on_the_rest(
     assert showdown.plan_pinning("auto", 3)[0] is None  # 3 CPUs < 5
     monkeypatch.setattr(showdown.os, "sched_getaffinity", lambda pid: {0})
     assert showdown.plan_pinning("shared", 2)[0] is None
+
+
+def test_the_targets_are_those_of_the_machines_setting():
+    """With a CPU for every process the 16-core targets (sync 0.8, async 0.33, all / single 1.10); where
+    the processes share CPUs (the 2-core machine's executor + 2 workers, or 17 processes on 16 CPUs)
+    the shared setting's (sync 1.0, async 0.5, no aggregation target)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
+    try:
+        import showdown
+    finally:
+        sys.path.pop(0)
+    own = {"sync": 0.8, "async": 0.33, "all_single": 1.10}
+    shared = {"sync": 1.0, "async": 0.5, "all_single": None}
+    for cpus, workers, want in ((16, 2, own), (16, 8, own), (16, 15, own), (16, 16, shared), (2, 2, shared),
+                                (3, 2, own)):
+        got = showdown.targets_for(cpus, workers)
+        assert {k: got[k] for k in want} == want, (cpus, workers, got)
+        assert ("shared" in got["setting"]) == (want is shared)
