@@ -35,14 +35,14 @@ DoorbellMapping DoorbellMapping::create(const std::string& name, std::uint32_t r
     line->abi_version = layout::kAbiVersion;
     line->layout_hash = layout::kLayoutHash;
     line->magic.store(layout::kDoorbellMagic, std::memory_order_release);  // publishes the fields above
-    return DoorbellMapping(line);
+    return DoorbellMapping(line, obj.identity());
 }
 
 DoorbellMapping DoorbellMapping::open(const std::string& name, std::uint32_t ranks) {
     ShmObject obj = ShmObject::open(name);
     if (obj.size() != sizeof(layout::DoorbellLine))
         throw Error(ErrorCode::not_ringcast, "'" + name + "' is not a ringcast doorbell (wrong size)");
-    DoorbellMapping m(static_cast<layout::DoorbellLine*>(obj.map()));
+    DoorbellMapping m(static_cast<layout::DoorbellLine*>(obj.map()), obj.identity());
     if (m.line_->magic.load(std::memory_order_acquire) != layout::kDoorbellMagic)
         throw Error(ErrorCode::not_ringcast, "'" + name + "' is not a ringcast doorbell (magic)");
     if (m.line_->abi_version != layout::kAbiVersion || m.line_->layout_hash != layout::kLayoutHash)
@@ -62,18 +62,49 @@ DoorbellMapping::~DoorbellMapping() {
 // ---- collector ------------------------------------------------------------------------------------
 
 namespace {
-// Removes the names of a group this process made: reply rings 0..rings-1, and the bell if it made one.
-// The one cleanup of a failed create() and of the collector's destructor; never throws (the error that
-// made a create fail is the one to report; a destructor has no one to report to).
-void remove_group_names(std::string_view name, std::uint32_t rings, bool bell) noexcept {
+// Removes the names of a group this process made: reply rings 0..rings-1, and the bell it made (if
+// any) while its name still leads to it — a successor of this name may have replaced it already
+// (make_bell: it may, once this group's rings are gone, and they go first). The one cleanup of a failed
+// create() and of the collector's destructor; never throws (the error that made a create fail is the
+// one to report; a destructor has no one to report to).
+void remove_group_names(std::string_view name, std::uint32_t rings, std::optional<ObjectIdentity> bell) noexcept {
     for (std::uint32_t r = 0; r < rings; ++r) {
         try {
             (void)Segment::remove(gather_ring_name(name, r));
         } catch (...) {
         }
     }
-    if (bell) ::shm_unlink(("/" + gather_bell_name(name)).c_str());
+    try {
+        if (bell) (void)unlink_bell_if_still(gather_bell_name(name), JudgedBell{*bell, 0});
+    } catch (...) {
+    }
 }
+
+// The group's bell, made after every reply ring of the group was made by this call. A bell already
+// under the name is a dead group's: a live group of this name keeps its ring 0 in use (its collector
+// reads it; its creator lives while it makes the rest), so making our ring 0 would have failed
+// (Segment::create reclaims only an abandoned ring). A collector killed before it removed its names
+// leaves its bell behind; without this, the name could not be used again until `ringcast gc`. Only a
+// ringcast doorbell of this user is reclaimed, and only the one judged (judge_bell): anything else
+// keeps the name, saying what it is.
+DoorbellMapping make_bell(std::string_view group, const GatherOptions& options) {
+    const std::string name = gather_bell_name(group);
+    try {
+        return DoorbellMapping::create(name, options.ranks, options.mode);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::already_exists) throw;
+    }
+    const std::optional<JudgedBell> judged = judge_bell(name);
+    if (!judged)
+        throw Error(ErrorCode::already_exists,
+                    "gather '" + std::string(group) + "': '" + name + "' already exists and is not a ringcast doorbell "
+                    "of this user (another program's object, or another user's); the name stays taken");
+    if (!unlink_bell_if_still(name, *judged))
+        throw Error(ErrorCode::already_exists, "gather '" + std::string(group) + "': '" + name +
+                                                   "' was re-created by another process just now");
+    return DoorbellMapping::create(name, options.ranks, options.mode);  // a racing creator may win: already_exists
+}
+
 }  // namespace
 
 GatherCollector GatherCollector::create(std::string_view name, const GatherOptions& options) {
@@ -90,15 +121,15 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
     // listed /dev/shm in between, and the group's workers would find no bell. Whatever this call made
     // is removed if a later step throws; nothing it did not make.
     std::uint32_t made = 0;
-    bool bell_made = false;
+    std::optional<ObjectIdentity> bell_made;
     std::optional<GatherCollector> collector;
     try {
         for (; made < options.ranks; ++made) {
             auto seg = Segment::create(gather_ring_name(name, made),
                                        SegmentOptions{.readers = 1, .capacity = options.capacity, .mode = options.mode});
         }
-        DoorbellMapping bell = DoorbellMapping::create(gather_bell_name(name), options.ranks, options.mode);
-        bell_made = true;
+        DoorbellMapping bell = make_bell(name, options);
+        bell_made = bell.identity();
         collector.emplace(GatherCollector(std::string(name), options, std::move(bell)));  // may throw bad_alloc
     } catch (...) {
         remove_group_names(name, made, bell_made);
@@ -118,7 +149,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
 }
 
 GatherCollector::~GatherCollector() {
-    if (removes_names_.owns) remove_group_names(name_, options_.ranks, true);  // not when moved from
+    if (removes_names_.owns) remove_group_names(name_, options_.ranks, bell_.identity());  // not when moved from
 }
 
 // The collector sleeps on doorbell_seq, announced by bit 0 of collector_sleeping (one collector).

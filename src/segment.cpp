@@ -314,31 +314,42 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         for (const auto& candidate : candidates)  // (no structured binding: clang 14 cannot capture one)
             ring_left |= in_group(candidate.first) && !swept(candidate.first);
         if (ring_left) continue;  // a ring we could not judge (foreign, being created): keep its bell
-        const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-        if (fd < 0) continue;
-        std::uint64_t magic = 0;
-        std::uint32_t ranks = 0;
-        struct stat judged {};
-        const bool is_bell = ::pread(fd, &magic, sizeof magic, offsetof(layout::DoorbellLine, magic)) ==
-                                 static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic &&
-                             ::pread(fd, &ranks, sizeof ranks, offsetof(layout::DoorbellLine, ranks)) ==
-                                 static_cast<ssize_t>(sizeof ranks) && ::fstat(fd, &judged) == 0;
-        ::close(fd);
-        if (!is_bell) continue;
+        const std::optional<JudgedBell> judged = judge_bell(name);
+        if (!judged) continue;
         bool ring_now = false;  // a ring of the group that this sweep neither removed nor (dry run) would
-        for (std::uint32_t r = 0; r < std::min(ranks, layout::kMaxReaders) && !ring_now; ++r) {
+        for (std::uint32_t r = 0; r < std::min(judged->ranks, layout::kMaxReaders) && !ring_now; ++r) {
             const std::string ring = gather_ring_name(group, r);
             struct stat st {};
             ring_now = ::lstat(shm_file(ring).c_str(), &st) == 0 && !swept(ring);
         }
         if (ring_now) continue;
         // Only the bell judged: another sweep may have removed it and a new group made one.
-        if (!dry_run && (!still_leads_to(name, ObjectIdentity{judged.st_dev, judged.st_ino}) ||
-                         ::shm_unlink(shm_path(name).c_str()) != 0))
-            continue;
+        if (!dry_run && !unlink_bell_if_still(name, *judged)) continue;
         found.push_back({name, bytes});
     }
     return found;
+}
+
+std::optional<JudgedBell> judge_bell(std::string_view name) {
+    const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) return std::nullopt;
+    std::uint64_t magic = 0;
+    JudgedBell bell;
+    struct stat st {};
+    const bool is_bell = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+                         static_cast<std::size_t>(st.st_size) == sizeof(layout::DoorbellLine) &&
+                         ::pread(fd, &magic, sizeof magic, offsetof(layout::DoorbellLine, magic)) ==
+                             static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic &&
+                         ::pread(fd, &bell.ranks, sizeof bell.ranks, offsetof(layout::DoorbellLine, ranks)) ==
+                             static_cast<ssize_t>(sizeof bell.ranks);
+    ::close(fd);
+    if (!is_bell) return std::nullopt;
+    bell.identity = ObjectIdentity{st.st_dev, st.st_ino};
+    return bell;
+}
+
+bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged) {
+    return still_leads_to(name, judged.identity) && ::shm_unlink(shm_path(name).c_str()) == 0;
 }
 
 Segment Segment::create(std::string_view name, const SegmentOptions& options) {

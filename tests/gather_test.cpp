@@ -9,7 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -273,6 +277,58 @@ TEST_P(Gather, WorkersInOtherProcesses) {
 INSTANTIATE_TEST_SUITE_P(Methods, Gather, ::testing::Values(GatherWait::doorbell, GatherWait::futex_waitv),
                          [](const auto& info) { return info.param == GatherWait::doorbell ? "doorbell" : "futex_waitv"; });
 
+// A collector killed before it removed its names leaves its rings and its bell; a collector made
+// under the same name later reclaims both (the rings as any abandoned segment, the bell because every
+// ring of the group is then its own) and serves its workers.
+TEST(GatherDoorbell, AKilledCollectorsNameCanBeUsedAgain) {
+    ScopedName name("gk");
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    ChildGuard kids;
+    Pipe ready;
+    const pid_t collector = kids.add(fork_child([&] {
+        auto c = GatherCollector::create(name, o);
+        ready.send('r');
+        ::pause();
+    }));
+    ASSERT_EQ(ready.recv(10000ms), 'r');
+    kids.kill_and_wait(collector);
+    ASSERT_TRUE(judge_bell(gather_bell_name(name)).has_value()) << "the killed collector's bell is left";
+    auto c = GatherCollector::create(name, o);
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    ASSERT_EQ(w0.reply(7, reply_bytes(0, 7)), Status::ok);
+    ASSERT_EQ(w1.reply(7, reply_bytes(1, 7)), Status::ok);
+    EXPECT_EQ(c.collect_all(7, 5s).status, Status::ok);
+}
+
+// Under the bell's name, anything but a ringcast doorbell of this user keeps the name taken, saying
+// so; the rings the failed create made are removed.
+TEST(GatherDoorbell, AForeignObjectUnderTheBellNameKeepsTheNameTaken) {
+    ScopedName name("gf");
+    const std::string bell = gather_bell_name(name);
+    const int fd = ::shm_open(("/" + bell).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, 4096), 0);
+    ::close(fd);
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    try {
+        (void)GatherCollector::create(name, o);
+        ADD_FAILURE() << "a foreign object under the bell's name was replaced";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::already_exists);
+        EXPECT_NE(std::string(e.what()).find("is not a ringcast doorbell"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(judge_bell(bell).has_value());
+    struct stat st {};
+    EXPECT_EQ(::lstat(("/dev/shm/" + bell).c_str(), &st), 0) << "the foreign object is kept";
+    EXPECT_NE(::lstat(("/dev/shm/" + gather_ring_name(name, 0)).c_str(), &st), 0) << "the failed create's ring 0 is removed";
+    ::shm_unlink(("/" + bell).c_str());
+}
+
 TEST(GatherDoorbell, NoBellRingWhenTheCollectorIsAwake) {
     ScopedName name("gb");
     GatherOptions o;
@@ -323,8 +379,15 @@ TEST(GatherGroups, ACreateThatFailsRemovesWhatItMadeAndNothingElse) {
         EXPECT_FALSE(exists(group + ".bell")) << "a bell was made before its rings";
         EXPECT_TRUE(Segment::remove(group + ".r1"));
     }
-    { auto bell = DoorbellMapping::create(group + ".bell", 2, 0600); }  // someone else's bell
-    EXPECT_THROW((void)GatherCollector::create(group, GatherOptions{.ranks = 2, .capacity = 64 * 1024}), Error);
+    { auto bell = DoorbellMapping::create(group + ".bell", 2, 0600); }  // a dead group's bell: no ring left
+    {
+        auto c = GatherCollector::create(group, GatherOptions{.ranks = 2, .capacity = 64 * 1024});
+        EXPECT_TRUE(exists(group + ".bell"));
+        // A successor under the name replaced the bell (make_bell may, once this group's rings are
+        // gone): this collector's removal of its names must leave the successor's bell alone.
+        ASSERT_EQ(::shm_unlink(("/" + group + ".bell").c_str()), 0);
+        { auto theirs = DoorbellMapping::create(group + ".bell", 2, 0600); }
+    }
     EXPECT_FALSE(exists(group + ".r0"));
     EXPECT_FALSE(exists(group + ".r1"));
     EXPECT_TRUE(exists(group + ".bell")) << "a bell it did not make was removed";

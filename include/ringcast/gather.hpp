@@ -82,25 +82,30 @@ class DoorbellMapping {
 public:
     static DoorbellMapping create(const std::string& name, std::uint32_t ranks, mode_t mode);
     static DoorbellMapping open(const std::string& name, std::uint32_t ranks);
-    DoorbellMapping(DoorbellMapping&& o) noexcept : line_(std::exchange(o.line_, nullptr)) {}
+    DoorbellMapping(DoorbellMapping&& o) noexcept : line_(std::exchange(o.line_, nullptr)), identity_(o.identity_) {}
     DoorbellMapping& operator=(DoorbellMapping&&) = delete;
     DoorbellMapping(const DoorbellMapping&) = delete;
     DoorbellMapping& operator=(const DoorbellMapping&) = delete;
     ~DoorbellMapping();
     [[nodiscard]] layout::DoorbellLine& line() const noexcept { return *line_; }
+    // The object mapped (segment.hpp): its creator removes the name only while it still leads here.
+    [[nodiscard]] ObjectIdentity identity() const noexcept { return identity_; }
 
 private:
-    explicit DoorbellMapping(layout::DoorbellLine* line) noexcept : line_(line) {}
+    DoorbellMapping(layout::DoorbellLine* line, ObjectIdentity identity) noexcept : line_(line), identity_(identity) {}
     layout::DoorbellLine* line_ = nullptr;
+    ObjectIdentity identity_{};
 };
 
 // The executor side. Thread-safety: one thread at a time (cancel() from any thread).
 class GatherCollector {
 public:
-    // Creates "<name>.r<rank>" reply rings, then "<name>.bell"; removes them when destroyed. A create
-    // that throws (a name in use: Error already_exists naming it) leaves nothing it made behind (a
-    // ring left by a killed collector is reclaimed on the way, as Segment::create does; its bell,
-    // which has no owner to judge, is not: `ringcast gc` removes it).
+    // Creates "<name>.r<rank>" reply rings, then "<name>.bell"; removes them when destroyed (the bell
+    // only while its name still leads to it). A create that throws (a name in use: Error
+    // already_exists naming it) leaves nothing it made behind. A killed collector's group is
+    // reclaimed on the way: its rings as Segment::create reclaims any abandoned segment, then its
+    // bell, once every ring of the group is this create's (make_bell in gather.cpp says why that
+    // proves the bell a dead group's).
     [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
     GatherCollector(GatherCollector&&) noexcept = default;
     GatherCollector& operator=(GatherCollector&&) = delete;

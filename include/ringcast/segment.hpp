@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -166,6 +167,16 @@ bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);
 // Unlinks `name` if it still leads to the object `seg` maps and is ours, used or not: what a creator
 // removes when it is done, never a newer object made under the name since. True if unlinked.
 bool unlink_if_still_this(std::string_view name, const Segment& seg);
+
+// A gather doorbell ("<group>.bell") as found under `name`: a ringcast doorbell of this user (its
+// size and magic), with its identity and rank count. None: gone, foreign, another user's.
+struct JudgedBell {
+    ObjectIdentity identity;
+    std::uint32_t ranks = 0;
+};
+[[nodiscard]] std::optional<JudgedBell> judge_bell(std::string_view name);
+// Unlinks `name` if it still leads to the bell `judged` (never a newer object made under the name).
+bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged);
 
 // Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
 [[nodiscard]] std::uint64_t shm_free_bytes();
