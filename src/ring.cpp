@@ -316,7 +316,7 @@ Reader Reader::attach(std::string_view name, std::uint32_t rank, const ReaderOpt
                 if (left_over)  // rank_left, peer_dead, ...: say why it is so
                     throw Error(e.code(), std::string(e.what()) + "; segment '" + std::string(name) +
                                               "' is left over: nobody alive uses it" + waited() +
-                                              " for a writer to create it anew; `ringcast gc` removes such segments)");
+                                              " for a writer to create it anew; `ringcast gc` or `python3 -m ringcast gc` removes such segments)");
                 if (e.code() == ErrorCode::not_found && give_up != kPollOnly)
                     throw Error(ErrorCode::not_found, std::string(e.what()) + waited() + " for its writer to create it)");
                 throw;

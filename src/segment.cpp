@@ -211,17 +211,18 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
     } catch (const Error& e) {
         if (e.code() == ErrorCode::not_found) return true;  // removed meanwhile: just create
         // `ringcast rm` is advice only to whoever can act on it: not for another user's segment (only
-        // its owner or root may remove it), nor for a directory.
+        // its owner or root may remove it), nor for a directory; an object that is not ringcast's it
+        // removes only when told --force.
         const bool removable = e.code() != ErrorCode::permission_denied && !is_directory(name);
-        throw Error(ErrorCode::already_exists,
-                    taken + " and cannot be reclaimed (" + e.what() + ")" +
-                        (removable ? "; remove it with `ringcast rm " + std::string(name) + "`" : ""));
+        const std::string rm = e.code() == ErrorCode::not_ringcast ? "`ringcast rm --force " : "`ringcast rm ";
+        throw Error(ErrorCode::already_exists, taken + " and cannot be reclaimed (" + e.what() + ")" +
+                                                   (removable ? "; remove it with " + rm + std::string(name) + "`" : ""));
     }
     const std::string user = Segment::user_of(seg->base());
     if (!user.empty()) throw Error(ErrorCode::already_exists, taken + " and is in use: " + user);
     if (!allowed)
-        throw Error(ErrorCode::already_exists, taken + "; nobody uses it any more (`ringcast gc` removes such "
-                                                       "segments, or set reclaim_abandoned)");
+        throw Error(ErrorCode::already_exists, taken + "; nobody uses it any more (`ringcast gc` or `python3 -m "
+                                                       "ringcast gc` removes such segments, or set reclaim_abandoned)");
     if (!unlink_if_still_abandoned(name, *seg))
         throw Error(ErrorCode::already_exists, taken + " (another process re-created it just now)");
     return true;
@@ -330,13 +331,13 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
     return found;
 }
 
-std::optional<JudgedBell> judge_bell(std::string_view name) {
+std::optional<JudgedBell> read_bell(std::string_view name) {
     const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) return std::nullopt;
     std::uint64_t magic = 0;
     JudgedBell bell;
     struct stat st {};
-    const bool is_bell = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+    const bool is_bell = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
                          static_cast<std::size_t>(st.st_size) == sizeof(layout::DoorbellLine) &&
                          ::pread(fd, &magic, sizeof magic, offsetof(layout::DoorbellLine, magic)) ==
                              static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic &&
@@ -345,6 +346,14 @@ std::optional<JudgedBell> judge_bell(std::string_view name) {
     ::close(fd);
     if (!is_bell) return std::nullopt;
     bell.identity = ObjectIdentity{st.st_dev, st.st_ino};
+    bell.owner_uid = st.st_uid;
+    bell.mode = st.st_mode & 07777;
+    return bell;
+}
+
+std::optional<JudgedBell> judge_bell(std::string_view name) {
+    std::optional<JudgedBell> bell = read_bell(name);
+    if (bell && bell->owner_uid != ::geteuid()) return std::nullopt;
     return bell;
 }
 

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ringcast/detail/gather_names.hpp"
 #include "ringcast/error.hpp"
 #include "ringcast/layout.hpp"
 #include "ringcast/segment.hpp"
@@ -209,7 +210,8 @@ Listing list_segments(const std::string& prefix) {
         }
         struct stat st {};
         if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (st.st_size < static_cast<off_t>(sizeof(layout::SegmentHeader))) continue;
+        const bool bell_sized = st.st_size == static_cast<off_t>(sizeof(layout::DoorbellLine));
+        if (st.st_size < static_cast<off_t>(sizeof(layout::SegmentHeader)) && !bell_sized) continue;
         const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             if (errno == EACCES || errno == EPERM) ++out.unreadable;
@@ -219,10 +221,33 @@ Listing list_segments(const std::string& prefix) {
         const ssize_t n = ::pread(fd, &magic, sizeof magic, 0);
         ::close(fd);
         if (n == static_cast<ssize_t>(sizeof magic) && magic == layout::kMagic) out.names.push_back(name);
+        else if (bell_sized && read_bell(name)) out.bells.push_back(name);
     }
     ::closedir(dir);
     std::sort(out.names.begin(), out.names.end());
+    std::sort(out.bells.begin(), out.bells.end());
     return out;
+}
+
+std::optional<BellInfo> inspect_bell(const std::string& name) {
+    if (name.size() <= kGatherBellSuffix.size() ||
+        name.compare(name.size() - kGatherBellSuffix.size(), kGatherBellSuffix.size(), kGatherBellSuffix) != 0)
+        return std::nullopt;
+    const std::optional<JudgedBell> read = read_bell(name);
+    if (!read) return std::nullopt;
+    BellInfo b;
+    b.name = name;
+    b.group = name.substr(0, name.size() - kGatherBellSuffix.size());
+    b.ranks = read->ranks;
+    b.owner_uid = read->owner_uid;
+    b.owner = user_name(read->owner_uid);
+    b.file_mode = read->mode;
+    b.file_size = sizeof(layout::DoorbellLine);
+    for (std::uint32_t r = 0; r < std::min(b.ranks, layout::kMaxReaders); ++r) {
+        struct stat ring {};
+        b.rings_left += ::lstat((std::string(kShmDir) + "/" + gather_ring_name(b.group, r)).c_str(), &ring) == 0;
+    }
+    return b;
 }
 
 std::string json_escape(const std::string& s) {

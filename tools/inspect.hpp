@@ -53,10 +53,25 @@ struct SegmentInfo {
 // Inspects /dev/shm/<name>. Never throws for a bad segment: fills `error` instead.
 [[nodiscard]] SegmentInfo inspect(const std::string& name);
 
+// A gather group's doorbell ("<group>.bell", no segment header: layout::DoorbellLine): the group
+// it rings for, and how many of the group's reply rings "<group>.r<N>" are there. A live group has
+// all of them; a bell with none left is a killed collector's leftover (`gc` removes it).
+struct BellInfo {
+    std::string name, group;
+    std::string owner;
+    uid_t owner_uid = 0;
+    unsigned file_mode = 0;
+    std::uint64_t file_size = 0;
+    std::uint32_t ranks = 0, rings_left = 0;
+};
+// The doorbell under `name` (readable, its size and magic a doorbell's); none otherwise.
+[[nodiscard]] std::optional<BellInfo> inspect_bell(const std::string& name);
+
 // Names (starting with `prefix`) of the regular files in /dev/shm that carry the ringcast magic
-// (readable by us), and the number of such entries we could not read.
+// (readable by us), the doorbells among the rest, and the number of entries we could not read.
 struct Listing {
     std::vector<std::string> names;
+    std::vector<std::string> bells;
     std::size_t unreadable = 0;
 };
 [[nodiscard]] Listing list_segments(const std::string& prefix = {});

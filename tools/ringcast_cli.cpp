@@ -1,17 +1,24 @@
 // ringcast — inspect and clean up ringcast segments.
 //
-//   ringcast ls [--json] [--prefix P]   every ringcast segment in /dev/shm: owner, size, readers, liveness
-//   ringcast stat NAME [--json]      header, tail, each rank's head and lag, states, counters
-//   ringcast rm NAME [--force]       remove a segment's name (mapped processes keep their mapping)
+//   ringcast ls [--json] [--prefix P]   every ringcast segment (and gather doorbell) in /dev/shm: owner,
+//                                    size, readers, liveness
+//   ringcast stat NAME [--json]      header, tail, each rank's head and lag, states, counters (a
+//                                    doorbell: its group and the group's reply rings left)
+//   ringcast rm NAME [--force]       remove a segment's name (mapped processes keep their mapping); one in
+//                                    use, or not ringcast's, only with --force
 //   ringcast gc [--dry-run] [--prefix P]  remove segments whose creator, writer and readers are all dead
 //
 // Exit status: 0 success, 1 a failure the message explains, 2 bad usage.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "inspect.hpp"
 #include "ringcast/error.hpp"
@@ -19,14 +26,18 @@
 
 namespace {
 
+using ringcast::cli::BellInfo;
 using ringcast::cli::SegmentInfo;
 
 constexpr const char* kUsage =
     "usage: ringcast <command> [options]\n"
     "\n"
-    "  ls [--json] [--prefix P]      list every ringcast segment in /dev/shm (names starting with P)\n"
+    "  ls [--json] [--prefix P]      list every ringcast segment and gather doorbell in /dev/shm (names\n"
+    "                                starting with P)\n"
     "  stat NAME [--json]            show a segment: header, tail, each reader's head, lag, state, counters\n"
-    "  rm NAME [--force]             remove a segment (--force: even if it is not a ringcast segment)\n"
+    "                                (a doorbell: its gather group and the group's reply rings left)\n"
+    "  rm NAME [--force]             remove a segment or doorbell nobody uses (--force: even one in use, or\n"
+    "                                one that is not ringcast's)\n"
     "  gc [--dry-run] [--prefix P]   remove segments whose creator, writer and readers are all dead\n";
 
 int usage_error(const std::string& why) {
@@ -82,15 +93,34 @@ void print_table(const std::vector<std::vector<std::string>>& rows, const std::v
     }
 }
 
+// A doorbell's state in a word or three: what `gc` and `rm` go by.
+std::string bell_state(const BellInfo& b) {
+    return "doorbell of '" + b.group + "', " + std::to_string(b.rings_left) + "/" + std::to_string(b.ranks) +
+           " reply rings" + (b.rings_left == 0 ? " (abandoned)" : "");
+}
+
 int cmd_ls(bool json, const std::string& prefix) {
     const auto listing = ringcast::cli::list_segments(prefix);
     std::vector<SegmentInfo> infos;
     for (const auto& n : listing.names) infos.push_back(ringcast::cli::inspect(n));
+    std::vector<BellInfo> bells;
+    for (const auto& n : listing.bells)
+        if (auto b = ringcast::cli::inspect_bell(n)) bells.push_back(std::move(*b));
     if (json) {
         std::printf("[");
+        for (std::size_t i = 0; i < bells.size(); ++i) {
+            const auto& b = bells[i];
+            std::printf("%s\n  {\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu, "
+                        "\"doorbell_of\": %s, \"ranks\": %u, \"rings_left\": %u, \"abandoned\": %s}",
+                        i ? "," : "", ringcast::cli::json_escape(b.name).c_str(), ringcast::cli::json_escape(b.owner).c_str(),
+                        static_cast<unsigned>(b.owner_uid), mode_str(b.file_mode).c_str(),
+                        static_cast<unsigned long long>(b.file_size), ringcast::cli::json_escape(b.group).c_str(), b.ranks,
+                        b.rings_left, b.rings_left == 0 ? "true" : "false");
+        }
         for (std::size_t i = 0; i < infos.size(); ++i) {
             const auto& s = infos[i];
-            std::printf("%s\n  {\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu", i ? "," : "",
+            std::printf("%s\n  {\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu",
+                        i || !bells.empty() ? "," : "",
                         ringcast::cli::json_escape(s.name).c_str(), ringcast::cli::json_escape(s.owner).c_str(),
                         static_cast<unsigned>(s.owner_uid), mode_str(s.file_mode).c_str(),
                         static_cast<unsigned long long>(s.file_size));
@@ -105,7 +135,7 @@ int cmd_ls(bool json, const std::string& prefix) {
                         s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
                         s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
         }
-        std::printf("%s]\n", infos.empty() ? "" : "\n");
+        std::printf("%s]\n", infos.empty() && bells.empty() ? "" : "\n");
     } else {
         // Column widths come from the data (names are up to 200 characters): every row lines up.
         std::vector<std::vector<std::string>> rows{{"NAME", "OWNER", "MODE", "SIZE", "RING", "READERS", "CREATOR",
@@ -121,6 +151,9 @@ int cmd_ls(bool json, const std::string& prefix) {
                             pid_str(s.creator_pid, s.creator_alive), pid_str(s.writer_pid, s.writer_alive),
                             s.abandoned() ? "abandoned" : (s.closed() ? "closed" : "open")});
         }
+        for (const auto& b : bells)
+            rows.push_back({b.name, b.owner, mode_str(b.file_mode), human(b.file_size), "-", "-", "-", "-", bell_state(b)});
+        std::sort(rows.begin() + 1, rows.end());  // a group's bell beside its rings
         print_table(rows, {false, false, false, true, true, false, false, false, false});
     }
     if (listing.unreadable != 0)
@@ -131,7 +164,28 @@ int cmd_ls(bool json, const std::string& prefix) {
 
 // ---- stat ---------------------------------------------------------------------------------------
 
+int stat_bell(const BellInfo& b, bool json) {
+    if (json) {
+        std::printf("{\n  \"name\": %s,\n  \"owner\": %s,\n  \"uid\": %u,\n  \"mode\": \"%s\",\n  \"size\": %llu,\n"
+                    "  \"doorbell_of\": %s,\n  \"ranks\": %u,\n  \"rings_left\": %u,\n  \"abandoned\": %s\n}\n",
+                    ringcast::cli::json_escape(b.name).c_str(), ringcast::cli::json_escape(b.owner).c_str(),
+                    static_cast<unsigned>(b.owner_uid), mode_str(b.file_mode).c_str(),
+                    static_cast<unsigned long long>(b.file_size), ringcast::cli::json_escape(b.group).c_str(), b.ranks,
+                    b.rings_left, b.rings_left == 0 ? "true" : "false");
+        return 0;
+    }
+    std::printf("doorbell  %s (/dev/shm/%s): the gather group '%s' of %u ranks rings its collector here\n",
+                b.name.c_str(), b.name.c_str(), b.group.c_str(), b.ranks);
+    std::printf("owner     %s (uid %u), mode %s\n", b.owner.c_str(), static_cast<unsigned>(b.owner_uid),
+                mode_str(b.file_mode).c_str());
+    std::printf("rings     %u of the group's %u reply rings are there%s\n", b.rings_left, b.ranks,
+                b.rings_left == 0 ? ": its collector is gone (`ringcast gc` removes the bell)"
+                                  : " (`ringcast stat` on each shows its state)");
+    return 0;
+}
+
 int cmd_stat(const std::string& name, bool json) {
+    if (const auto bell = ringcast::cli::inspect_bell(name)) return stat_bell(*bell, json);
     const SegmentInfo s = ringcast::cli::inspect(name);
     if (!s.error.empty()) {
         std::fprintf(stderr, "ringcast: segment '%s': %s\n", name.c_str(), s.error.c_str());
@@ -195,7 +249,25 @@ int cmd_stat(const std::string& name, bool json) {
 
 // ---- rm / gc ------------------------------------------------------------------------------------
 
+int rm_bell(const BellInfo& b, bool force) {
+    if (b.rings_left != 0 && !force) {
+        std::fprintf(stderr,
+                     "ringcast: refusing to remove '%s': it is the doorbell of gather group '%s', which still has %u of "
+                     "its %u reply rings (its collector may be alive; without the bell its workers cannot attach) "
+                     "(use --force to remove it anyway)\n",
+                     b.name.c_str(), b.group.c_str(), b.rings_left, b.ranks);
+        return 1;
+    }
+    if (::shm_unlink(("/" + b.name).c_str()) != 0) {
+        std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", b.name.c_str(), std::strerror(errno));
+        return 1;
+    }
+    std::printf("removed %s\n", b.name.c_str());
+    return 0;
+}
+
 int cmd_rm(const std::string& name, bool force) {
+    if (const auto bell = ringcast::cli::inspect_bell(name)) return rm_bell(*bell, force);
     const SegmentInfo s = ringcast::cli::inspect(name);
     if (s.error == "does not exist") {
         std::fprintf(stderr, "ringcast: segment '%s' does not exist\n", name.c_str());
@@ -206,11 +278,20 @@ int cmd_rm(const std::string& name, bool force) {
                      s.error.empty() ? "not a ringcast segment" : s.error.c_str());
         return 1;
     }
-    if (s.error.empty() && !s.abandoned())
+    if (s.error.empty() && !s.abandoned()) {
+        if (!force) {
+            std::fprintf(stderr,
+                         "ringcast: refusing to remove '%s': it is in use (its creator, writer or a reader is alive); "
+                         "they would keep their mapping, but new attaches would fail (use --force to remove it "
+                         "anyway)\n",
+                         name.c_str());
+            return 1;
+        }
         std::fprintf(stderr,
                      "ringcast: note: '%s' is in use (creator, writer or a reader is alive); they keep their mapping, "
                      "new attaches will fail\n",
                      name.c_str());
+    }
     try {
         if (!ringcast::Segment::remove(name)) {
             std::fprintf(stderr, "ringcast: segment '%s' does not exist\n", name.c_str());

@@ -64,7 +64,8 @@ private:
 // Ends every peer_dead message: a killed process never removes its segments, and the user who meets
 // the death is the one who can sweep them.
 inline constexpr const char* kDeadPeerHint =
-    " (killed processes leave their segments in /dev/shm: `ringcast gc` removes those nobody uses any more)";
+    " (killed processes leave their segments in /dev/shm: `ringcast gc`, or `python3 -m ringcast gc`, removes "
+    "those nobody uses any more)";
 
 // Throws Error(system) naming the call and strerror(errno_value).
 [[noreturn]] void throw_system_error(const char* call, int errno_value);

@@ -168,12 +168,16 @@ bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);
 // removes when it is done, never a newer object made under the name since. True if unlinked.
 bool unlink_if_still_this(std::string_view name, const Segment& seg);
 
-// A gather doorbell ("<group>.bell") as found under `name`: a ringcast doorbell of this user (its
-// size and magic), with its identity and rank count. None: gone, foreign, another user's.
+// A gather doorbell ("<group>.bell") as found under `name`: a regular file with a doorbell's size and
+// magic, readable by us; its identity, rank count, owner and mode. None: gone, unreadable, foreign.
 struct JudgedBell {
     ObjectIdentity identity;
     std::uint32_t ranks = 0;
+    uid_t owner_uid = 0;
+    mode_t mode = 0;
 };
+[[nodiscard]] std::optional<JudgedBell> read_bell(std::string_view name);
+// read_bell, and only this user's: what a sweep or a create may remove.
 [[nodiscard]] std::optional<JudgedBell> judge_bell(std::string_view name);
 // Unlinks `name` if it still leads to the bell `judged` (never a newer object made under the name).
 bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -292,10 +293,15 @@ TEST(CliRm, RemovesRingcastSegmentsAndRefusesForeignOnesUnlessForced) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(shm_exists(foreign.name));
 
-    // A segment in use: removed (its users keep their mapping), with a note saying so.
+    // A segment in use: kept unless forced (new attaches would fail); forced, removed (its users keep
+    // their mapping), with a note saying so.
     ScopedName live("clirm");
     auto w = Writer::create(live, SegmentOptions{.readers = 1, .capacity = 64 << 10});
     r = cli({"rm", live.str()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("refusing to remove '" + live.str() + "': it is in use"), std::string::npos) << r.err;
+    EXPECT_TRUE(shm_exists(live.str()));
+    r = cli({"rm", "--force", live.str()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
     EXPECT_FALSE(shm_exists(live.str()));
@@ -373,6 +379,63 @@ TEST(CliGc, RemovesTheDoorbellOfAGatherGroupWhoseCollectorWasKilled) {
     }
     EXPECT_TRUE(shm_exists(gather_bell_name(live_group))) << "a live group's bell must stay\n" << r.out;
     EXPECT_TRUE(shm_exists(gather_ring_name(live_group, 0)));
+}
+
+// ls, stat and rm know a gather doorbell (no segment header: it was "not a ringcast segment (foreign
+// magic)" to stat and rm, and missing from ls): its group and how many of the group's reply rings
+// are there; rm removes a bell whose group has none left, and one with rings only when forced.
+TEST(CliBell, LsStatAndRmKnowAGatherDoorbell) {
+    const std::string prefix = prefix_for("bell");
+    const std::string group = prefix + "g";
+    const std::string bell = gather_bell_name(group);
+    std::optional<GatherCollector> live(GatherCollector::create(group, GatherOptions{.ranks = 2, .capacity = 64 << 10}));
+    RunResult r = cli({"stat", bell});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("the gather group '" + group + "' of 2 ranks"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("2 of the group's 2 reply rings are there"), std::string::npos) << r.out;
+    r = cli({"stat", "--json", bell});
+    EXPECT_NE(r.out.find("\"doorbell_of\": \"" + group + "\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"rings_left\": 2"), std::string::npos) << r.out;
+    r = cli({"ls", "--prefix", prefix});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("doorbell of '" + group + "', 2/2 reply rings"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(gather_ring_name(group, 1)), std::string::npos) << r.out;
+    r = cli({"ls", "--json", "--prefix", prefix});
+    EXPECT_NE(r.out.find("\"doorbell_of\": \"" + group + "\", \"ranks\": 2, \"rings_left\": 2"), std::string::npos) << r.out;
+    r = cli({"rm", bell});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("still has 2 of its 2 reply rings"), std::string::npos) << r.err;
+    EXPECT_TRUE(shm_exists(bell));
+
+    // Its rings gone (as a killed collector's are to `gc`): abandoned, removed without --force.
+    for (std::uint32_t rank = 0; rank < 2; ++rank) ASSERT_EQ(::shm_unlink(("/" + gather_ring_name(group, rank)).c_str()), 0);
+    r = cli({"ls", "--prefix", prefix});
+    EXPECT_NE(r.out.find("0/2 reply rings (abandoned)"), std::string::npos) << r.out;
+    r = cli({"rm", bell});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "removed " + bell + "\n");
+    EXPECT_FALSE(shm_exists(bell));
+    live.reset();  // its names are gone already: nothing else is removed
+}
+
+// The advice a create gives for a name it cannot reclaim works as given: a foreign object needs
+// `ringcast rm --force` (plain rm refuses it).
+TEST(CliRm, TheAdviceOfACreateOverAForeignObjectWorksAsGiven) {
+    ForeignFile foreign(prefix_for("advice") + "q");
+    std::string advice;
+    try {
+        (void)Writer::create(foreign.name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+        FAIL() << "created over a foreign object";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        const auto at = what.find("`ringcast rm");
+        ASSERT_NE(at, std::string::npos) << what;
+        advice = what.substr(at + 1, what.find('`', at + 1) - at - 1);
+    }
+    EXPECT_EQ(advice, "ringcast rm --force " + foreign.name);
+    const RunResult r = cli({"rm", "--force", foreign.name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(shm_exists(foreign.name));
 }
 
 // Every dead-peer error tells the user how to get /dev/shm back.

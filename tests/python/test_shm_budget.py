@@ -156,7 +156,24 @@ print(q.handle.name, base64.b64encode(pickle.dumps(q.export_handle())).decode())
     handle = pickle.loads(base64.b64decode(names[1]))
     r = ringcast.MessageQueue.create_from_handle(handle, 0)
     kill(killed)
-    with pytest.raises(ringcast.PeerDeadError, match="`ringcast gc`"):
+    with pytest.raises(ringcast.PeerDeadError, match="`ringcast gc`, or `python3 -m ringcast gc`"):
         r.dequeue(timeout=10)
     r.shutdown()
     _core.remove_segment(names[0])
+
+
+def test_python_dash_m_ringcast_gc_sweeps_what_a_killed_executor_left():
+    """`python3 -m ringcast gc` (a pip install has no `ringcast` command): --dry-run lists a killed
+    executor's reply rings and bell, the sweep removes them; the advice in errors names it."""
+    killed, names = start_creator(KILLED_GATHER)
+    kill(killed)
+    group = names[0][: -len(".bell")]
+    run = [sys.executable, "-m", "ringcast", "gc", "--prefix", group]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    dry = subprocess.run(run + ["--dry-run"], capture_output=True, text=True, env=env, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert sorted(line.split()[2] for line in dry.stdout.splitlines() if line.startswith("would remove")) == sorted(names)
+    assert all(shm_exists(n) for n in names), "a dry run removes nothing"
+    done = subprocess.run(run, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0 and "3 removed" in done.stdout, done.stdout + done.stderr
+    assert not any(shm_exists(n) for n in names)

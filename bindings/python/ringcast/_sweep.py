@@ -17,4 +17,4 @@ def sweep_generated_names() -> None:
         segments = sum(1 for name, _ in swept if not name.endswith(".bell"))
         mib = sum(size for _, size in swept) / (1 << 20)
         _log.warning("ringcast: removed %d abandoned segment(s) (%.1f MiB of /dev/shm) left by killed processes; "
-                     "sweep_abandoned=False keeps them, `ringcast gc` sweeps by hand", segments, mib)
+                     "sweep_abandoned=False keeps them, `python3 -m ringcast gc` sweeps by hand", segments, mib)
