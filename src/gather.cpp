@@ -183,13 +183,24 @@ void GatherCollector::check_liveness(std::uint64_t tag, std::span<const std::uin
     check_pending_alive(which);
 }
 
+// A worker's death as its executor knows it: the rank and pid of the worker, not the reply ring's
+// "writer" and "queue" of the core's words (the dead writer's pid is still in the ring's header).
+Error GatherCollector::worker_died(std::uint32_t rank) const {
+    const layout::Owner worker =
+        layout::unpack_owner(readers_[rank].segment().header().writer_owner.load(std::memory_order_acquire));
+    return Error(ErrorCode::peer_dead, "gather '" + name_ + "': worker rank " + std::to_string(rank) + " (pid " +
+                                           std::to_string(worker.pid) + ") died without closing its reply ring '" +
+                                           readers_[rank].segment().name() + "'" + kDeadPeerHint);
+}
+
 // A pending rank whose worker died will never answer: fail naming it (runs every liveness_interval).
 void GatherCollector::check_pending_alive(const std::vector<std::uint32_t>& pending) {
     for (std::uint32_t r : pending) {
         try {
             readers_[r].check_writer();
         } catch (const Error& e) {
-            throw Error(ErrorCode::peer_dead, "gather '" + name_ + "': worker rank " + std::to_string(r) + ": " + e.what());
+            if (e.code() != ErrorCode::peer_dead) throw;
+            throw worker_died(r);
         }
     }
 }
@@ -242,7 +253,7 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
             m = rd.peek(std::chrono::nanoseconds::zero());  // a due liveness check of its worker runs here too
         } catch (const Error& e) {
             if (e.code() != ErrorCode::peer_dead) throw;
-            throw Error(ErrorCode::peer_dead, "gather '" + name_ + "': worker rank " + std::to_string(*it) + ": " + e.what());
+            throw worker_died(*it);
         }
         if (m.status == Status::closed) {
             closed_ranks.push_back(*it);

@@ -245,7 +245,7 @@ def test_custom_ranks_and_stale_handle():
     with pytest.raises(TimeoutError, match=r"reader rank\(s\) 4 never attached"):  # the rank, not its index 0
         q.wait_until_ready(timeout=0.1)
     q.shutdown()
-    with pytest.raises(ValueError, match="stale handle"):
+    with pytest.raises(ValueError, match=r"stale handle: .*shut the queue down or exited, or its name was removed"):
         ringcast.MessageQueue.create_from_handle(h, 4)
     # Same name, re-created: the old handle is recognised as stale.
     q2 = ringcast.MessageQueue(2, 2, local_reader_ranks=[4, 9], name=h.name, max_chunk_bytes=16 * 1024, max_chunks=4)

@@ -547,11 +547,12 @@ class MessageQueue:
         except ValueError as e:
             path = os.path.join("/dev/shm", handle.name)
             if not os.path.exists(path):
-                raise ValueError(f"stale handle: {e} (its writer shut the queue down or exited)") from None
-            if os.path.isdir(path):  # the error says so already
+                raise ValueError(f"stale handle: {e} (its writer shut the queue down or exited, or its name "
+                                 "was removed: `ringcast rm`, `ringcast gc`)") from None
+            if "foreign magic" not in str(e):  # it says what it is (a directory, truncated, ...)
                 raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
-            # The segment is there but unreadable as ringcast's: a header overwritten (corrupt) or a
-            # foreign object of that name — not a stale handle, which would find nothing.
+            # The segment is there but not ringcast's: a header overwritten (corrupt) or a foreign
+            # object of that name — not a stale handle, which would find nothing.
             raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {e}; the segment exists, so "
                             "its header was overwritten (corrupt) or another program made an object of that "
                             "name") from None
