@@ -62,21 +62,23 @@ DoorbellMapping::~DoorbellMapping() {
 // ---- collector ------------------------------------------------------------------------------------
 
 namespace {
-// Removes the names of a group this process made: reply rings 0..rings-1, and the bell it made (if
-// any) while its name still leads to it — a successor of this name may have replaced it already
-// (make_bell: it may, once this group's rings are gone, and they go first). The one cleanup of a failed
-// create() and of the collector's destructor; never throws (the error that made a create fail is the
-// one to report; a destructor has no one to report to).
+// Removes the names of a group this process made: the bell it made (if any), then reply rings
+// 0..rings-1. The bell first: a successor under this name can make its ring 0 only once ours is gone
+// (ours is in use until then), so by the time it reaches make_bell ours is gone too, and it never
+// finds our bell nor we remove its own. (The other order let our last unlink, by name, remove a bell
+// the successor had just made in place of ours.) The bell only while its name leads to it all the
+// same. The one cleanup of a failed create() and of the collector's destructor; never throws (the
+// error that made a create fail is the one to report; a destructor has no one to report to).
 void remove_group_names(std::string_view name, std::uint32_t rings, std::optional<ObjectIdentity> bell) noexcept {
+    try {
+        if (bell) (void)unlink_bell_if_still(gather_bell_name(name), JudgedBell{*bell, 0});
+    } catch (...) {
+    }
     for (std::uint32_t r = 0; r < rings; ++r) {
         try {
             (void)Segment::remove(gather_ring_name(name, r));
         } catch (...) {
         }
-    }
-    try {
-        if (bell) (void)unlink_bell_if_still(gather_bell_name(name), JudgedBell{*bell, 0});
-    } catch (...) {
     }
 }
 
@@ -119,7 +121,8 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
     // is how `ringcast gc` and the sweeps of Python's queues tell a live group's bell from an
     // abandoned one (sweep_abandoned). A bell made before its rings could be swept by a sweep that
     // listed /dev/shm in between, and the group's workers would find no bell. Whatever this call made
-    // is removed if a later step throws; nothing it did not make.
+    // is removed if a later step throws; nothing it did not make, but for a dead group's bell
+    // (make_bell) that it replaced.
     std::uint32_t made = 0;
     std::optional<ObjectIdentity> bell_made;
     std::optional<GatherCollector> collector;
@@ -183,14 +186,17 @@ void GatherCollector::check_liveness(std::uint64_t tag, std::span<const std::uin
     check_pending_alive(which);
 }
 
-// A worker's death as its executor knows it: the rank and pid of the worker, not the reply ring's
-// "writer" and "queue" of the core's words (the dead writer's pid is still in the ring's header).
-Error GatherCollector::worker_died(std::uint32_t rank) const {
+// A worker's death (`core`: the reply ring's reader's peer_dead) as its executor knows it: the rank
+// and pid of the worker, not the reply ring's "writer" and "queue" of the core's words. The dead
+// claim is still in the ring's header — unless a replacement worker claimed the rank since: then the
+// core's words, which name the dead one.
+Error GatherCollector::worker_died(std::uint32_t rank, const Error& core) const {
     const layout::Owner worker =
         layout::unpack_owner(readers_[rank].segment().header().writer_owner.load(std::memory_order_acquire));
-    return Error(ErrorCode::peer_dead, "gather '" + name_ + "': worker rank " + std::to_string(rank) + " (pid " +
-                                           std::to_string(worker.pid) + ") died without closing its reply ring '" +
-                                           readers_[rank].segment().name() + "'" + kDeadPeerHint);
+    const std::string who = "gather '" + name_ + "': worker rank " + std::to_string(rank);
+    if (worker.pid == 0 || owner_alive(worker)) return Error(ErrorCode::peer_dead, who + ": " + core.what());
+    return Error(ErrorCode::peer_dead, who + " (pid " + std::to_string(worker.pid) + ") died without closing its reply "
+                                           "ring '" + readers_[rank].segment().name() + "'" + kDeadPeerHint);
 }
 
 // A pending rank whose worker died will never answer: fail naming it (runs every liveness_interval).
@@ -200,7 +206,7 @@ void GatherCollector::check_pending_alive(const std::vector<std::uint32_t>& pend
             readers_[r].check_writer();
         } catch (const Error& e) {
             if (e.code() != ErrorCode::peer_dead) throw;
-            throw worker_died(r);
+            throw worker_died(r, e);
         }
     }
 }
@@ -253,7 +259,7 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
             m = rd.peek(std::chrono::nanoseconds::zero());  // a due liveness check of its worker runs here too
         } catch (const Error& e) {
             if (e.code() != ErrorCode::peer_dead) throw;
-            throw worker_died(*it);
+            throw worker_died(*it, e);
         }
         if (m.status == Status::closed) {
             closed_ranks.push_back(*it);

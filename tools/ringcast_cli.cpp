@@ -10,15 +10,14 @@
 //
 // Exit status: 0 success, 1 a failure the message explains, 2 bad usage.
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <sys/mman.h>
+#include <unistd.h>
 
 #include "inspect.hpp"
 #include "ringcast/error.hpp"
@@ -258,8 +257,12 @@ int rm_bell(const BellInfo& b, bool force) {
                      b.name.c_str(), b.group.c_str(), b.rings_left, b.ranks);
         return 1;
     }
-    if (::shm_unlink(("/" + b.name).c_str()) != 0) {
-        std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", b.name.c_str(), std::strerror(errno));
+    // Only the bell judged: a collector may have removed it and a new group made one since.
+    const std::optional<ringcast::JudgedBell> judged = ringcast::read_bell(b.name);
+    if (!judged || !ringcast::unlink_bell_if_still(b.name, *judged)) {
+        std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", b.name.c_str(),
+                     b.owner_uid != ::geteuid() ? "it is another user's (only they or root may remove it)"
+                                                : "it changed or went meanwhile");
         return 1;
     }
     std::printf("removed %s\n", b.name.c_str());

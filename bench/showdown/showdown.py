@@ -825,11 +825,12 @@ def summarize(runs):
 
 def targets_for(cpus, workers):
     """The targets of this machine's setting: (c) / (a) overhead bounds per mode, and the all / single
-    bound (None: none). With a CPU for every process (the 16-core machine at W=2 and 8) the executor
-    and the workers never wait for each other's CPU; where they share CPUs (the 2-core machine:
-    executor + 2 workers on 2) every hand-over may, and the targets are the looser ones of that
-    setting, with no aggregation target."""
-    if cpus >= workers + 1:
+    bound (None: none). With a CPU for every thread that runs a step (the executor's two — its
+    preparation and the spinner's or (b)'s collecting thread — and one per worker, as --pin places
+    them: the 16-core machine at W=2 and 8) no one waits for another's CPU; where they share CPUs
+    (the 2-core machine: executor + 2 workers on 2) every hand-over may, and the targets are the
+    looser ones of that setting, with no aggregation target."""
+    if cpus >= workers + 2:
         return {"setting": f"{cpus} CPUs for {workers + 1} processes", "sync": 0.8, "async": 0.33, "all_single": 1.10}
     return {"setting": f"{cpus} CPUs shared by {workers + 1} processes", "sync": 1.0, "async": 0.5, "all_single": None}
 

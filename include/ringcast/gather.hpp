@@ -172,7 +172,7 @@ private:
                                        SpinHistory& history);
     [[nodiscard]] SleepSite bell_site() const noexcept;
     void check_pending_alive(const std::vector<std::uint32_t>& pending);
-    [[nodiscard]] Error worker_died(std::uint32_t rank) const;  // peer_dead naming the worker's rank and pid
+    [[nodiscard]] Error worker_died(std::uint32_t rank, const Error& core) const;  // peer_dead: the worker's rank, pid
     [[nodiscard]] std::vector<std::uint32_t> ranks_or_all(std::span<const std::uint32_t> ranks) const;
     // Drains every pending rank that has a reply (no waiting) into `result`; removes them from
     // `pending`, closed ones into `closed_ranks`.

@@ -1,4 +1,5 @@
 """ReplyGather: replies from N worker processes collected with one wait; tags; timeouts; dead workers."""
+import asyncio
 import gc
 import multiprocessing as mp
 import os
@@ -555,6 +556,12 @@ def test_an_empty_rank_list_asks_for_no_reply_and_numpy_ranks_count():
         assert g.collect(5, [], timeout=0.5) == []
         assert g.collect_async(5, [], timeout=0.5).result() == []
         w.reply(5, "one")
+        pending = g.collect_async(5, [], timeout=0.5)
+        assert pending.done() and pending.result() == []  # done() polls nothing: the reply stays
+
+        async def awaited():
+            return await g.collect_async(5, [], timeout=0.5)
+        assert asyncio.run(awaited()) == []
         assert g.collect(5, np.int64(1), timeout=5) == ["one"]  # the reply was left for it
         w.reply(6, "again")
         assert g.collect_async(6, [np.int32(1)], timeout=5).result() == ["again"]
@@ -579,8 +586,23 @@ def test_a_bad_tag_or_timeout_is_named_in_the_callers_terms():
             g.collect_async("x")
         with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got str"):
             g.collect(1, timeout="x")
-        with pytest.raises(AttributeError, match="pickle"):  # any other error of the call is its own
-            w.reply(1, lambda: 0)
+        # Any other TypeError of the call is its own, cause and all: one a __reduce__ raised, and a
+        # binding's refusal inside the pickling (another call's "incompatible function arguments").
+        with pytest.raises(TypeError, match="^refused$") as e:
+            w.reply(1, _RefusesPickling())
+        assert isinstance(e.value.__cause__, KeyError)
+        with pytest.raises(TypeError, match=r"^segment_info\(\): incompatible function arguments"):
+            w.reply(1, _CallsTheBindingWrongly())
     finally:
         w.close()
         g.close()
+
+
+class _RefusesPickling:
+    def __reduce__(self):
+        raise TypeError("refused") from KeyError("the reason")
+
+
+class _CallsTheBindingWrongly:
+    def __reduce__(self):
+        ringcast._core.segment_info(42)  # pybind11 refuses an int for a name

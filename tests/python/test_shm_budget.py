@@ -164,8 +164,11 @@ print(q.handle.name, base64.b64encode(pickle.dumps(q.export_handle())).decode())
 
 def test_python_dash_m_ringcast_gc_sweeps_what_a_killed_executor_left():
     """`python3 -m ringcast gc` (a pip install has no `ringcast` command): --dry-run lists a killed
-    executor's reply rings and bell, the sweep removes them; the advice in errors names it."""
-    killed, names = start_creator(KILLED_GATHER)
+    executor's reply rings and bell, the sweep removes them; the advice in errors names it. A chosen
+    name: the sweeps of queues created meanwhile (other suites run alongside) take generated ones only."""
+    chosen = f"rc-py-gc-{os.getpid()}-{random.randrange(1 << 32):08x}"
+    killed, names = start_creator(KILLED_GATHER.replace("sweep_abandoned=False)", f"sweep_abandoned=False, name={chosen!r})"))
+    assert names[0] == chosen + ".bell"
     kill(killed)
     group = names[0][: -len(".bell")]
     run = [sys.executable, "-m", "ringcast", "gc", "--prefix", group]

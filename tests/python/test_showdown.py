@@ -219,9 +219,9 @@ def test_pin_shared_puts_the_executor_alone_and_the_workers_in_turn_on_the_rest(
 
 
 def test_the_targets_are_those_of_the_machines_setting():
-    """With a CPU for every process the 16-core targets (sync 0.8, async 0.33, all / single 1.10); where
-    the processes share CPUs (the 2-core machine's executor + 2 workers, or 17 processes on 16 CPUs)
-    the shared setting's (sync 1.0, async 0.5, no aggregation target)."""
+    """With a CPU for every thread of a step (the executor's two, one per worker) the 16-core targets
+    (sync 0.8, async 0.33, all / single 1.10); where they share CPUs (the 2-core machine's executor + 2
+    workers, or 16 workers on 16 CPUs) the shared setting's (sync 1.0, async 0.5, no aggregation target)."""
     sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
     try:
         import showdown
@@ -229,8 +229,8 @@ def test_the_targets_are_those_of_the_machines_setting():
         sys.path.pop(0)
     own = {"sync": 0.8, "async": 0.33, "all_single": 1.10}
     shared = {"sync": 1.0, "async": 0.5, "all_single": None}
-    for cpus, workers, want in ((16, 2, own), (16, 8, own), (16, 15, own), (16, 16, shared), (2, 2, shared),
-                                (3, 2, own)):
+    for cpus, workers, want in ((16, 2, own), (16, 8, own), (16, 14, own), (16, 15, shared), (16, 16, shared),
+                                (2, 2, shared), (3, 2, shared), (4, 2, own)):
         got = showdown.targets_for(cpus, workers)
         assert {k: got[k] for k in want} == want, (cpus, workers, got)
         assert ("shared" in got["setting"]) == (want is shared)

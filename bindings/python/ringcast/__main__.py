@@ -13,8 +13,8 @@ from ringcast import _core
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m ringcast", description=__doc__.split("\n\n")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python3 -m ringcast",
+                                     description="What the `ringcast` command-line tool does, for a Python install.")
     commands = parser.add_subparsers(dest="command", required=True)
     gc = commands.add_parser("gc", help="remove segments whose creator, writer and readers are all dead")
     gc.add_argument("--dry-run", action="store_true", help="only list what would be removed")

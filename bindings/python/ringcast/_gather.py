@@ -21,7 +21,7 @@ from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Un
 
 from ringcast import _core
 from ringcast._core import SegmentError
-from ringcast._queue import _check_timeout, check_handle_version, require_remote, retold, told_in_callers_terms
+from ringcast._queue import _check_timeout, check_handle_version, require_remote, raise_in_callers_terms, retold
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
@@ -368,7 +368,7 @@ class ReplyGather:
         try:
             self._worker.reply_object(tag, obj, timeout)  # pickles and copies in one call
         except TypeError as e:
-            raise told_in_callers_terms(e, tag=tag, timeout=timeout) from None
+            raise_in_callers_terms(e, "reply_object", tag=tag, timeout=timeout)
 
     # ---- executor side --------------------------------------------------------------------------
     def collect(self, tag: int, ranks: Union[None, int, Iterable[int]] = None,
@@ -415,7 +415,7 @@ class ReplyGather:
         try:
             return self._collector.collect_objects(tag, wanted, timeout)
         except TypeError as e:
-            raise told_in_callers_terms(e, tag=tag, timeout=timeout) from None
+            raise_in_callers_terms(e, "collect_objects", tag=tag, timeout=timeout)
         except _core.ClosedError as e:
             self._raise_if_remote_lost(e, list(range(self.n_ranks)) if wanted is None else wanted)
             raise
@@ -465,7 +465,7 @@ class ReplyGather:
         try:
             collect_id = self._collector.collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
         except TypeError as e:
-            raise told_in_callers_terms(e, tag=tag, timeout=timeout) from None
+            raise_in_callers_terms(e, "collect_start", tag=tag, timeout=timeout)
         return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted), self._liveness,
                               collect_id)
 

@@ -18,7 +18,7 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Iterator, List, Optional
+from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional
 
 from ringcast import _core, _gpu
 from ringcast._core import RingcastError
@@ -163,25 +163,26 @@ def _check_timeout(timeout: Optional[float]) -> None:
 _UNSET: Any = object()
 
 
-def told_in_callers_terms(e: TypeError, *, tag: Any = _UNSET, timeout: Any = _UNSET) -> BaseException:
-    """What a binding call's refusal of its arguments means to the caller. The hot paths pass their
-    arguments to the binding unchecked (a check per call costs what a step is measured in); pybind11
-    then refuses a bad one with "incompatible function arguments" and its own signatures. This names
-    the bad tag or timeout instead — TypeError (not a number), ValueError (out of range) — and is
-    `e` itself for any other TypeError (an object that cannot be pickled, ...)."""
-    if "incompatible function arguments" not in str(e):
-        return e
-    if tag is not _UNSET:
-        if isinstance(tag, bool) or not isinstance(tag, numbers.Integral):
-            return TypeError(f"tag must be an int, got {type(tag).__name__}")
-        if not 0 <= int(tag) < 2**64:
-            return ValueError(f"tag must be in 0..2**64-1, got {tag}")
-    if timeout is not _UNSET:
-        try:
-            _check_timeout(timeout)
-        except (TypeError, ValueError) as bad:
-            return bad
-    return e
+def raise_in_callers_terms(e: TypeError, method: str, *, tag: Any = _UNSET, timeout: Any = _UNSET) -> NoReturn:
+    """Raises what the binding call `method`'s refusal of its arguments means to the caller; called in
+    the except clause that caught `e`. The hot paths pass their arguments to the binding unchecked (a
+    check per call costs what a step is measured in); pybind11 then refuses a bad one with
+    "<method>(): incompatible function arguments" and its own signatures. This names the bad tag or
+    timeout instead — TypeError (not a number), ValueError (out of range). Any other TypeError (an
+    object that cannot be pickled, a __reduce__'s own, another binding call's refusal inside an
+    unpickling) is re-raised as it was, its cause and traceback kept."""
+    if str(e).startswith(f"{method}(): incompatible function arguments"):
+        if tag is not _UNSET:
+            if isinstance(tag, bool) or not isinstance(tag, numbers.Integral):
+                raise TypeError(f"tag must be an int, got {type(tag).__name__}") from None
+            if not 0 <= int(tag) < 2**64:
+                raise ValueError(f"tag must be in 0..2**64-1, got {tag}") from None
+        if timeout is not _UNSET:
+            try:
+                _check_timeout(timeout)
+            except (TypeError, ValueError) as bad:
+                raise bad from None
+    raise  # noqa: PLE0704 (re-raises `e`, the exception being handled)
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -708,7 +709,7 @@ class MessageQueue:
             try:
                 device_message = self._send_object(obj, timeout)
             except TypeError as e:
-                raise told_in_callers_terms(e, timeout=timeout) from None
+                raise_in_callers_terms(e, "send_object", timeout=timeout)
             if device_message is not None:
                 data, oob, pickler = device_message
                 _gpu.send_device_message(self, data, oob, pickler, timeout)
@@ -755,7 +756,7 @@ class MessageQueue:
             try:
                 obj = self._reader.recv_object(timeout)
             except TypeError as e:
-                raise told_in_callers_terms(e, timeout=timeout) from None
+                raise_in_callers_terms(e, "recv_object", timeout=timeout)
             if type(obj) is not _core.MultipartMessage:
                 return obj
             parts = obj.parts

@@ -173,6 +173,8 @@ PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, Ranks ran
 }
 
 Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t, detail::Gil* gil) {
+    // Nothing pending: done. (Never ask the core with no ranks: it reads an empty list as every rank.)
+    if (c.pending.empty()) return Status::ok;
     // The hook runs between two waits of the core collect: in a slice of the wait the GIL is released
     // (gil), so it is taken back for the unpickling and released again after it. An exception leaves
     // with the GIL held (the gil holder knows), as every exception reaches pybind11.
