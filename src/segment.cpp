@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -34,6 +35,8 @@ void throw_system_error(const char* call, int errno_value) {
 }
 
 namespace {
+// The start of validate_image's text for a header whose magic is still 0 (reclaim_if_abandoned reads it).
+constexpr std::string_view kNoMagicYet = "segment has no ringcast magic";
 
 std::string shm_path(std::string_view name) { return "/" + std::string(name); }
 // The same object as a file: where lstat / fstatat see what shm_open(shm_path(name)) opens.
@@ -215,8 +218,14 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
         // removes only when told --force.
         const bool removable = e.code() != ErrorCode::permission_denied && !is_directory(name);
         const std::string rm = e.code() == ErrorCode::not_ringcast ? "`ringcast rm --force " : "`ringcast rm ";
-        throw Error(ErrorCode::already_exists, taken + " and cannot be reclaimed (" + e.what() + ")" +
-                                                   (removable ? "; remove it with " + rm + std::string(name) + "`" : ""));
+        // No magic yet: its creator may be making it now, or died making it; only the latter is junk.
+        const bool maybe_in_the_making = std::string_view(e.what()).find(kNoMagicYet) != std::string_view::npos;
+        throw Error(ErrorCode::already_exists,
+                    taken + " and cannot be reclaimed (" + e.what() + ")" +
+                        (removable ? std::string(maybe_in_the_making ? "; once its creator is gone, remove it with "
+                                                                     : "; remove it with ") +
+                                         rm + std::string(name) + "`"
+                                   : ""));
     }
     const std::string user = Segment::user_of(seg->base());
     if (!user.empty()) throw Error(ErrorCode::already_exists, taken + " and is in use: " + user);
@@ -427,7 +436,7 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     const auto& h = *reinterpret_cast<const SegmentHeader*>(image);
     const std::uint64_t magic = h.magic.load(std::memory_order_acquire);
     if (magic == 0)
-        throw Error(ErrorCode::not_ringcast, "segment has no ringcast magic (not initialised: its creator is "
+        throw Error(ErrorCode::not_ringcast, std::string(kNoMagicYet) + " (not initialised: its creator is "
                                              "still creating it, died while creating it, or it is not ringcast's)");
     if (magic != kMagic) throw Error(ErrorCode::not_ringcast, "not a ringcast segment (foreign magic)");
     if (h.abi_version != kAbiVersion)

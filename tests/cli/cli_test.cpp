@@ -436,6 +436,21 @@ TEST(CliRm, TheAdviceOfACreateOverAForeignObjectWorksAsGiven) {
     const RunResult r = cli({"rm", "--force", foreign.name});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(shm_exists(foreign.name));
+
+    // A header still zero (its creator may be making it right now): the advice says when it applies.
+    const std::string unmade = prefix_for("advice") + "unmade";
+    {
+        std::ofstream f("/dev/shm/" + unmade, std::ios::binary);
+        f << std::string(64 << 10, '\0');
+    }
+    try {
+        (void)Writer::create(unmade, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+        ADD_FAILURE() << "created over a segment whose header is not made yet";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("once its creator is gone, remove it with `ringcast rm --force " + unmade + "`"),
+                  std::string::npos) << e.what();
+    }
+    ::unlink(("/dev/shm/" + unmade).c_str());
 }
 
 // Every dead-peer error tells the user how to get /dev/shm back.

@@ -567,6 +567,8 @@ def test_an_empty_rank_list_asks_for_no_reply_and_numpy_ranks_count():
         assert g.collect_async(6, [np.int32(1)], timeout=5).result() == ["again"]
         with pytest.raises(TypeError, match="ranks must be"):
             g.collect(7, [np.bool_(True)], timeout=0)
+        with pytest.raises(TypeError, match="ranks must be None, an int or a list of ints, got ndarray"):
+            g.collect(7, np.array(1), timeout=0)  # 0-d: neither a rank nor an iterable
     finally:
         w.close()
         g.close()

@@ -87,7 +87,13 @@ def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
     if ranks is None:
         return list(range(n))
     # A single rank (a bool too: refused below with the others) or an iterable of them.
-    asked: Iterable[Any] = [ranks] if isinstance(ranks, numbers.Integral) else cast(Iterable[Any], ranks)
+    if isinstance(ranks, numbers.Integral):
+        asked: Iterable[Any] = [ranks]
+    else:
+        try:
+            asked = iter(cast(Iterable[Any], ranks))
+        except TypeError:  # (a 0-d numpy array is neither)
+            raise TypeError(f"ranks must be None, an int or a list of ints, got {type(ranks).__name__}") from None
     out = []
     for r in asked:
         if isinstance(r, bool) or not isinstance(r, numbers.Integral):
