@@ -240,10 +240,10 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
 // Whether `name` in /dev/shm still leads to the object `judged` (device, inode), owned by this user.
 // A reclaimer or a sweep judges an object, then unlinks its name; in between another may have
 // unlinked it and created a new object under the name, which must not be taken for the judged one.
-bool still_leads_to(std::string_view name, ObjectIdentity judged) {
+bool still_leads_to(std::string_view name, ObjectIdentity judged, bool anyones = false) {
     struct stat now {};
-    return ::lstat(shm_file(name).c_str(), &now) == 0 &&
-           ObjectIdentity{now.st_dev, now.st_ino} == judged && now.st_uid == ::geteuid();
+    return ::lstat(shm_file(name).c_str(), &now) == 0 && ObjectIdentity{now.st_dev, now.st_ino} == judged &&
+           (anyones || now.st_uid == ::geteuid());
 }
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -310,8 +310,7 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
     // A gather doorbell "<group>.bell" has no owner of its own: it is abandoned once no reply ring
     // "<group>.r<N>" of its group is left. The collector creates its rings before its bell and
     // removes the bell first (GatherCollector::create, remove_group_names), so a live group's bell
-    // always has rings. They
-    // are looked for twice: in the listing above, and by name just before the unlink (a ring listed
+    // always has rings. They are looked for twice: in the listing above, and by name just before the unlink (a ring listed
     // after the directory was read). Only bells whose magic says they are ringcast's are removed.
     for (const auto& [name, bytes] : bells) {
         const std::string group = name.substr(0, name.size() - kGatherBellSuffix.size());
@@ -367,8 +366,8 @@ std::optional<JudgedBell> judge_bell(std::string_view name) {
     return bell;
 }
 
-bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged) {
-    return still_leads_to(name, judged.identity) && ::shm_unlink(shm_path(name).c_str()) == 0;
+bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged, bool anyones) {
+    return still_leads_to(name, judged.identity, anyones) && ::shm_unlink(shm_path(name).c_str()) == 0;
 }
 
 Segment Segment::create(std::string_view name, const SegmentOptions& options) {

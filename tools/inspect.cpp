@@ -236,6 +236,7 @@ std::optional<BellInfo> inspect_bell(const std::string& name) {
     const std::optional<JudgedBell> read = read_bell(name);
     if (!read) return std::nullopt;
     BellInfo b;
+    b.judged = *read;
     b.name = name;
     b.group = name.substr(0, name.size() - kGatherBellSuffix.size());
     b.ranks = read->ranks;

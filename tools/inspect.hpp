@@ -11,6 +11,8 @@
 
 #include <sys/types.h>
 
+#include "ringcast/segment.hpp"  // JudgedBell
+
 namespace ringcast::cli {
 
 inline constexpr const char* kShmDir = "/dev/shm";
@@ -57,6 +59,7 @@ struct SegmentInfo {
 // it rings for, and how many of the group's reply rings "<group>.r<N>" are there. A live group has
 // all of them; a bell with none left is a killed collector's leftover (`gc` removes it).
 struct BellInfo {
+    JudgedBell judged;  // the object inspected: rm removes only it (never a bell made since)
     std::string name, group;
     std::string owner;
     uid_t owner_uid = 0;

@@ -10,6 +10,7 @@
 //
 // Exit status: 0 success, 1 a failure the message explains, 2 bad usage.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -17,7 +18,6 @@
 #include <string_view>
 #include <vector>
 
-#include <unistd.h>
 
 #include "inspect.hpp"
 #include "ringcast/error.hpp"
@@ -257,12 +257,13 @@ int rm_bell(const BellInfo& b, bool force) {
                      b.name.c_str(), b.group.c_str(), b.rings_left, b.ranks);
         return 1;
     }
-    // Only the bell judged: a collector may have removed it and a new group made one since.
-    const std::optional<ringcast::JudgedBell> judged = ringcast::read_bell(b.name);
-    if (!judged || !ringcast::unlink_bell_if_still(b.name, *judged)) {
+    // Only the bell inspected (its rings counted above): a collector may have removed it and a new
+    // group made one since, whose rings this count never saw.
+    errno = 0;
+    if (!ringcast::unlink_bell_if_still(b.name, b.judged, /*anyones=*/true)) {
         std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", b.name.c_str(),
-                     b.owner_uid != ::geteuid() ? "it is another user's (only they or root may remove it)"
-                                                : "it changed or went meanwhile");
+                     errno == EPERM || errno == EACCES ? "permission denied (another user's: only they or root may remove it)"
+                                                       : "it changed or went since it was inspected");
         return 1;
     }
     std::printf("removed %s\n", b.name.c_str());

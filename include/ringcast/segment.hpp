@@ -179,8 +179,10 @@ struct JudgedBell {
 [[nodiscard]] std::optional<JudgedBell> read_bell(std::string_view name);
 // read_bell, and only this user's: what a sweep or a create may remove.
 [[nodiscard]] std::optional<JudgedBell> judge_bell(std::string_view name);
-// Unlinks `name` if it still leads to the bell `judged` (never a newer object made under the name).
-bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged);
+// Unlinks `name` if it still leads to the bell `judged` (never a newer object made under the name)
+// and, unless `anyones`, it is this user's (what a sweep or a create may remove; `ringcast rm`, a
+// person's choice, passes anyones: root may remove another user's bell, as it may any segment).
+bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged, bool anyones = false);
 
 // Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
 [[nodiscard]] std::uint64_t shm_free_bytes();

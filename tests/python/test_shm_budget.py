@@ -168,8 +168,8 @@ def test_python_dash_m_ringcast_gc_sweeps_what_a_killed_executor_left():
     name: the sweeps of queues created meanwhile (other suites run alongside) take generated ones only."""
     chosen = f"rc-py-gc-{os.getpid()}-{random.randrange(1 << 32):08x}"
     killed, names = start_creator(KILLED_GATHER.replace("sweep_abandoned=False)", f"sweep_abandoned=False, name={chosen!r})"))
-    assert names[0] == chosen + ".bell"
     kill(killed)
+    assert names[0] == chosen + ".bell"
     group = names[0][: -len(".bell")]
     run = [sys.executable, "-m", "ringcast", "gc", "--prefix", group]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
