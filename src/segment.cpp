@@ -310,8 +310,9 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
     // A gather doorbell "<group>.bell" has no owner of its own: it is abandoned once no reply ring
     // "<group>.r<N>" of its group is left. The collector creates its rings before its bell and
     // removes the bell first (GatherCollector::create, remove_group_names), so a live group's bell
-    // always has rings. They are looked for twice: in the listing above, and by name just before the unlink (a ring listed
-    // after the directory was read). Only bells whose magic says they are ringcast's are removed.
+    // always has rings. They are looked for twice: in the listing above, and by name just before the
+    // unlink (a ring listed after the directory was read). Only bells whose magic says they are
+    // ringcast's are removed.
     for (const auto& [name, bytes] : bells) {
         const std::string group = name.substr(0, name.size() - kGatherBellSuffix.size());
         const std::string rings = gather_ring_prefix(group);

@@ -239,12 +239,8 @@ std::optional<BellInfo> inspect_bell(const std::string& name) {
     b.judged = *read;
     b.name = name;
     b.group = name.substr(0, name.size() - kGatherBellSuffix.size());
-    b.ranks = read->ranks;
-    b.owner_uid = read->owner_uid;
     b.owner = user_name(read->owner_uid);
-    b.file_mode = read->mode;
-    b.file_size = sizeof(layout::DoorbellLine);
-    for (std::uint32_t r = 0; r < std::min(b.ranks, layout::kMaxReaders); ++r) {
+    for (std::uint32_t r = 0; r < std::min(read->ranks, layout::kMaxReaders); ++r) {
         struct stat ring {};
         b.rings_left += ::lstat((std::string(kShmDir) + "/" + gather_ring_name(b.group, r)).c_str(), &ring) == 0;
     }

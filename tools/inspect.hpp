@@ -59,13 +59,10 @@ struct SegmentInfo {
 // it rings for, and how many of the group's reply rings "<group>.r<N>" are there. A live group has
 // all of them; a bell with none left is a killed collector's leftover (`gc` removes it).
 struct BellInfo {
-    JudgedBell judged;  // the object inspected: rm removes only it (never a bell made since)
+    JudgedBell judged;  // the object inspected (ranks, owner uid, mode): rm removes only it
     std::string name, group;
-    std::string owner;
-    uid_t owner_uid = 0;
-    unsigned file_mode = 0;
-    std::uint64_t file_size = 0;
-    std::uint32_t ranks = 0, rings_left = 0;
+    std::string owner;  // judged.owner_uid's name
+    std::uint32_t rings_left = 0;
 };
 // The doorbell under `name` (readable, its size and magic a doorbell's); none otherwise.
 [[nodiscard]] std::optional<BellInfo> inspect_bell(const std::string& name);

@@ -21,6 +21,7 @@
 
 #include "inspect.hpp"
 #include "ringcast/error.hpp"
+#include "ringcast/layout.hpp"
 #include "ringcast/segment.hpp"
 
 namespace {
@@ -94,7 +95,7 @@ void print_table(const std::vector<std::vector<std::string>>& rows, const std::v
 
 // A doorbell's state in a word or three: what `gc` and `rm` go by.
 std::string bell_state(const BellInfo& b) {
-    return "doorbell of '" + b.group + "', " + std::to_string(b.rings_left) + "/" + std::to_string(b.ranks) +
+    return "doorbell of '" + b.group + "', " + std::to_string(b.rings_left) + "/" + std::to_string(b.judged.ranks) +
            " reply rings" + (b.rings_left == 0 ? " (abandoned)" : "");
 }
 
@@ -112,8 +113,8 @@ int cmd_ls(bool json, const std::string& prefix) {
             std::printf("%s\n  {\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu, "
                         "\"doorbell_of\": %s, \"ranks\": %u, \"rings_left\": %u, \"abandoned\": %s}",
                         i ? "," : "", ringcast::cli::json_escape(b.name).c_str(), ringcast::cli::json_escape(b.owner).c_str(),
-                        static_cast<unsigned>(b.owner_uid), mode_str(b.file_mode).c_str(),
-                        static_cast<unsigned long long>(b.file_size), ringcast::cli::json_escape(b.group).c_str(), b.ranks,
+                        static_cast<unsigned>(b.judged.owner_uid), mode_str(b.judged.mode).c_str(),
+                        static_cast<unsigned long long>(sizeof(ringcast::layout::DoorbellLine)), ringcast::cli::json_escape(b.group).c_str(), b.judged.ranks,
                         b.rings_left, b.rings_left == 0 ? "true" : "false");
         }
         for (std::size_t i = 0; i < infos.size(); ++i) {
@@ -151,7 +152,7 @@ int cmd_ls(bool json, const std::string& prefix) {
                             s.abandoned() ? "abandoned" : (s.closed() ? "closed" : "open")});
         }
         for (const auto& b : bells)
-            rows.push_back({b.name, b.owner, mode_str(b.file_mode), human(b.file_size), "-", "-", "-", "-", bell_state(b)});
+            rows.push_back({b.name, b.owner, mode_str(b.judged.mode), human(sizeof(ringcast::layout::DoorbellLine)), "-", "-", "-", "-", bell_state(b)});
         std::sort(rows.begin() + 1, rows.end());  // a group's bell beside its rings
         print_table(rows, {false, false, false, true, true, false, false, false, false});
     }
@@ -168,16 +169,16 @@ int stat_bell(const BellInfo& b, bool json) {
         std::printf("{\n  \"name\": %s,\n  \"owner\": %s,\n  \"uid\": %u,\n  \"mode\": \"%s\",\n  \"size\": %llu,\n"
                     "  \"doorbell_of\": %s,\n  \"ranks\": %u,\n  \"rings_left\": %u,\n  \"abandoned\": %s\n}\n",
                     ringcast::cli::json_escape(b.name).c_str(), ringcast::cli::json_escape(b.owner).c_str(),
-                    static_cast<unsigned>(b.owner_uid), mode_str(b.file_mode).c_str(),
-                    static_cast<unsigned long long>(b.file_size), ringcast::cli::json_escape(b.group).c_str(), b.ranks,
+                    static_cast<unsigned>(b.judged.owner_uid), mode_str(b.judged.mode).c_str(),
+                    static_cast<unsigned long long>(sizeof(ringcast::layout::DoorbellLine)), ringcast::cli::json_escape(b.group).c_str(), b.judged.ranks,
                     b.rings_left, b.rings_left == 0 ? "true" : "false");
         return 0;
     }
     std::printf("doorbell  %s (/dev/shm/%s): the gather group '%s' of %u ranks rings its collector here\n",
-                b.name.c_str(), b.name.c_str(), b.group.c_str(), b.ranks);
-    std::printf("owner     %s (uid %u), mode %s\n", b.owner.c_str(), static_cast<unsigned>(b.owner_uid),
-                mode_str(b.file_mode).c_str());
-    std::printf("rings     %u of the group's %u reply rings are there%s\n", b.rings_left, b.ranks,
+                b.name.c_str(), b.name.c_str(), b.group.c_str(), b.judged.ranks);
+    std::printf("owner     %s (uid %u), mode %s\n", b.owner.c_str(), static_cast<unsigned>(b.judged.owner_uid),
+                mode_str(b.judged.mode).c_str());
+    std::printf("rings     %u of the group's %u reply rings are there%s\n", b.rings_left, b.judged.ranks,
                 b.rings_left == 0 ? ": its collector is gone (`ringcast gc` removes the bell)"
                                   : " (`ringcast stat` on each shows its state)");
     return 0;
@@ -254,7 +255,7 @@ int rm_bell(const BellInfo& b, bool force) {
                      "ringcast: refusing to remove '%s': it is the doorbell of gather group '%s', which still has %u of "
                      "its %u reply rings (its collector may be alive; without the bell its workers cannot attach) "
                      "(use --force to remove it anyway)\n",
-                     b.name.c_str(), b.group.c_str(), b.rings_left, b.ranks);
+                     b.name.c_str(), b.group.c_str(), b.rings_left, b.judged.ranks);
         return 1;
     }
     // Only the bell inspected (its rings counted above): a collector may have removed it and a new

@@ -76,7 +76,7 @@ std::uint64_t PyGatherCollector::collect_start(std::uint64_t tag, Ranks ranks,
     if (async_)
         throw Failure{PyExc_RuntimeError, "collect_async: a collect is already pending on this ReplyGather "
                                           "(call result() first)"};
-    for (std::uint32_t r : ranks.value_or(std::vector<std::uint32_t>{}))
+    for (std::uint32_t r : ranks ? std::span<const std::uint32_t>(*ranks) : std::span<const std::uint32_t>())
         if (r >= collector_->ranks())
             throw Failure{PyExc_ValueError, "rank " + std::to_string(r) + " out of range: the group has ranks 0.." +
                                                 std::to_string(collector_->ranks() - 1)};
@@ -194,7 +194,7 @@ Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t, detail
 }
 
 void PyGatherCollector::finish(Collect& c, Gil& gil) {
-    Status s = c.pending.empty() ? Status::ok : attempt(c, 0ns, &gil);
+    Status s = attempt(c, 0ns, &gil);  // ok at once when nothing is pending
     if (s == Status::timed_out && c.deadline != kPollOnly && Clock::now() < c.deadline)
         s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t, &gil); });
     gil.acquire();
