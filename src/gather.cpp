@@ -87,8 +87,8 @@ void remove_group_names(std::string_view name, std::uint32_t rings, std::optiona
 // reads it; its creator lives while it makes the rest), so making our ring 0 would have failed
 // (Segment::create reclaims only an abandoned ring). A collector killed before it removed its names
 // leaves its bell behind; without this, the name could not be used again until `ringcast gc`. Only a
-// ringcast doorbell of this user is reclaimed, and only the one judged (judge_bell): anything else
-// keeps the name, saying what it is.
+// ringcast doorbell of this user and this version is reclaimed, and only the one judged: anything
+// else keeps the name, saying what it is.
 DoorbellMapping make_bell(std::string_view group, const GatherOptions& options) {
     const std::string name = gather_bell_name(group);
     try {
@@ -96,11 +96,18 @@ DoorbellMapping make_bell(std::string_view group, const GatherOptions& options) 
     } catch (const Error& e) {
         if (e.code() != ErrorCode::already_exists) throw;
     }
-    const std::optional<JudgedBell> judged = judge_bell(name);
-    if (!judged)
+    const std::optional<JudgedBell> judged = read_bell(name);  // judge_bell, read once to say why not
+    if (!judged || !ours_to_reclaim(*judged)) {
+        const std::string what =
+            !judged ? "is not a ringcast doorbell (another program's object, or one we cannot read)"
+            : judged->owner_uid != ::geteuid()
+                ? "is another user's doorbell (uid " + std::to_string(judged->owner_uid) + ")"
+                : "is the doorbell of another ringcast version (ABI " + std::to_string(judged->abi_version) +
+                      ", this library speaks " + std::to_string(layout::kAbiVersion) +
+                      "): `ringcast rm " + name + "` removes it once that version's group is gone";
         throw Error(ErrorCode::already_exists,
-                    "gather '" + std::string(group) + "': '" + name + "' already exists and is not a ringcast doorbell "
-                    "of this user (another program's object, or another user's); the name stays taken");
+                    "gather '" + std::string(group) + "': '" + name + "' already exists and " + what + "; the name stays taken");
+    }
     if (!unlink_bell_if_still(name, *judged))
         throw Error(ErrorCode::already_exists, "gather '" + std::string(group) + "': '" + name +
                                                    "' was re-created by another process just now");

@@ -353,7 +353,17 @@ std::optional<JudgedBell> read_bell(std::string_view name) {
                              static_cast<ssize_t>(sizeof magic) && magic == layout::kDoorbellMagic &&
                          ::pread(fd, &bell.ranks, sizeof bell.ranks, offsetof(layout::DoorbellLine, ranks)) ==
                              static_cast<ssize_t>(sizeof bell.ranks);
+    // The creator stores the version fields before the magic (release, DoorbellMapping::create): read
+    // after a magic that is set, they are the creator's.
+    std::uint32_t layout_hash = 0;
+    const bool versioned =
+        is_bell &&
+        ::pread(fd, &bell.abi_version, sizeof bell.abi_version, offsetof(layout::DoorbellLine, abi_version)) ==
+            static_cast<ssize_t>(sizeof bell.abi_version) &&
+        ::pread(fd, &layout_hash, sizeof layout_hash, offsetof(layout::DoorbellLine, layout_hash)) ==
+            static_cast<ssize_t>(sizeof layout_hash);
     ::close(fd);
+    bell.this_version = versioned && bell.abi_version == layout::kAbiVersion && layout_hash == layout::kLayoutHash;
     if (!is_bell) return std::nullopt;
     bell.identity = ObjectIdentity{st.st_dev, st.st_ino};
     bell.owner_uid = st.st_uid;
@@ -361,9 +371,11 @@ std::optional<JudgedBell> read_bell(std::string_view name) {
     return bell;
 }
 
+bool ours_to_reclaim(const JudgedBell& bell) noexcept { return bell.owner_uid == ::geteuid() && bell.this_version; }
+
 std::optional<JudgedBell> judge_bell(std::string_view name) {
     std::optional<JudgedBell> bell = read_bell(name);
-    if (bell && bell->owner_uid != ::geteuid()) return std::nullopt;
+    if (bell && !ours_to_reclaim(*bell)) return std::nullopt;
     return bell;
 }
 

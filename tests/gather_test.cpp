@@ -331,6 +331,55 @@ TEST(GatherDoorbell, AForeignObjectUnderTheBellNameKeepsTheNameTaken) {
     ::shm_unlink(("/" + bell).c_str());
 }
 
+// A killed collector's bell of another ringcast version (same size and magic, another ABI) is not
+// reclaimed, by a create nor by a sweep: another version's objects are never touched. The create says
+// which version holds the name and how to free it.
+TEST(GatherDoorbell, AnotherVersionsBellKeepsTheNameTaken) {
+    ScopedName name("gv");
+    const std::string bell = gather_bell_name(name);
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    ChildGuard kids;
+    Pipe ready;
+    const pid_t collector = kids.add(fork_child([&] {
+        auto c = GatherCollector::create(name, o);
+        ready.send('r');
+        ::pause();
+    }));
+    ASSERT_EQ(ready.recv(10000ms), 'r');
+    kids.kill_and_wait(collector);
+    {  // what another version's collector would have left
+        const int fd = ::shm_open(("/" + bell).c_str(), O_RDWR, 0);
+        ASSERT_GE(fd, 0);
+        void* p = ::mmap(nullptr, sizeof(layout::DoorbellLine), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ::close(fd);
+        ASSERT_NE(p, MAP_FAILED);
+        static_cast<layout::DoorbellLine*>(p)->abi_version = layout::kAbiVersion + 1;
+        ::munmap(p, sizeof(layout::DoorbellLine));
+    }
+    const std::optional<JudgedBell> read = read_bell(bell);
+    ASSERT_TRUE(read.has_value());
+    EXPECT_FALSE(read->this_version);
+    EXPECT_EQ(read->abi_version, layout::kAbiVersion + 1);
+    EXPECT_FALSE(judge_bell(bell).has_value());
+    for (std::uint32_t r = 0; r < 2; ++r) (void)Segment::remove(gather_ring_name(name, r));  // its rings: gone
+    for (const auto& swept : sweep_abandoned(std::string(name)))
+        EXPECT_NE(swept.name, bell) << "a sweep removed another version's bell";
+    try {
+        (void)GatherCollector::create(name, o);
+        ADD_FAILURE() << "another version's bell was replaced";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::already_exists);
+        EXPECT_NE(std::string(e.what()).find("another ringcast version (ABI " + std::to_string(layout::kAbiVersion + 1)),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("`ringcast rm " + bell + "`"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read_bell(bell).value_or(JudgedBell{}).identity, read->identity) << "the bell is kept as it was";
+    ::shm_unlink(("/" + bell).c_str());
+}
+
 TEST(GatherDoorbell, NoBellRingWhenTheCollectorIsAwake) {
     ScopedName name("gb");
     GatherOptions o;

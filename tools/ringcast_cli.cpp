@@ -11,6 +11,7 @@
 // Exit status: 0 success, 1 a failure the message explains, 2 bad usage.
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -43,6 +44,19 @@ constexpr const char* kUsage =
 int usage_error(const std::string& why) {
     std::fprintf(stderr, "ringcast: %s\n\n%s", why.c_str(), kUsage);
     return 2;
+}
+
+// printf into a string (names are up to 200 characters, so no fixed buffer).
+[[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...) {
+    std::va_list args, again;
+    va_start(args, fmt);
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, fmt, args);
+    va_end(args);
+    std::string out(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
+    std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+    va_end(again);
+    return out;
 }
 
 std::string human(std::uint64_t n) {
@@ -96,7 +110,8 @@ void print_table(const std::vector<std::vector<std::string>>& rows, const std::v
 // A doorbell's state in a word or three: what `gc` and `rm` go by.
 std::string bell_state(const BellInfo& b) {
     return "doorbell of '" + b.group + "', " + std::to_string(b.rings_left) + "/" + std::to_string(b.judged.ranks) +
-           " reply rings" + (b.rings_left == 0 ? " (abandoned)" : "");
+           " reply rings" + (b.rings_left == 0 ? " (abandoned)" : "") +
+           (b.judged.this_version ? "" : ", ABI " + std::to_string(b.judged.abi_version) + " (another ringcast version's)");
 }
 
 int cmd_ls(bool json, const std::string& prefix) {
@@ -107,35 +122,37 @@ int cmd_ls(bool json, const std::string& prefix) {
     for (const auto& n : listing.bells)
         if (auto b = ringcast::cli::inspect_bell(n)) bells.push_back(std::move(*b));
     if (json) {
+        // One entry per object, in name order as the table's rows: a group's bell beside its rings.
+        std::vector<std::pair<std::string, std::string>> entries;
+        for (const auto& b : bells)
+            entries.emplace_back(b.name, format("{\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu, "
+                                                "\"abi_version\": %u, \"doorbell_of\": %s, \"ranks\": %u, "
+                                                "\"rings_left\": %u, \"abandoned\": %s}",
+                                                ringcast::cli::json_escape(b.name).c_str(), ringcast::cli::json_escape(b.owner).c_str(),
+                                                static_cast<unsigned>(b.judged.owner_uid), mode_str(b.judged.mode).c_str(),
+                                                static_cast<unsigned long long>(sizeof(ringcast::layout::DoorbellLine)),
+                                                b.judged.abi_version, ringcast::cli::json_escape(b.group).c_str(), b.judged.ranks,
+                                                b.rings_left, b.rings_left == 0 ? "true" : "false"));
+        for (const auto& s : infos) {
+            std::string e = format("{\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu",
+                                   ringcast::cli::json_escape(s.name).c_str(), ringcast::cli::json_escape(s.owner).c_str(),
+                                   static_cast<unsigned>(s.owner_uid), mode_str(s.file_mode).c_str(),
+                                   static_cast<unsigned long long>(s.file_size));
+            if (!s.error.empty())
+                e += ", \"error\": " + ringcast::cli::json_escape(s.error) + "}";
+            else
+                e += format(", \"capacity\": %llu, \"readers\": %u, \"live_readers\": %u, \"creator_pid\": %u, "
+                            "\"creator_alive\": %s, \"writer_pid\": %u, \"writer_alive\": %s, \"closed\": %s, "
+                            "\"abandoned\": %s}",
+                            static_cast<unsigned long long>(s.capacity), s.reader_count, s.live_readers(), s.creator_pid,
+                            s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
+                            s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
+            entries.emplace_back(s.name, std::move(e));
+        }
+        std::sort(entries.begin(), entries.end());
         std::printf("[");
-        for (std::size_t i = 0; i < bells.size(); ++i) {
-            const auto& b = bells[i];
-            std::printf("%s\n  {\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu, "
-                        "\"doorbell_of\": %s, \"ranks\": %u, \"rings_left\": %u, \"abandoned\": %s}",
-                        i ? "," : "", ringcast::cli::json_escape(b.name).c_str(), ringcast::cli::json_escape(b.owner).c_str(),
-                        static_cast<unsigned>(b.judged.owner_uid), mode_str(b.judged.mode).c_str(),
-                        static_cast<unsigned long long>(sizeof(ringcast::layout::DoorbellLine)), ringcast::cli::json_escape(b.group).c_str(), b.judged.ranks,
-                        b.rings_left, b.rings_left == 0 ? "true" : "false");
-        }
-        for (std::size_t i = 0; i < infos.size(); ++i) {
-            const auto& s = infos[i];
-            std::printf("%s\n  {\"name\": %s, \"owner\": %s, \"uid\": %u, \"mode\": \"%s\", \"size\": %llu",
-                        i || !bells.empty() ? "," : "",
-                        ringcast::cli::json_escape(s.name).c_str(), ringcast::cli::json_escape(s.owner).c_str(),
-                        static_cast<unsigned>(s.owner_uid), mode_str(s.file_mode).c_str(),
-                        static_cast<unsigned long long>(s.file_size));
-            if (!s.error.empty()) {
-                std::printf(", \"error\": %s}", ringcast::cli::json_escape(s.error).c_str());
-                continue;
-            }
-            std::printf(", \"capacity\": %llu, \"readers\": %u, \"live_readers\": %u, \"creator_pid\": %u, "
-                        "\"creator_alive\": %s, \"writer_pid\": %u, \"writer_alive\": %s, \"closed\": %s, "
-                        "\"abandoned\": %s}",
-                        static_cast<unsigned long long>(s.capacity), s.reader_count, s.live_readers(), s.creator_pid,
-                        s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
-                        s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
-        }
-        std::printf("%s]\n", infos.empty() && bells.empty() ? "" : "\n");
+        for (std::size_t i = 0; i < entries.size(); ++i) std::printf("%s\n  %s", i ? "," : "", entries[i].second.c_str());
+        std::printf("%s]\n", entries.empty() ? "" : "\n");
     } else {
         // Column widths come from the data (names are up to 200 characters): every row lines up.
         std::vector<std::vector<std::string>> rows{{"NAME", "OWNER", "MODE", "SIZE", "RING", "READERS", "CREATOR",
@@ -167,20 +184,26 @@ int cmd_ls(bool json, const std::string& prefix) {
 int stat_bell(const BellInfo& b, bool json) {
     if (json) {
         std::printf("{\n  \"name\": %s,\n  \"owner\": %s,\n  \"uid\": %u,\n  \"mode\": \"%s\",\n  \"size\": %llu,\n"
-                    "  \"doorbell_of\": %s,\n  \"ranks\": %u,\n  \"rings_left\": %u,\n  \"abandoned\": %s\n}\n",
+                    "  \"abi_version\": %u,\n  \"doorbell_of\": %s,\n  \"ranks\": %u,\n  \"rings_left\": %u,\n"
+                    "  \"abandoned\": %s\n}\n",
                     ringcast::cli::json_escape(b.name).c_str(), ringcast::cli::json_escape(b.owner).c_str(),
                     static_cast<unsigned>(b.judged.owner_uid), mode_str(b.judged.mode).c_str(),
-                    static_cast<unsigned long long>(sizeof(ringcast::layout::DoorbellLine)), ringcast::cli::json_escape(b.group).c_str(), b.judged.ranks,
-                    b.rings_left, b.rings_left == 0 ? "true" : "false");
+                    static_cast<unsigned long long>(sizeof(ringcast::layout::DoorbellLine)), b.judged.abi_version,
+                    ringcast::cli::json_escape(b.group).c_str(), b.judged.ranks, b.rings_left,
+                    b.rings_left == 0 ? "true" : "false");
         return 0;
     }
     std::printf("doorbell  %s (/dev/shm/%s): the gather group '%s' of %u ranks rings its collector here\n",
                 b.name.c_str(), b.name.c_str(), b.group.c_str(), b.judged.ranks);
     std::printf("owner     %s (uid %u), mode %s\n", b.owner.c_str(), static_cast<unsigned>(b.judged.owner_uid),
                 mode_str(b.judged.mode).c_str());
+    if (!b.judged.this_version)
+        std::printf("version   ABI %u: another ringcast version's (this one speaks %u); `gc` leaves it, `rm` removes it\n",
+                    b.judged.abi_version, ringcast::layout::kAbiVersion);
     std::printf("rings     %u of the group's %u reply rings are there%s\n", b.rings_left, b.judged.ranks,
-                b.rings_left == 0 ? ": its collector is gone (`ringcast gc` removes the bell)"
-                                  : " (`ringcast stat` on each shows its state)");
+                b.rings_left != 0            ? " (`ringcast stat` on each shows its state)"
+                : b.judged.this_version ? ": its collector is gone (`ringcast gc` removes the bell)"
+                                        : ": its collector is gone");
     return 0;
 }
 
@@ -326,14 +349,19 @@ int cmd_gc(bool dry_run, const std::string& prefix) {
         return 1;
     }
     std::uint64_t bytes = 0;
-    std::size_t segments = 0;
+    std::size_t listed = 0;  // of the objects listed before the sweep (a sweep may find one made since)
+    const auto was_listed = [&](const std::string& n) {
+        return std::find(listing.names.begin(), listing.names.end(), n) != listing.names.end() ||
+               std::find(listing.bells.begin(), listing.bells.end(), n) != listing.bells.end();
+    };
     for (const auto& o : swept) {
         std::printf("%s %s\n", dry_run ? "would remove" : "removed", o.name.c_str());
         bytes += o.bytes;
-        segments += std::find(listing.names.begin(), listing.names.end(), o.name) != listing.names.end();
+        listed += was_listed(o.name);
     }
     std::printf("%zu %s, %zu kept (%s of /dev/shm %s)\n", swept.size(), dry_run ? "to remove" : "removed",
-                listing.names.size() - segments, human(bytes).c_str(), dry_run ? "to free" : "freed");
+                listing.names.size() + listing.bells.size() - listed, human(bytes).c_str(),
+                dry_run ? "to free" : "freed");
     return 0;
 }
 

@@ -169,15 +169,21 @@ bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);
 bool unlink_if_still_this(std::string_view name, const Segment& seg);
 
 // A gather doorbell ("<group>.bell") as found under `name`: a regular file with a doorbell's size and
-// magic, readable by us; its identity, rank count, owner and mode. None: gone, unreadable, foreign.
+// magic, readable by us; its identity, rank count, owner, mode and the ABI it was made with (another
+// ringcast version's bell has the same size and magic). None: gone, unreadable, foreign.
 struct JudgedBell {
     ObjectIdentity identity;
     std::uint32_t ranks = 0;
     uid_t owner_uid = 0;
     mode_t mode = 0;
+    std::uint32_t abi_version = 0;
+    bool this_version = false;  // ABI version and layout hash are this library's
 };
 [[nodiscard]] std::optional<JudgedBell> read_bell(std::string_view name);
-// read_bell, and only this user's: what a sweep or a create may remove.
+// This user's bell of this version: what a sweep or a create may remove (another version's objects
+// are never touched, as sweep_abandoned leaves their segments).
+[[nodiscard]] bool ours_to_reclaim(const JudgedBell& bell) noexcept;
+// read_bell, only where ours_to_reclaim.
 [[nodiscard]] std::optional<JudgedBell> judge_bell(std::string_view name);
 // Unlinks `name` if it still leads to the bell `judged` (never a newer object made under the name)
 // and, unless `anyones`, it is this user's (what a sweep or a create may remove; `ringcast rm`, a

@@ -379,6 +379,7 @@ TEST(CliGc, RemovesTheDoorbellOfAGatherGroupWhoseCollectorWasKilled) {
     }
     EXPECT_TRUE(shm_exists(gather_bell_name(live_group))) << "a live group's bell must stay\n" << r.out;
     EXPECT_TRUE(shm_exists(gather_ring_name(live_group, 0)));
+    EXPECT_NE(r.out.find("3 removed, 2 kept"), std::string::npos) << "the live group's ring and bell are kept\n" << r.out;
 }
 
 // ls, stat and rm know a gather doorbell (no segment header: it was "not a ringcast segment (foreign
@@ -402,6 +403,16 @@ TEST(CliBell, LsStatAndRmKnowAGatherDoorbell) {
     EXPECT_NE(r.out.find(gather_ring_name(group, 1)), std::string::npos) << r.out;
     r = cli({"ls", "--json", "--prefix", prefix});
     EXPECT_NE(r.out.find("\"doorbell_of\": \"" + group + "\", \"ranks\": 2, \"rings_left\": 2"), std::string::npos) << r.out;
+    {  // in name order, as the table: a segment named before the group comes first, the bell beside its rings
+        auto before = Segment::create(prefix + "a", SegmentOptions{.readers = 1, .capacity = 64 << 10});
+        r = cli({"ls", "--json", "--prefix", prefix});
+        const auto at = [&](const std::string& n) { return r.out.find("\"name\": \"" + n + "\""); };
+        ASSERT_NE(at(bell), std::string::npos) << r.out;
+        EXPECT_LT(at(prefix + "a"), at(bell)) << r.out;
+        EXPECT_LT(at(bell), at(gather_ring_name(group, 0))) << r.out;
+        EXPECT_TRUE(json_check(r.out, "len(d) == 4 and [e['name'] for e in d] == sorted(e['name'] for e in d)")) << r.out;
+        (void)Segment::remove(prefix + "a");
+    }
     r = cli({"rm", bell});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("still has 2 of its 2 reply rings"), std::string::npos) << r.err;
@@ -416,6 +427,41 @@ TEST(CliBell, LsStatAndRmKnowAGatherDoorbell) {
     EXPECT_EQ(r.out, "removed " + bell + "\n");
     EXPECT_FALSE(shm_exists(bell));
     live.reset();  // its names are gone already: nothing else is removed
+}
+
+// A doorbell another ringcast version left (same size and magic, another ABI): ls and stat say so, gc
+// leaves it (another version's objects are never touched), rm removes it.
+TEST(CliBell, AnotherVersionsDoorbellIsShownKeptByGcAndRemovedByRm) {
+    const std::string prefix = prefix_for("bellabi");
+    const std::string group = prefix + "g";
+    const std::string bell = gather_bell_name(group);
+    {  // what a killed collector of another version leaves: its rings gone, its bell kept
+        const int fd = ::shm_open(("/" + bell).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+        ASSERT_GE(fd, 0);
+        layout::DoorbellLine line{};
+        line.ranks.store(1);
+        line.abi_version = layout::kAbiVersion + 1;
+        line.layout_hash = layout::kLayoutHash;
+        line.magic.store(layout::kDoorbellMagic);
+        const bool written = ::ftruncate(fd, sizeof line) == 0 && ::pwrite(fd, &line, sizeof line, 0) == sizeof line;
+        ::close(fd);
+        ASSERT_TRUE(written);
+    }
+    const std::string abi = std::to_string(layout::kAbiVersion + 1);
+    RunResult r = cli({"ls", "--prefix", prefix});
+    EXPECT_NE(r.out.find("0/1 reply rings (abandoned), ABI " + abi + " (another ringcast version's)"), std::string::npos)
+        << r.out;
+    r = cli({"stat", bell});
+    EXPECT_NE(r.out.find("version   ABI " + abi + ": another ringcast version's"), std::string::npos) << r.out;
+    r = cli({"stat", "--json", bell});
+    EXPECT_TRUE(json_check(r.out, "d['abi_version'] == " + abi)) << r.out;
+    r = cli({"gc", "--prefix", prefix});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("0 removed, 1 kept"), std::string::npos) << r.out;
+    EXPECT_TRUE(shm_exists(bell)) << "gc removed another version's bell";
+    r = cli({"rm", bell});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(shm_exists(bell));
 }
 
 // The advice a create gives for a name it cannot reclaim works as given: a foreign object needs
