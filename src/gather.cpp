@@ -449,7 +449,7 @@ bool GatherCollector::arm_wake_fd(std::span<const std::uint32_t> ranks) {
         if (r >= readers_.size()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
     // The doorbell rings after every record of every reply ring while we announce on it (ring.hpp,
     // publish order step 5), so any pending ring's new record wakes us.
-    return arm_eventfd(*eventfd_, bell_site(), [&] { return any_awaited_ready(pending); });
+    return arm_eventfd(*eventfd_, bell_site(), *cancelled_, [&] { return any_awaited_ready(pending); });
 }
 
 void GatherCollector::disarm_wake_fd() noexcept { retract(bell_site()); }

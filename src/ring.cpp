@@ -546,7 +546,7 @@ bool Writer::arm_wake_fd(std::size_t message_bytes) {
     const std::uint64_t rec = layout::record_size(payload);
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);
     const std::uint64_t need = rec > to_end ? to_end + rec : rec;
-    return arm_eventfd(*space_eventfd_, space_site(), [&] {
+    return arm_eventfd(*space_eventfd_, space_site(), cancelled_.get(), [&] {
         known_free_end_ = min_reader_head_acquire() + capacity_;
         return tail_ + need <= known_free_end_;
     });
@@ -561,7 +561,7 @@ int Reader::wake_fd() {
 
 bool Reader::arm_wake_fd() {
     (void)wake_fd();
-    return arm_eventfd(*data_eventfd_, data_site(), [&] { return poll_acquire(); });
+    return arm_eventfd(*data_eventfd_, data_site(), cancelled_.get(), [&] { return poll_acquire(); });
 }
 
 void Reader::disarm_wake_fd() noexcept { retract(data_site()); }

@@ -158,7 +158,8 @@ public:
     [[nodiscard]] int wake_fd();
     // Announces a wait for a reply from any of `ranks` (empty: all) that the next collect still
     // needs (a rank whose reply an unfinished collect keeps is not waited for). true: one is there (or
-    // a ring closed) — collect with a zero timeout. false: armed; watch wake_fd(), then
+    // a ring closed, or this collector is cancelled) — collect with a zero timeout. false: armed;
+    // watch wake_fd(), then
     // disarm_wake_fd() and collect with a zero timeout; replies it takes are kept for the next one.
     [[nodiscard]] bool arm_wake_fd(std::span<const std::uint32_t> ranks);
     void disarm_wake_fd() noexcept;

@@ -241,7 +241,8 @@ public:
     // every wait for space of this Writer sleeps on it. Throws Error(system).
     [[nodiscard]] int wake_fd();
     // Announces a wait for room for a message of `message_bytes` (a larger one: for its next
-    // fragment). true: room now, nothing armed — write. false: armed; watch wake_fd(), then
+    // fragment). true: room now, or this Writer is cancelled (cancel()), nothing armed — write (a
+    // cancelled write with no room returns Status::cancelled). false: armed; watch wake_fd(), then
     // disarm_wake_fd() and retry the write with a zero timeout. Throws Error(permission_denied) when a
     // reader cannot take the fd.
     [[nodiscard]] bool arm_wake_fd(std::size_t message_bytes);
@@ -371,7 +372,8 @@ public:
     // while waiting for data; registered on first call (WaitKind::eventfd: at attach), from then on
     // every wait of this Reader sleeps on it. Throws Error(system).
     [[nodiscard]] int wake_fd();
-    // Announces a wait for data. true: a message (or the close) is there now, nothing armed — peek.
+    // Announces a wait for data. true: a message (or the close) is there now, or this Reader is
+    // cancelled (cancel()), nothing armed — peek.
     // false: armed; watch wake_fd(), then disarm_wake_fd() and peek with a zero timeout (a wake may
     // find nothing: arm again). Throws Error(permission_denied) when the writer cannot take the fd.
     [[nodiscard]] bool arm_wake_fd();

@@ -125,11 +125,12 @@ void EventfdWaiter::check_refused() const {
     const std::uint32_t e = slot_.refused.load(std::memory_order_acquire);
     if (e == 0) return;
     const std::uint32_t by = slot_.refused_by.load(std::memory_order_relaxed);
+    const std::string why = e == ENOSYS ? " (the kernel lacks pidfd_getfd: Linux 5.6 or later is needed)"
+                                        : " (it needs ptrace access to this process: same user, and Yama "
+                                          "ptrace_scope 0 or CAP_SYS_PTRACE)";
     throw Error(e == EPERM ? ErrorCode::permission_denied : ErrorCode::system,
                 "the waker (pid " + std::to_string(by) + ") cannot take this endpoint's eventfd: pidfd_getfd: " +
-                    errno_text(static_cast<int>(e)) +
-                    " (it needs ptrace access to this process: same user, and Yama ptrace_scope 0 or "
-                    "CAP_SYS_PTRACE); use a futex wait mode instead");
+                    errno_text(static_cast<int>(e)) + why + "; use a futex wait mode instead");
 }
 
 // ---- waker ----------------------------------------------------------------------------------------

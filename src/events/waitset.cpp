@@ -55,7 +55,21 @@ int WaitSet::Member::ensure_eventfd() {
     return -1;
 }
 
-bool WaitSet::Member::ready() {
+const std::atomic<bool>& WaitSet::Member::cancelled() const noexcept {
+    switch (kind) {
+        case Kind::reader: return reader->cancelled_.get();
+        case Kind::writer_space: return writer->cancelled_.get();
+        case Kind::collector: break;
+    }
+    return *collector->cancelled_;
+}
+
+// A cancelled endpoint is reported ready: its look with a zero timeout returns Status::cancelled, as
+// its own blocking call would (cancel() pokes the eventfd and bumps the futex word after storing the
+// flag, so a member armed before the cancel is woken, and one armed after sees the flag: arm.hpp).
+bool WaitSet::Member::ready() { return cancelled().load(std::memory_order_seq_cst) || condition(); }
+
+bool WaitSet::Member::condition() {
     switch (kind) {
         case Kind::reader: return reader->poll_acquire();
         case Kind::writer_space: {
@@ -83,7 +97,7 @@ void WaitSet::Member::check_peer() {
 
 // 3a..3d with the endpoint's eventfd (events/arm.hpp). true: ready now, nothing armed.
 bool WaitSet::Member::arm_with_eventfd() {
-    return arm_eventfd(*eventfd(), site(), [this] { return ready(); });
+    return arm_eventfd(*eventfd(), site(), cancelled(), [this] { return condition(); });
 }
 
 // ---- epoll back end ---------------------------------------------------------------------------------
@@ -249,28 +263,63 @@ void WaitSet::set_message_bytes(std::size_t id, std::size_t message_bytes) {
 std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
     const Deadline deadline = deadline_after(timeout);
     std::vector<std::size_t> ready;
-    // Arm every member that is not armed (new, or reported ready last time): 3a'..3d.
+    // (1) Re-announce every armed member (3a, one fence 3b for all, 3d). A member stays armed across
+    // wait() calls, and the announcement bit is the endpoint's own: the endpoint's blocking call
+    // (read(msg, 20ms) between two waits) announces on it and withdraws it when it returns (3d/3f) —
+    // after which a writer's w2 sees no bit and wakes nobody, though our kernel wait is still in
+    // place. Setting the bit again (idempotent while it is still set) and re-checking after the fence
+    // restores the handshake: a publish before our 3a is seen by the re-check, one after it sees the
+    // bit and wakes the kernel wait (the futex word's bump completes an io_uring FUTEX_WAIT of any
+    // snapshot; the eventfd write makes the fd readable).
+    bool any_armed = false;
+    for (const auto& m : members_)
+        if (m != nullptr && m->armed) {
+            announce(m->site());
+            any_armed = true;
+        }
+    if (any_armed) std::atomic_thread_fence(std::memory_order_seq_cst);
     for (std::size_t id = 0; id < members_.size(); ++id) {
         Member* m = members_[id].get();
-        if (m == nullptr || m->armed) continue;
+        if (m == nullptr || !m->armed || !m->ready()) continue;
+        backend_->abandon(id, *m);
+        m->armed = false;
+        ready.push_back(id);
+    }
+    // (2) Arm every member that is not armed (new, or reported ready last time): 3a'..3d.
+    for (std::size_t id = 0; id < members_.size(); ++id) {
+        Member* m = members_[id].get();
+        if (m == nullptr || m->armed || std::find(ready.begin(), ready.end(), id) != ready.end()) continue;
         if (backend_->arm(id, *m)) ready.push_back(id);
         else m->armed = true;
     }
     // Some are ready already: one look (no sleep) at what the kernel has for the others too, so a
     // member that is always ready cannot starve the rest.
     const bool look_only = !ready.empty();
-    Deadline tick = Clock::now() + recheck_;
+    if (next_recheck_ == Deadline{}) next_recheck_ = Clock::now() + recheck_;
     std::vector<std::size_t> woken;
     for (;;) {
-        const Deadline until = deadline == kPollOnly || look_only ? kPollOnly : std::min(deadline, tick);
+        const Deadline until = deadline == kPollOnly || look_only ? kPollOnly : std::min(deadline, next_recheck_);
         woken.clear();
         ++kernel_waits_;
-        const bool timed_out = backend_->wait(until, woken);
+        (void)backend_->wait(until, woken);
         const Deadline now = Clock::now();
-        if (timed_out && now >= tick) {
-            // No kernel wait outlives `recheck`: re-check every armed member (a peer killed between
-            // its publish and its wake never wakes us) and, when due, its peer's liveness. A member
-            // that is not ready stays armed as it is: no re-arm, no system call for it.
+        // (3) Every woken member's kernel wait has ended (3f): unarmed from here on, whatever follows —
+        // so that a peer_dead thrown below, or a failed kernel wait, leaves no member marked armed
+        // with nothing in flight (the next wait() arms it again).
+        std::erase_if(woken, [&](std::size_t id) {
+            Member* m = id < members_.size() ? members_[id].get() : nullptr;
+            if (m == nullptr || !m->armed) return true;  // removed, or already handled in this round
+            backend_->disarm(id, *m);
+            m->armed = false;
+            return false;
+        });
+        backend_->throw_if_failed();
+        // (4) No member goes longer than `recheck` without a look, however the caller waits: re-check
+        // every armed member (a peer killed between its publish and its wake never wakes us) and,
+        // when due, its peer's liveness. A member that is not ready stays armed as it is: no re-arm,
+        // no system call for it.
+        if (now >= next_recheck_) {
+            next_recheck_ = now + recheck_;
             for (std::size_t id = 0; id < members_.size(); ++id) {
                 Member* m = members_[id].get();
                 if (m == nullptr || !m->armed) continue;
@@ -284,12 +333,9 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
                 }
             }
         }
-        if (now >= tick) tick = now + recheck_;
+        // (5) The woken: ready now, or re-armed (after a liveness check when one is due).
         for (std::size_t id : woken) {
-            Member* m = id < members_.size() ? members_[id].get() : nullptr;
-            if (m == nullptr || !m->armed) continue;  // removed, or already handled in this round
-            backend_->disarm(id, *m);  // 3f
-            m->armed = false;
+            Member* m = members_[id].get();
             if (m->ready()) {
                 ready.push_back(id);
                 continue;

@@ -1,6 +1,7 @@
 // The inside of WaitSet (include/ringcast/events/waitset.hpp), shared by its two back ends.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +29,9 @@ struct WaitSet::Member {
     [[nodiscard]] SleepSite site() const noexcept;        // the waiter's view (its own bit)
     [[nodiscard]] EventfdWaiter* eventfd() const noexcept;  // registered eventfd, or null
     [[nodiscard]] int ensure_eventfd();                   // registers one (the endpoint's wake_fd())
-    [[nodiscard]] bool ready();                           // the endpoint's wait condition (loads only)
+    [[nodiscard]] bool condition();                       // the endpoint's wait condition (loads only)
+    [[nodiscard]] const std::atomic<bool>& cancelled() const noexcept;  // the endpoint's cancel() flag
+    [[nodiscard]] bool ready();                           // cancelled, or the condition: look now
     void check_peer();                                    // its liveness check (may throw peer_dead)
     [[nodiscard]] bool arm_with_eventfd();                // events/arm.hpp on its eventfd
 };
@@ -48,6 +51,9 @@ public:
     virtual void abandon(std::size_t id, Member& m) noexcept = 0;
     // One kernel wait until `until`; appends the ids the kernel reported. true: it timed out.
     virtual bool wait(Deadline until, std::vector<std::size_t>& woken) = 0;
+    // Throws Error(system) if a member's kernel wait reported in the last wait() failed (rather than
+    // woke, timed out or was cancelled); that member was reported woken all the same. Once per failure.
+    virtual void throw_if_failed() {}
 };
 
 // waitset_uring.cpp (or the stub in waitset.cpp without liburing): null with `why` set if io_uring

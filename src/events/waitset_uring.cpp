@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <liburing.h>
@@ -112,6 +113,9 @@ public:
         return false;
     }
     void disarm(std::size_t, WaitSet::Member& m) noexcept override { retract(m.site()); }
+    void throw_if_failed() override {
+        if (const int res = std::exchange(failed_, 0); res != 0) fail("a member's io_uring wait", res);
+    }
 
     bool wait(Deadline until, std::vector<std::size_t>& woken) override {
         enable();
@@ -148,12 +152,16 @@ public:
             if (data == LIBURING_UDATA_TIMEOUT || (data & kTimeoutTag) != 0) continue;  // a timeout's own
             // completion (liburing's wait timeout, or a link timeout: fired or cancelled)
             // -EAGAIN: seq moved before the kernel looked; -ECANCELED: the linked timeout fired;
-            // 0 / POLLIN: woken. Every one means "re-check" (waitset.cpp).
+            // 0 / POLLIN: woken. Every one means "re-check" (waitset.cpp). Anything else is a wait
+            // that failed (-EINVAL, -EFAULT, ...): reported (throw_if_failed) rather than re-armed
+            // and failing again at once, a loop that would spin without ever sleeping.
             const auto id = static_cast<std::size_t>((data >> 1) & 0x7fffffffu);
             const auto generation = static_cast<std::uint32_t>(data >> 32);
             if (id >= live_.size() || live_[id] != generation) continue;  // an earlier arm's, or removed
             live_[id] = 0;  // completed: nothing of this member is in flight any more
             woken.push_back(id);
+            const int res = cqe->res;
+            if (res < 0 && res != -EAGAIN && res != -ECANCELED && res != -EINTR && failed_ == 0) failed_ = res;
         }
         io_uring_cq_advance(&ring_, seen);
         return false;
@@ -186,6 +194,7 @@ private:
     __kernel_timespec recheck_;  // read by the kernel when the link timeouts are submitted
     bool pending_submit_ = false;
     bool enabled_ = (ring_.flags & IORING_SETUP_R_DISABLED) == 0;  // else at the first submit (enable())
+    int failed_ = 0;                 // the first failed member wait's -errno since throw_if_failed
     std::uint32_t generation_ = 0;   // numbers arms; tags each SQE's user_data
     std::vector<std::uint32_t> live_;  // by member id: the generation of its SQE in flight, 0: none
 };

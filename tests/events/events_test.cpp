@@ -39,6 +39,29 @@ std::vector<std::byte> payload(std::uint64_t seq) {
 
 // ---- the eventfd wake mode -----------------------------------------------------------------------
 
+// arm_wake_fd() after a cancel(): the cancel's poke is drained by the arm (3a'), so the arm must see
+// the flag and say "look now" — it said "armed", and a loop polling the fd slept past the cancel.
+TEST(EventfdWake, ArmAfterACancelSaysLookNow) {
+    ScopedName name("ev-cancel");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    (void)r.wake_fd();
+    r.cancel();
+    EXPECT_TRUE(r.arm_wake_fd()) << "a cancelled reader's arm reported armed";
+    std::vector<std::byte> got;
+    EXPECT_EQ(r.read(got, 0s), Status::cancelled);
+    r.clear_cancel();
+    EXPECT_FALSE(r.arm_wake_fd());
+    r.disarm_wake_fd();
+    // A writer with no room: cancelled, its arm says "look now" too.
+    while (w.write(payload(0), 0s) == Status::ok) {
+    }
+    (void)w.wake_fd();
+    w.cancel();
+    EXPECT_TRUE(w.arm_wake_fd(200)) << "a cancelled writer's arm reported armed";
+    EXPECT_EQ(w.write(payload(0), 0s), Status::cancelled);
+}
+
 // A reader process in WaitKind::eventfd sleeps on its eventfd; the writer (another process) takes a
 // copy of it with pidfd_getfd and writes it. Every burst after a pause needs one wake; a lost wake
 // costs the 1 s re-check (wait.hpp kUnwatchedRecheck), so the time bound catches it.
@@ -473,6 +496,124 @@ TEST_P(WaitSetTest, BuiltInOneThreadUsedInAnother) {
     EXPECT_TRUE(first.empty());
     ASSERT_EQ(second.size(), 1u);
     EXPECT_EQ(second[0], id);
+}
+
+// A member's own blocking call may run between two waits: it announces on the bit the set armed and
+// withdraws it when it returns, so a publish after it saw no sleeper and woke nobody — the set slept
+// through the message until its re-check (5 s here; 1 s by default). wait() re-announces its members.
+TEST_P(WaitSetTest, TheMembersOwnBlockingCallBetweenWaitsLosesNoWake) {
+    ScopedName name("ws-own");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    WaitSet set(options());
+    const std::size_t id = set.add(r);
+    EXPECT_TRUE(set.wait(10ms).empty());  // armed, and stays armed
+    std::vector<std::byte> got;
+    ASSERT_EQ(r.read(got, 20ms), Status::timed_out);  // the reader's own wait: announces, withdraws
+    ASSERT_EQ(w.write(payload(0), 1s), Status::ok);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto ready = set.wait(2s);
+    ASSERT_EQ(ready.size(), 1u) << "the wake was lost: the set slept through the message";
+    EXPECT_EQ(ready[0], id);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+    // ... and a writer's publish while the set sleeps, after such a call, wakes it.
+    ASSERT_EQ(r.read(got, 0s), Status::ok);
+    EXPECT_TRUE(set.wait(10ms).empty());
+    ASSERT_EQ(r.read(got, 20ms), Status::timed_out);
+    std::thread late([&] {
+        std::this_thread::sleep_for(50ms);
+        (void)w.write(payload(1), 1s);
+    });
+    const auto t1 = std::chrono::steady_clock::now();
+    const auto woken = set.wait(3s);
+    late.join();
+    ASSERT_EQ(woken.size(), 1u);
+    EXPECT_LT(std::chrono::steady_clock::now() - t1, 1s) << "woken by the re-check, not by the publish";
+}
+
+// A dead peer is reported within about one re-check however the loop waits: in waits shorter than the
+// re-check, and while another member is woken more often than that (the re-check's clock restarted
+// at every wait() call, so neither loop ever reported the dead writer on epoll; io_uring only at its
+// 8 x recheck backstop).
+TEST_P(WaitSetTest, ADeadPeerIsReportedWithinAReCheckHoweverTheLoopWaits) {
+    for (const bool busy : {false, true}) {
+        SCOPED_TRACE(busy ? "another member woken every 50 ms, waits of 2 s" : "waits of 50 ms");
+        ScopedName fed(busy ? "ws-dead-fed-b" : "ws-dead-fed"), dead(busy ? "ws-dead-b" : "ws-dead");
+        auto wa = Writer::create(fed, {.readers = 1, .capacity = 64 * 1024});
+        ChildGuard kids;
+        Pipe made;
+        const pid_t writer = kids.add(fork_child([&] {
+            auto wb = Writer::create(dead, {.readers = 1, .capacity = 64 * 1024});
+            made.send('w');
+            ::pause();
+        }));
+        ASSERT_EQ(made.recv(10000ms), 'w');
+        auto ra = Reader::attach(fed, 0);
+        auto rb = Reader::attach(dead, 0);
+        constexpr auto kRecheck = 200ms;
+        WaitSet set({.backend = GetParam(), .recheck = kRecheck});
+        const std::size_t ia = set.add(ra);
+        (void)set.add(rb);
+        kids.kill_and_wait(writer);
+        std::atomic<bool> stop{false};
+        std::thread feeder([&] {
+            while (busy && !stop.load()) {
+                (void)wa.write(payload(0), 0s);
+                std::this_thread::sleep_for(50ms);
+            }
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        std::string error;
+        std::vector<std::byte> got;
+        while (error.empty() && std::chrono::steady_clock::now() - t0 < 10s) {
+            try {
+                for (const std::size_t id : set.wait(busy ? 2s : 50ms))
+                    if (id == ia)
+                        while (ra.read(got, 0s) == Status::ok) {
+                        }
+            } catch (const Error& e) {
+                EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+                error = e.what();
+            }
+        }
+        const auto took = std::chrono::steady_clock::now() - t0;
+        stop.store(true);
+        feeder.join();
+        ASSERT_NE(error, "") << "the dead writer was never reported";
+        EXPECT_NE(error.find("'" + std::string(dead) + "'"), std::string::npos) << error;
+        EXPECT_LT(took, 6 * kRecheck) << "reported only after " << std::chrono::duration<double>(took).count() << " s";
+    }
+}
+
+// A cancel() is reported, not drained away: made while the member is armed (its wake's re-check sees
+// the flag) and made before the member's arm (the arm drains the eventfd, 3a', then sees the flag).
+// The member comes back ready and its zero-timeout look says cancelled.
+TEST_P(WaitSetTest, ACancelIsReportedArmedOrNot) {
+    ScopedName name("ws-cancel");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    WaitSet set(options());
+    for (const bool armed : {true, false}) {
+        SCOPED_TRACE(armed ? "cancelled while armed" : "cancelled before the arm");
+        const std::size_t id = set.add(r);
+        if (armed) EXPECT_TRUE(set.wait(10ms).empty());
+        std::thread canceller([&] {
+            if (armed) std::this_thread::sleep_for(50ms);  // while the set sleeps
+            r.cancel();
+        });
+        if (!armed) canceller.join();
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto ready = set.wait(3s);
+        if (armed) canceller.join();
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+        ASSERT_EQ(ready.size(), 1u) << "the cancel was lost";
+        EXPECT_EQ(ready[0], id);
+        std::vector<std::byte> got;
+        EXPECT_EQ(r.read(got, 0s), Status::cancelled);
+        r.clear_cancel();
+        set.remove(id);
+    }
+    (void)w;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WaitSetTest, ::testing::Values(WaitSetBackend::epoll, WaitSetBackend::io_uring),

@@ -4,6 +4,7 @@ Writers run in real processes (fork); the consumer is one asyncio loop (default,
 python3-uvloop is installed).
 """
 import asyncio
+import concurrent.futures
 import os
 import pickle
 import random
@@ -690,3 +691,128 @@ def test_data_a_peer_left_before_it_died_is_taken_not_reported_dead():
     assert run("default", main()) == "last words"
     assert reap(pid) == 0
     reader.shutdown()
+
+
+# ---- one waiter per endpoint; the loop leaves the fd to the endpoint's blocking calls -----------------
+ONE_AT_A_TIME = "one coroutine at a time may wait on an endpoint"
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_a_second_dequeue_async_of_a_reader_is_refused_and_the_first_still_completes(loop_kind):
+    """A dequeue_async while another one of the reader waits raises RuntimeError at once (two waits
+    would share the reader's one announcement and one loop future: the first was orphaned and never
+    completed, timeout or not). The first one receives the message; an ended one (done, timed out,
+    cancelled) leaves the reader free for the next, a refused one does not free it."""
+    q = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+
+    async def main():
+        first = asyncio.ensure_future(r.dequeue_async(timeout=5))
+        await asyncio.sleep(0.02)  # first is armed and waits
+        second = asyncio.ensure_future(r.dequeue_async(timeout=1))
+        await asyncio.sleep(0.02)
+        assert second.done(), "a second dequeue_async waits beside the first"
+        with pytest.raises(RuntimeError, match=f"dequeue_async.*{ONE_AT_A_TIME}"):
+            second.result()
+        with pytest.raises(RuntimeError, match=ONE_AT_A_TIME):  # the refused call did not free the reader
+            await r.dequeue_async(timeout=0)
+        q.enqueue("one", timeout=1)
+        assert await asyncio.wait_for(first, 2) == "one"
+
+        with pytest.raises(TimeoutError):  # completed: free; timed out: free
+            await r.dequeue_async(timeout=0.02)
+        cancelled = asyncio.ensure_future(r.dequeue_async())
+        await asyncio.sleep(0.02)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        q.enqueue("two", timeout=1)  # cancelled: free
+        assert await r.dequeue_async(timeout=1) == "two"
+
+    run(loop_kind, main())
+    r.shutdown()
+    q.shutdown()
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_a_second_collect_await_of_a_gather_is_refused_and_the_first_still_completes(loop_kind):
+    """The same for a ReplyGather's collector: an aio.collect while another one waits, and a second
+    await of a pending collect_async, raise RuntimeError at once; the first collects its replies."""
+    g = ringcast.ReplyGather(2)
+    h = g.export_handle()
+    workers = [ringcast.ReplyGather.create_from_handle(h, rank) for rank in range(2)]
+
+    async def await_it(pending):
+        return await pending
+
+    async def main():
+        first = asyncio.ensure_future(aio.collect(g, 0, timeout=5))
+        await asyncio.sleep(0.02)  # first waits for both ranks
+        second = asyncio.ensure_future(aio.collect(g, 1, timeout=1))
+        await asyncio.sleep(0.02)
+        assert second.done(), "a second collect waits beside the first"
+        with pytest.raises(RuntimeError, match=f"collect.*{ONE_AT_A_TIME}"):
+            second.result()
+        for rank, w in enumerate(workers):
+            w.reply(0, ("reply", 0, rank))
+        assert await asyncio.wait_for(first, 2) == [("reply", 0, 0), ("reply", 0, 1)]
+
+        pending = g.collect_async(1, timeout=5)
+        awaiting = asyncio.ensure_future(await_it(pending))
+        await asyncio.sleep(0.02)
+        again = asyncio.ensure_future(await_it(pending))
+        await asyncio.sleep(0.02)
+        assert again.done(), "a second await of the pending collect waits beside the first"
+        with pytest.raises(RuntimeError, match=f"collect_async.*{ONE_AT_A_TIME}"):
+            again.result()
+        awaiting.cancel()  # a cancelled await frees the collector: the next await collects
+        with pytest.raises(asyncio.CancelledError):
+            await awaiting
+        for rank, w in enumerate(workers):
+            w.reply(1, ("reply", 1, rank))
+        return await asyncio.wait_for(await_it(pending), 2)
+
+    assert run(loop_kind, main()) == [("reply", 1, 0), ("reply", 1, 1)]
+    for w in workers:
+        w.close()
+    g.close()
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_after_a_dequeue_async_a_blocking_dequeue_in_a_thread_is_woken_promptly(loop_kind):
+    """Once wake_fd() was armed the reader's blocking calls sleep on its eventfd too. After one
+    dequeue_async (the loop has watched the fd), blocking dequeues in an executor thread receive a
+    writer process's messages, 5 ms apart, as they come: the loop, with no wait of its own pending,
+    must not read the fd (it ate the thread's wakes: up to its next liveness slice, ~100 ms, late)."""
+    count = 100
+
+    def body(q):
+        time.sleep(0.3)  # the dequeue_async below arms and waits on the loop
+        q.enqueue("first", timeout=10)
+        time.sleep(0.1)  # the executor's dequeue is asleep
+        for _ in range(count):
+            time.sleep(0.005)
+            q.enqueue(time.monotonic(), timeout=10)  # CLOCK_MONOTONIC: one clock for both processes
+
+    pid, r = spawn_writer(body)
+    executor = concurrent.futures.ThreadPoolExecutor(1)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        t0 = time.monotonic()
+        assert await r.dequeue_async(timeout=10) == "first"
+        assert time.monotonic() - t0 > 0.1, "the dequeue_async did not wait on the loop"
+        late = []
+        for _ in range(count):
+            sent = await loop.run_in_executor(executor, r.dequeue, 10)
+            late.append(time.monotonic() - sent)
+        return late
+
+    try:
+        late = run(loop_kind, main())
+    finally:
+        executor.shutdown(wait=True)
+    slow = [round(s * 1000, 1) for s in late if s > 0.05]
+    assert not slow, f"{len(slow)} of {count} messages reached the blocking dequeue late (ms): {slow}"
+    assert reap(pid) == 0
+    r.shutdown()

@@ -8,11 +8,13 @@ The methods are these functions (``aio.dequeue(mq)``, ``aio.enqueue(mq, obj)``, 
 tag)`` are the same calls). How a wait goes (docs/events.md): take what is there without waiting; if
 nothing, ``arm`` the endpoint (drain its eventfd, announce the wait, re-check: the same handshake as a
 blocking wait, so a message published at any moment is either seen by the re-check or signals the
-fd); if still nothing, await a future that the fd's reader callback completes (the fd is registered
-with the loop once per endpoint, not per wait); then ``disarm`` and take again. The loop never blocks:
-every core call here returns at once, and no thread is started, whatever the message size. A dead
-peer never signals the fd: every await also runs the endpoint's dead-peer check once per liveness
-interval (``_Watch.wait``), raising PeerDeadError as a blocking call would.
+fd); if still nothing, await a future that the fd's reader callback completes (the fd is watched by
+the loop from before the arm until a signal comes while no wait of this module is pending: that one
+is left to the endpoint's blocking calls, which sleep on the same fd); then ``disarm`` and take
+again. The loop never blocks: every core call here returns at once, and no thread is started,
+whatever the message size. A dead peer never signals the fd: every await also runs the endpoint's
+dead-peer check once per liveness interval (``_Watch.wait``), raising PeerDeadError as a blocking
+call would.
 
 Large messages (more than one record of the ring, ``max_chunk_bytes``) travel record by record on the
 loop. A reader consumes the records that are there each time its fd turns readable and keeps the
@@ -32,17 +34,19 @@ Cancellation: a cancelled await never loses or duplicates a message.
 ``asyncio.wait_for`` can drop a result that completed just as its timeout fired (Python < 3.12): give
 the timeout to these calls instead.
 
-One coroutine at a time per endpoint (the endpoints' one-thread rule; a second enqueue while one is
-pending raises RuntimeError). Device (CUDA) arrays: ``enqueue`` pickles them like any object
-(no DMA: use the blocking ``mq.enqueue``, docs/gpu.md); a device message a blocking writer sent is
-received by ``dequeue`` through the blocking path of docs/gpu.md (the loop waits for its chunks).
+One coroutine at a time per endpoint (the endpoints' one-thread rule): a ``dequeue`` or ``collect``
+(or an await of a pending collect) called while another one of the same endpoint is in progress
+raises RuntimeError at once, as a second enqueue while one is pending does. Device (CUDA) arrays:
+``enqueue`` pickles them like any object (no DMA: use the blocking ``mq.enqueue``, docs/gpu.md); a
+device message a blocking writer sent is received by ``dequeue`` through the blocking path of
+docs/gpu.md (the loop waits for its chunks).
 """
 import asyncio
 import os
 import pickle
 import re
 import weakref
-from typing import TYPE_CHECKING, Any, Generator, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Generator, Iterable, List, Optional, Union
 
 from . import _core, _gpu
 from ._queue import _check_timeout  # the blocking calls' rule
@@ -57,37 +61,59 @@ __all__ = ["dequeue", "enqueue", "collect"]
 
 
 class _Watch:
-    """One endpoint's eventfd, registered once with one loop (add_reader costs an epoll_ctl and a
-    Handle: not per wait). The callback drains the fd and completes the waiting future, if any.
-    Draining here is safe: the waiter looks again (disarm, take, arm = drain + announce + re-check)
-    after every wake, so a signal eaten here is never a message left unseen (docs/events.md); and a
-    drain after the waiter's re-check can only happen through this callback, which then completes
-    the future the waiter set before it yielded (the loop is one thread).
+    """One endpoint's eventfd as watched by one loop. While a wait of this module is pending the
+    callback drains the fd and completes its future. Draining then is safe: the waiter looks again
+    (disarm, take, arm = drain + announce + re-check) after every wake, so a signal eaten here is
+    never a message left unseen (docs/events.md); and a drain after the waiter's re-check can only
+    happen through this callback, which then completes the future the waiter set before it yielded
+    (the loop is one thread).
+
+    With no wait pending the callback must not read the fd: once wake_fd() was called, the
+    endpoint's blocking calls (mq.dequeue in an executor thread, say) sleep on this same fd, and a
+    read here would eat the signal meant for them (they would wake only at their next liveness
+    slice). Nor may it leave the fd watched (level-triggered: the loop would call it again and
+    again), so it unregisters the fd instead, and the next wait registers it again. The fd thus
+    stays registered across a stream of waits (add_reader costs an epoll_ctl and a Handle: not per
+    wait); only a signal that finds no wait pending (a blocking call's, or one that crossed a
+    disarm) costs a remove and a later add.
 
     Deadlines cost no timer per wait: one loop timer per endpoint is kept at or before the current
     wait's deadline; when it fires early (it was set for an earlier wait) it is moved to the current
     one. A stream of waits with timeouts thus schedules a timer about once per timeout, not per
     message."""
 
-    __slots__ = ("loop", "fd", "fut", "deadline", "timer", "timer_at", "liveness")
+    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, liveness: float) -> None:
         self.loop = loop
         self.fd = fd
         self.liveness = liveness  # seconds between dead-peer checks (the endpoint's liveness interval)
+        self.watching = False  # fd registered with the loop (add_reader)
         self.fut: "Optional[asyncio.Future[None]]" = None
         self.deadline: Optional[float] = None  # of the wait in progress (loop time); None: none/forever
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = 0.0
-        loop.add_reader(fd, self._readable)
+
+    def watch(self) -> None:
+        """Registers the fd with the loop if it is not. Called before every arm, so a signal that
+        follows the arm's drain reaches a registered fd, whatever the loop's trigger mode; and the
+        caller does not yield between this and future(), so the callback cannot find no wait pending
+        (and unregister) in between."""
+        if not self.watching:
+            self.loop.add_reader(self.fd, self._readable)
+            self.watching = True
 
     def _readable(self) -> None:
+        fut = self.fut
+        if fut is None:  # no wait of ours: the signal is a blocking waiter's (or late); leave it unread
+            self.loop.remove_reader(self.fd)
+            self.watching = False
+            return
         try:
             os.read(self.fd, 8)
         except BlockingIOError:
             pass
-        fut = self.fut
-        if fut is not None and not fut.done():
+        if not fut.done():
             fut.set_result(None)
 
     def _timer_fired(self) -> None:
@@ -105,7 +131,9 @@ class _Watch:
 
     def future(self, deadline: Optional[float]) -> "asyncio.Future[None]":
         """The future of one wait of the armed endpoint: done when the fd turned readable or at
-        `deadline` (loop time). The caller awaits it and, however that ends, calls done_waiting()."""
+        `deadline` (loop time). The caller awaits it and, however that ends, calls done_waiting().
+        There is one such future at a time: _claim() lets one call at a time wait on the endpoint (a
+        second future would orphan the first, which the callback and the timer would never see)."""
         fut = self.fut = self.loop.create_future()
         self.deadline = deadline
         if deadline is not None and (self.timer is None or self.timer_at > deadline):
@@ -136,8 +164,9 @@ class _Watch:
     def close(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
-        if not self.loop.is_closed():
+        if self.watching and not self.loop.is_closed():
             self.loop.remove_reader(self.fd)
+        self.watching = False
 
 
 # core endpoint -> {loop: _Watch}; the registration goes with the endpoint (its fd closes with it).
@@ -167,6 +196,31 @@ def _watch(endpoint: _Endpoint, liveness: float) -> _Watch:
     return w
 
 
+# id(core endpoint) -> the call in progress on it ("dequeue_async", ...), from that call's start to its
+# end (finally: completed, failed or cancelled). An entry keeps its endpoint alive (the call's frame
+# holds it), so the id is not reused meanwhile.
+_waiters: Dict[int, str] = {}
+
+
+def _claim(endpoint: _Endpoint, call: str, what: str) -> None:
+    """Marks `endpoint` busy with `call` until _release(); RuntimeError if another call holds it.
+    One coroutine at a time per endpoint (its one-thread rule): two waits would each arm and disarm
+    the one announcement, and the one future per loop (_Watch.future) would orphan the first waiter,
+    which then never completed. Refused at the call's start, not only when it would wait, so that a
+    second call fails whether or not a message happens to be there; the loop is one thread, and no
+    suspension point lies between this check and the mark."""
+    holder = _waiters.get(id(endpoint))
+    if holder is not None:
+        raise RuntimeError(f"{call}: {holder} of this {what} is already in progress in another coroutine; "
+                           "one coroutine at a time may wait on an endpoint (await or cancel that one first)")
+    _waiters[id(endpoint)] = call
+
+
+def _release(endpoint: _Endpoint) -> None:
+    """Ends the call _claim() marked (only that call gets here: a refused one raised before)."""
+    del _waiters[id(endpoint)]
+
+
 def _deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[float]:
     return None if timeout is None else loop.time() + timeout
 
@@ -178,13 +232,21 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
     ``mq.dequeue_async(timeout)`` is this call. Raises TimeoutError after ``timeout`` seconds (None:
     wait forever; 0: only a message already there), ClosedError, PeerDeadError, and everything
     ``mq.dequeue`` raises; PermissionError if the writer cannot take the eventfd; RuntimeError on the
-    writer or a remote reader.
+    writer, a remote reader, or while another dequeue of this reader is in progress.
     """
     reader = mq._reader
     if type(reader) is not _core.Reader:
         raise RuntimeError("dequeue_async: this MessageQueue is the writer" if reader is None else
                            "dequeue_async: a remote reader (over ZeroMQ) has no eventfd to await; use dequeue()")
     _check_timeout(timeout)
+    _claim(reader, "dequeue_async", "reader")
+    try:
+        return await _dequeue(mq, reader, timeout)
+    finally:  # completed, failed or cancelled: the next call may wait
+        _release(reader)
+
+
+async def _dequeue(mq: "MessageQueue", reader: _core.Reader, timeout: Optional[float]) -> Any:
     if mq._gpu_pending is not None:  # a device message a timed-out blocking dequeue left half received
         return _gpu.resume(mq, timeout)
     parts = _core.try_recv(reader)
@@ -197,6 +259,7 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
             if deadline is not None and loop.time() >= deadline:
                 raise TimeoutError(f"dequeue timed out after {timeout} s")
             due = False
+            w.watch()
             if not _core.arm(reader):  # cancelled in the wait: nothing was taken
                 due = await w.wait(reader, deadline, check_at)
             # No suspension point between taking a message and returning it: a cancellation arrives
@@ -236,6 +299,7 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
                 raise TimeoutError(f"enqueue timed out after {timeout} s: the slowest reader did not free ring "
                                    "space (the message was withdrawn)")
             due = False
+            w.watch()
             if not _core.arm(writer):  # room for the pending message's next record
                 due = await w.wait(writer, deadline, check_at)
             if _core.send_more(writer):  # the last record is out: no suspension point after this
@@ -255,13 +319,23 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
 
     Replies a timed-out or cancelled ``collect`` took stay with the gather (its collect keeps them):
     the next collect of the tag returns them. To start a collect now and await it later, use
-    ``await gather.collect_async(tag, ranks, timeout)``.
+    ``await gather.collect_async(tag, ranks, timeout)``. RuntimeError while another collect of this
+    gather is in progress on the loop.
     """
     core = gather._collector
     if core is None:
         raise RuntimeError("collect: this ReplyGather is a worker")
     _check_timeout(timeout)
     wanted = None if ranks is None else list(ranks)
+    _claim(core, "collect", "ReplyGather")
+    try:
+        return await _collect(gather, core, tag, wanted, timeout)
+    finally:  # completed, failed or cancelled: the next call may wait
+        _release(core)
+
+
+async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int, wanted: Optional[List[int]],
+                   timeout: Optional[float]) -> List[Any]:
     w: Optional[_Watch] = None
     deadline: Optional[float] = None
     check_at = 0.0
@@ -281,6 +355,7 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
             _core.check_peers(core, tag, wanted)  # PeerDeadError: a pending worker died
             check_at = w.loop.time() + w.liveness
         due = False
+        w.watch()
         if not _core.arm(core, wanted):
             due = await w.wait(core, deadline, check_at)
 
@@ -289,12 +364,21 @@ def await_pending(pending: "PendingReplies") -> Generator[Any, None, List[Any]]:
     """``PendingReplies.__await__``: awaits a collect started by ``gather.collect_async`` on the
     running loop (through the collector's eventfd, armed for the ranks still missing), then returns
     ``pending.result()`` (which no longer waits) or raises its error. The collect's own timeout
-    applies. A cancelled await leaves the collect pending: await it again, or call result()."""
+    applies. A cancelled await leaves the collect pending: await it again, or call result(). Awaited
+    by a second coroutine while one awaits it, it raises RuntimeError there."""
     return _pending_result(pending).__await__()
 
 
 async def _pending_result(pending: "PendingReplies") -> List[Any]:
     core = pending._collector
+    _claim(core, "await collect_async(...)", "ReplyGather")
+    try:
+        return await _await_pending(pending, core)
+    finally:  # completed, failed or cancelled: the next await may wait
+        _release(core)
+
+
+async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector) -> List[Any]:
     if not pending.done():  # (False too once result() was taken: result() then says so)
         w = _watch(core, pending._liveness)
         deadline = _deadline(w.loop, _core.pending_collect_seconds_left(core))
@@ -306,6 +390,7 @@ async def _pending_result(pending: "PendingReplies") -> List[Any]:
                 check_at = w.loop.time() + w.liveness
                 due = False
                 continue
+            w.watch()
             if not _core.arm_pending_collect(core):  # armed for exactly the ranks still missing
                 # (the loop timer ends it at the collect's own deadline)
                 due = await w.wait(core, deadline, check_at)

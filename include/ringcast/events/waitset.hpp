@@ -15,10 +15,13 @@
 //             instead. Futex-mode endpoints need no fd at all. liburing 2.3 has no futex helpers: the
 //             SQEs are built by hand (src/events/waitset_uring.cpp).
 // A kernel wake is a hint: the set re-checks the endpoint's condition and reports only endpoints that
-// are ready (data or closed; room; a pending reply or a closed reply ring), re-arming the others. No
-// wait() sleeps longer than WaitSetOptions::recheck at a time: then every armed endpoint's condition is
-// re-checked without re-arming it (a peer killed between its publish and its wake costs one
-// interval) and its peer's liveness checked (Error peer_dead, as the endpoint's own blocking calls).
+// are ready (data or closed; room; a pending reply or a closed reply ring; cancelled), re-arming the
+// others. Every WaitSetOptions::recheck — counted across wait() calls, so a loop of short waits or a
+// member woken often does not put it off — every armed endpoint's condition is re-checked without
+// re-arming it (a peer killed between its publish and its wake costs one interval) and its peer's
+// liveness checked (Error peer_dead, as the endpoint's own blocking calls). An endpoint's own blocking
+// calls may be used between waits: each wait() first re-announces every armed endpoint (a blocking
+// call withdraws the announcement they share when it returns).
 //
 // Back-end choice (run time): WaitSetBackend::automatic takes io_uring when built with liburing, the
 // kernel lets this process create a ring, and the ring's probe lists IORING_OP_FUTEX_WAIT; otherwise
@@ -89,6 +92,8 @@ private:
     std::vector<std::unique_ptr<Member>> members_;  // index = id; null: removed
     std::unique_ptr<Backend> backend_;
     std::chrono::nanoseconds recheck_;
+    Deadline next_recheck_{};  // when every armed member is next re-checked: kept across wait() calls, so
+                               // neither short waits nor a busy member put it off (waitset.cpp)
     std::uint64_t kernel_waits_ = 0;
 };
 
