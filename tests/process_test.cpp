@@ -270,6 +270,16 @@ TEST(Processes, ReaderBlockedOnADeadWriterFails) {
         EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
         EXPECT_NE(std::string(e.what()).find(std::to_string(writer)), std::string::npos) << e.what();
     }
+    // Once known dead, it stays so: every later call that finds nothing says so at once, polls too
+    // (they said timed_out until the next interval: a caller retrying on timeouts saw an idle queue).
+    for (const auto timeout : {0ms, 0ms, 10ms, 0ms}) {
+        try {
+            const Status s = r.read(got, timeout);
+            ADD_FAILURE() << "a read after the death was reported returned " << to_string(s);
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+        }
+    }
 }
 
 }  // namespace

@@ -577,9 +577,17 @@ public:
             next_ = now + kUnwatchedRecheck;
             return;
         }
-        if (ctx_.last_check != nullptr) *ctx_.last_check = now;  // before the check: a throw counts as one
+        if (ctx_.last_check != nullptr) *ctx_.last_check = now;
         next_ = now + ctx_.check_every;
-        ctx_.on_idle(ctx_.idle_context);
+        try {
+            ctx_.on_idle(ctx_.idle_context);
+        } catch (...) {
+            // A peer found dead stays dead: the check is due again at once, so every later call that
+            // finds nothing reports it too (it said timed_out until the next interval, and a caller
+            // that retries on a timeout read a dead writer as an idle queue).
+            if (ctx_.last_check != nullptr) *ctx_.last_check = now - ctx_.check_every;
+            throw;
+        }
     }
 
 private:

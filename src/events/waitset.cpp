@@ -172,6 +172,19 @@ std::unique_ptr<WaitSet::Backend> make_io_uring_backend(std::chrono::nanoseconds
 
 // ---- the set ---------------------------------------------------------------------------------------
 
+// The member's liveness check, once per `recheck`. A peer found dead stays due: every later wait()
+// reports it again, as the endpoint's own calls do (wait.hpp LivenessClock).
+void WaitSet::check_peer_if_due(Member& m, Deadline now) {
+    if (now - m.last_check < recheck_) return;
+    m.last_check = now;
+    try {
+        m.check_peer();
+    } catch (...) {
+        m.last_check = now - recheck_;
+        throw;
+    }
+}
+
 WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck) {
     if (recheck_.count() <= 0) throw Error(ErrorCode::invalid_argument, "WaitSetOptions::recheck must be positive");
     WaitSetBackend want = options.backend;
@@ -327,9 +340,8 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
                     backend_->abandon(id, *m);
                     m->armed = false;
                     ready.push_back(id);
-                } else if (now - m->last_check >= recheck_) {
-                    m->last_check = now;
-                    m->check_peer();
+                } else {
+                    check_peer_if_due(*m, now);
                 }
             }
         }
@@ -340,10 +352,7 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
                 ready.push_back(id);
                 continue;
             }
-            if (now - m->last_check >= recheck_) {  // a wake without news: is the peer still there?
-                m->last_check = now;
-                m->check_peer();
-            }
+            check_peer_if_due(*m, now);  // a wake without news: is the peer still there?
             if (backend_->arm(id, *m)) ready.push_back(id);
             else m->armed = true;
         }

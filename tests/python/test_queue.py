@@ -602,3 +602,179 @@ def test_a_bad_timeout_of_enqueue_or_dequeue_is_named_in_the_callers_terms(queue
         with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got str") as e:
             call()
         assert "incompatible function arguments" not in str(e.value)
+
+
+# ---- views of an acquire_write / acquire_read chunk that outlive their with-block -------------------
+# Every way of deriving a view from the block's memoryview: none of them is an export of that
+# memoryview itself (a slice, memoryview(v) and a cast share its managed buffer; numpy.frombuffer
+# keeps a memoryview of its own), so v.release() alone cannot see them.
+_DERIVED_VIEWS = {
+    "slice": lambda v: v[0:8],
+    "memoryview": lambda v: memoryview(v),
+    "cast": lambda v: memoryview(v).cast("B"),
+    "toreadonly": lambda v: v.toreadonly(),
+    "numpy.frombuffer": lambda v: np.frombuffer(v, np.uint8),
+}
+
+
+def _leak_queue():
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4)  # a 64 KiB ring: wraps fast
+    return q, ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+
+
+@pytest.mark.parametrize("derive", list(_DERIVED_VIEWS), ids=list(_DERIVED_VIEWS))
+def test_a_view_derived_from_an_acquire_write_view_that_outlives_the_block_raises_and_corrupts_nothing(derive):
+    if derive == "numpy.frombuffer" and np is None:
+        pytest.skip("numpy is not installed")
+    q, r = _leak_queue()
+    try:
+        with pytest.raises(ringcast.RingcastError, match="outlived its with-block"):
+            with q.acquire_write(timeout=1, size=8) as v:
+                v[:] = b"leakleak"
+                sub = _DERIVED_VIEWS[derive](v)
+        # Withdrawn, not published; and no write may reuse the bytes under `sub` while it lives.
+        with pytest.raises(TimeoutError):
+            with r.acquire_read(timeout=0):
+                pass
+        with pytest.raises(ringcast.RingcastError, match="still alive"):
+            q.enqueue(b"x" * 1000, timeout=1)
+        with pytest.raises(ringcast.RingcastError, match="still alive"):
+            with q.acquire_write(timeout=1, size=8):
+                pass
+        del sub
+        # Released: the writer goes on, through many wraps of the ring, and nothing is corrupt.
+        for i in range(300):
+            with q.acquire_write(timeout=1, size=1000) as v:
+                v[:] = bytes([i % 251]) * 1000
+            q.enqueue(i, timeout=1)
+            with r.acquire_read(timeout=1) as rv:
+                assert bytes(rv) == bytes([i % 251]) * 1000
+            assert r.dequeue(timeout=1) == i
+    finally:
+        r.shutdown()
+        q.shutdown()
+
+
+@pytest.mark.parametrize("derive", list(_DERIVED_VIEWS), ids=list(_DERIVED_VIEWS))
+def test_a_view_derived_from_an_acquire_read_view_that_outlives_the_block_raises_and_keeps_its_bytes(derive):
+    if derive == "numpy.frombuffer" and np is None:
+        pytest.skip("numpy is not installed")
+    q, r = _leak_queue()
+    try:
+        with q.acquire_write(timeout=1, size=8) as v:
+            v[:] = b"chunk-01"
+        with pytest.raises(ringcast.RingcastError, match="outlived its with-block"):
+            with r.acquire_read(timeout=1) as rv:
+                rsub = _DERIVED_VIEWS[derive](rv)
+        # The chunk is kept: the writer cannot overwrite the bytes under `rsub`, the reader reads on
+        # only once it is gone.
+        sent = 0
+        try:
+            for _ in range(200):
+                q.enqueue(b"y" * 1000, timeout=0.05)
+                sent += 1
+        except TimeoutError:
+            pass
+        assert sent < 200  # held back by the kept chunk
+        assert bytes(rsub[0:8]) == b"chunk-01"
+        with pytest.raises(ringcast.RingcastError, match="still alive"):
+            r.dequeue(timeout=0)
+        with pytest.raises(ringcast.RingcastError, match="still alive"):
+            with r.acquire_read(timeout=0):
+                pass
+        del rsub
+        for _ in range(sent):
+            assert r.dequeue(timeout=1) == b"y" * 1000
+        for i in range(300):
+            q.enqueue(i, timeout=1)
+            assert r.dequeue(timeout=1) == i
+    finally:
+        r.shutdown()
+        q.shutdown()
+
+
+def test_a_view_kept_past_the_block_keeps_the_ring_mapped():
+    """A leaked view keeps the endpoint (and its mapping) alive: reading it after the queue object is
+    dropped reads the chunk's bytes, not unmapped memory."""
+    q, r = _leak_queue()
+    with q.acquire_write(timeout=1, size=8) as v:
+        v[:] = b"mappedok"
+    with pytest.raises(ringcast.RingcastError, match="outlived its with-block"):
+        with r.acquire_read(timeout=1) as rv:
+            rsub = rv[0:8]
+    r.shutdown()
+    q.shutdown()
+    del q, r, v, rv
+    gc.collect()
+    assert bytes(rsub) == b"mappedok"
+
+
+def test_create_from_handle_takes_a_numpy_integer_rank():
+    if np is None:
+        pytest.skip("numpy is not installed")
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), np.int64(1))
+    try:
+        assert r.local_reader_rank == 1 and type(r.local_reader_rank) is int
+        q.enqueue("x", timeout=1)
+        assert r.dequeue(timeout=1) == "x"
+        with pytest.raises(TypeError, match="rank must be an int, got bool_"):
+            ringcast.MessageQueue.create_from_handle(q.export_handle(), np.bool_(True))
+    finally:
+        r.shutdown()
+        q.shutdown()
+
+
+def test_a_bool_is_not_a_timeout(queue_pair):
+    q, (r,) = queue_pair(1)
+    calls = {
+        "enqueue": lambda t: q.enqueue("x", timeout=t),
+        "dequeue": lambda t: r.dequeue(timeout=t),
+        "dequeue_many": lambda t: r.dequeue_many(2, timeout=t),
+        "wait_until_ready": lambda t: q.wait_until_ready(timeout=t),
+    }
+    for name, call in calls.items():
+        for flag in (True, False):
+            with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got bool"):
+                call(flag)
+    with pytest.raises(TypeError, match="got bool"):
+        with q.acquire_write(timeout=True, size=8):
+            pass
+    # Every other kind of timeout still goes: an int, a float, numpy's numbers, None.
+    for t in (1, 1.5, np.float64(1.0) if np is not None else 1.0, np.int64(1) if np is not None else 1, None):
+        q.enqueue(t, timeout=t)
+        assert r.dequeue(timeout=t) == t
+
+
+def test_a_rank_that_is_no_reader_names_the_remote_ranks_too():
+    q = ringcast.MessageQueue(4, 2, max_chunk_bytes=4096, max_chunks=4, connect_ip="127.0.0.1")
+    try:
+        h = q.export_handle()
+        assert h.remote_reader_ranks == [2, 3]
+        with pytest.raises(ValueError) as e:
+            ringcast.MessageQueue.create_from_handle(h, 7)
+        said = str(e.value)
+        assert "local_reader_ranks=[0, 1]" in said and "remote_reader_ranks=[2, 3]" in said, said
+        assert "ZeroMQ" in said and str(h.remote_subscribe_addr) in said, said
+    finally:
+        q.shutdown()
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
+    try:
+        with pytest.raises(ValueError, match=r"local_reader_ranks=\[0, 1\]; the queue has no remote readers"):
+            ringcast.MessageQueue.create_from_handle(q.export_handle(), 7)
+    finally:
+        q.shutdown()
+
+
+def test_reattaching_a_released_rank_gives_python_advice_not_the_cpp_keep_place():
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4)
+    try:
+        h = q.export_handle()
+        ringcast.MessageQueue.create_from_handle(h, 0).shutdown()
+        with pytest.raises(ValueError, match="released by a clean detach") as e:
+            ringcast.MessageQueue.create_from_handle(h, 0)
+        said = str(e.value)
+        assert "sets keep_place" not in said, said
+        assert "Python has no keep_place" in said and "new handle" in said, said
+    finally:
+        q.shutdown()

@@ -334,3 +334,34 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_acquire_read_with_cancel_refuses_a_view_that_outlives_the_block():
+    # The cancel path peeks and releases by itself: a view derived from the block's one and kept past
+    # the block raises there, and the chunk stays the reader's until that view is gone.
+    q, r = _pair()
+    with q.acquire_write(size=8) as buf:
+        buf[:] = b"cancel-1"
+    with pytest.raises(ringcast.RingcastError, match="outlived its with-block"):
+        with r.acquire_read(timeout=5, cancel=threading.Event()) as view:
+            kept = view[0:8]
+    with pytest.raises(ringcast.RingcastError, match="still alive"):
+        r.dequeue(timeout=0, cancel=threading.Event())
+    assert bytes(kept) == b"cancel-1"
+    del kept
+    q.enqueue({"step": 2})
+    assert r.dequeue(timeout=5, cancel=threading.Event()) == {"step": 2}
+    q.shutdown()
+    r.shutdown()
+
+
+def test_a_bool_is_not_a_timeout_with_a_cancel_event_either():
+    q, r = _pair()
+    for flag in (True, False):
+        with pytest.raises(TypeError, match="got bool"):
+            r.dequeue(timeout=flag, cancel=threading.Event())
+        with pytest.raises(TypeError, match="got bool"):
+            with r.acquire_read(timeout=flag, cancel=threading.Event()):
+                pass
+    q.shutdown()
+    r.shutdown()

@@ -13,6 +13,7 @@ import math
 import numbers
 import os
 import pickle
+import re
 import time
 import uuid
 import weakref
@@ -133,6 +134,19 @@ def retold(e: ValueError, text: str) -> ValueError:
     return type(e)(text)
 
 
+def _in_python_terms(e: ValueError) -> str:
+    """The core's reason, with advice Python cannot follow retold: a rank released by a clean detach
+    is told to come back with the C++ ReaderOptions::keep_place, which this binding does not offer."""
+    text = str(e)
+    if "keep_place" not in text:
+        return text
+    text = re.sub(r"\s*\([^()]*keep_place[^()]*\)", "", text)
+    return (f"{text}; a released rank cannot be attached again in this queue (its reader's shutdown(), or "
+            "its MessageQueue garbage-collected, released it). Python has no keep_place: keep that reader's "
+            "MessageQueue open while the rank may still be needed, or have the writer create a new queue "
+            "and attach with its new handle")
+
+
 def check_handle_version(handle) -> None:
     """Refuses a handle pickled by another ringcast version (its fields may mean other things).
 
@@ -151,7 +165,9 @@ def check_handle_version(handle) -> None:
 def _check_timeout(timeout: Optional[float]) -> None:
     """A timeout as the blocking calls take it: a number of seconds >= 0 (not NaN), or None — checked
     also where a call does not wait (a local reader's wait_until_ready), so that a bad one is never
-    silently taken."""
+    silently taken. A bool is not a timeout (True is no "1 second"): TypeError. The hot paths
+    (enqueue, dequeue) pass the timeout to the binding unchecked, which would take a bool as a
+    float: they call this for a bool first (``timeout is True or timeout is False``)."""
     if timeout is None:
         return
     if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):  # numpy's and Fraction too
@@ -516,7 +532,7 @@ class MessageQueue:
 
         Args:
             handle: the writer's ``export_handle()``.
-            rank: one of ``handle.local_reader_ranks`` (shared memory) or of
+            rank: an int (numpy's integers too), one of ``handle.local_reader_ranks`` (shared memory) or of
                 ``handle.remote_reader_ranks`` (ZeroMQ, from any machine that reaches
                 ``handle.remote_subscribe_addr``; call wait_until_ready() next).
 
@@ -524,9 +540,10 @@ class MessageQueue:
             MessageQueue: the reader side (dequeue, dequeue_many, acquire_read, broadcast_object).
 
         Raises:
-            ValueError: not a Handle, a handle from another ringcast version, a rank not in
-                local_reader_ranks, a stale handle (the queue was shut down or re-created), a rank
-                already attached by a live process or released by a clean exit.
+            ValueError: not a Handle, a handle from another ringcast version, a rank in neither
+                local_reader_ranks nor remote_reader_ranks (both are named), a stale handle (the queue
+                was shut down or re-created), a rank already attached by a live process or released
+                by a clean exit (Python has no keep_place: a released rank cannot come back).
             SegmentError: (a ValueError too) the segment is there but not a ringcast segment this
                 library can use: another program's object, another version's, a corrupt header.
             TypeError: a rank that is not an int.
@@ -535,13 +552,23 @@ class MessageQueue:
         if not isinstance(handle, Handle):
             raise ValueError(f"expected a ringcast.Handle, got {type(handle).__name__}")
         check_handle_version(handle)
-        if isinstance(rank, bool) or not isinstance(rank, int):  # 0.0 == 0 would attach rank 0
+        # 0.0 == 0 would attach rank 0; numpy's ints are ints (as everywhere else)
+        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
             raise TypeError(f"rank must be an int, got {type(rank).__name__}")
-        if rank in vars(handle).get("remote_reader_ranks", []):
+        rank = int(rank)
+        remote_ranks = list(vars(handle).get("remote_reader_ranks", []))
+        if rank in remote_ranks:
             return MessageQueue._attach_remote(handle, rank)
         if rank not in handle.local_reader_ranks:
-            raise ValueError(f"rank {rank!r} is not a local reader of queue '{handle.name}' "
-                             f"(local_reader_ranks={handle.local_reader_ranks})")
+            if remote_ranks:
+                readers = (f"local_reader_ranks={handle.local_reader_ranks}, attached through shared memory on "
+                           f"the writer's machine; remote_reader_ranks={remote_ranks}, which this call attaches "
+                           f"over ZeroMQ to the writer's publisher ({handle.remote_subscribe_addr}) from any "
+                           "machine that reaches it")
+            else:
+                readers = f"local_reader_ranks={handle.local_reader_ranks}; the queue has no remote readers"
+            raise ValueError(f"rank {rank!r} is not a local reader of queue '{handle.name}', nor a remote "
+                             f"one ({readers})")
         index = handle.local_reader_ranks.index(rank)
         try:
             info = _core.segment_info(handle.name)
@@ -567,7 +594,7 @@ class MessageQueue:
             reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
                                   spin_max_us=spin_max_us, liveness_s=handle.liveness_interval)
         except ValueError as e:
-            raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {e}") from None
+            raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {_in_python_terms(e)}") from None
         return MessageQueue._reader_side(handle, reader, local_reader_rank=index, n_remote_reader=0)
 
     @staticmethod
@@ -705,6 +732,8 @@ class MessageQueue:
         # unsent, for the GPU path (DMA, docs/gpu.md).
         if not self._is_writer:
             self._require_writer("enqueue")
+        if timeout is True or timeout is False:  # the binding would take a bool as 1.0 / 0.0 seconds
+            _check_timeout(timeout)
         if self._send_object is not None:
             try:
                 device_message = self._send_object(obj, timeout)
@@ -750,6 +779,8 @@ class MessageQueue:
         """
         if self._is_writer:
             self._require_reader("dequeue")
+        if timeout is True or timeout is False:  # the binding would take a bool as 1.0 / 0.0 seconds
+            _check_timeout(timeout)
         if self._gpu_pending is not None:  # a device message a timed-out dequeue left half received
             return _gpu.resume(self, timeout)
         if self._is_local_reader:  # one binding call: waits, copies out, unpickles
@@ -788,6 +819,7 @@ class MessageQueue:
         """
         self._require_reader("dequeue_many")
         _check_int("max_n", max_n, 1)
+        _check_timeout(timeout)
         if self._gpu_pending is not None:
             return [_gpu.resume(self, timeout)]
         return [_gpu.receive(self, parts, timeout, None) if _gpu.is_device_message(parts) else self._loads(parts)
@@ -867,7 +899,9 @@ class MessageQueue:
 
         Write into the view inside the ``with`` block; the chunk is published to every reader when
         the block exits normally and dropped if it raises. Readers take it with acquire_read()
-        (dequeue() refuses it). The view must not outlive the block.
+        (dequeue() refuses it). The view, and every view derived from it (slices, ``memoryview(v)``,
+        casts, ``numpy.frombuffer(v)``), must not outlive the block: one still referenced when the
+        block ends raises RingcastError there (see Raises).
 
         Args:
             timeout: seconds to wait for ring space; None (default) forever, 0 poll.
@@ -882,7 +916,12 @@ class MessageQueue:
             ClosedError, PeerDeadError: as enqueue().
             ValueError: ``size`` is negative or exceeds the largest record; a negative timeout.
             TypeError: ``size`` that is not an int, a timeout that is not a number.
-            RingcastError: a view of the chunk outlived the block (the chunk was published).
+            RingcastError: a view of the chunk outlived the block — any view derived from the
+                yielded one (a slice, ``memoryview(v)``, a cast, ``numpy.frombuffer(v)``) still
+                referenced when the block ends. The chunk is then withdrawn, not published, and
+                every later write of this queue raises RingcastError until that view is released
+                (``del`` it or call its ``release()``): its bytes are free ring space the next
+                message would reuse. Also raised by a write while such a view is alive.
             RuntimeError: called on a reader, or while another thread uses this queue.
         """
         self._require_writer("acquire_write")
@@ -899,22 +938,26 @@ class MessageQueue:
             yield buf
             ok = True
         finally:
-            leaked = None
             try:
                 buf.release()
-            except BufferError as e:
-                leaked = e
+            except BufferError:
+                pass  # something holds a buffer of `buf` itself: commit_raw sees the chunk still viewed
+            # The view shows an exporter that counts every view derived from it (slices, memoryview(),
+            # casts, numpy.frombuffer): with one still alive, commit_raw drops the chunk instead of
+            # publishing it and raises RingcastError; this writer then refuses to write until that
+            # view is gone (its bytes are free ring space).
             self._writer.commit_raw(publish=ok)
-            if leaked is not None and ok:
-                raise RingcastError("acquire_write: a view of the ring buffer outlived the with-block "
-                                    "(the chunk was published; writing through that view now corrupts "
-                                    "later messages)") from leaked
 
     @contextmanager
     def acquire_read(self, timeout: Optional[float] = None, indefinite: bool = False) -> Iterator[memoryview]:
         """Context manager: a read-only memoryview of the next acquire_write() chunk (zero copy).
 
-        The view is valid only inside the ``with`` block; the chunk is consumed when it exits.
+        The view is valid only inside the ``with`` block; the chunk is consumed when it exits. A view
+        derived from it (a slice, ``memoryview(v)``, a cast, ``numpy.frombuffer(v)``) still referenced
+        when the block ends raises RingcastError there: the chunk is then kept, not consumed, so that
+        the writer cannot overwrite the bytes under that view, and every later read of this queue
+        raises RingcastError until the view is released (``del`` it or call its ``release()``); the
+        first read after that consumes the chunk and goes on. Copy what you keep (``bytes(v[...])``).
 
         Args:
             timeout: seconds; None (default) waits forever, 0 poll.
@@ -926,7 +969,7 @@ class MessageQueue:
         Raises:
             TimeoutError: no message arrived in time.
             RingcastError: the next message was sent with enqueue() (it is left for dequeue()), or
-                one is partly received.
+                one is partly received; a view of the chunk outlived the block (see above).
             ClosedError, PeerDeadError, RuntimeError, ValueError: as dequeue().
         """
         self._require_reader("acquire_read")
@@ -938,7 +981,10 @@ class MessageQueue:
             try:
                 buf.release()
             except BufferError:
-                pass  # a derived view outlived the block; the ring space is released regardless
+                pass  # something holds a buffer of `buf` itself: release_raw sees the chunk still viewed
+            # With a view derived from `buf` still alive, release_raw keeps the chunk (the writer cannot
+            # overwrite the bytes under that view) and raises RingcastError; later reads raise it too
+            # until that view is gone.
             self._reader.release_raw()
 
     # ---- end -----------------------------------------------------------------------------------

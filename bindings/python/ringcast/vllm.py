@@ -39,7 +39,7 @@ import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ringcast import _gpu
-from ringcast._queue import Handle
+from ringcast._queue import Handle, _check_timeout
 from ringcast._queue import MessageQueue as _RingcastQueue
 
 SHM_BROADCAST = "vllm.distributed.device_communicators.shm_broadcast"
@@ -114,13 +114,12 @@ class MessageQueue(_RingcastQueue):
             try:
                 view.release()
             except BufferError:
-                pass  # a derived view outlived the block; the ring space is released regardless
-            self._reader.release_raw()
+                pass  # something holds a buffer of `view` itself: release_raw sees the chunk still viewed
+            self._reader.release_raw()  # a view derived from `view` still alive: RingcastError, chunk kept
 
     def _until_cancelled(self, call: Any, timeout: Optional[float], cancel: threading.Event) -> Any:
+        _check_timeout(timeout)  # a bool, a string, a negative or NaN timeout: refused in its own words
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
-        if timeout is not None and timeout < 0:
-            raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
         while True:
             if cancel.is_set():
                 raise RuntimeError("cancelled")

@@ -128,4 +128,120 @@ void Reassembly::start(Gil& gil, const Message& m, Frame f) {
     remaining_ = total;
 }
 
+// ---- RawChunk --------------------------------------------------------------------------------------
+namespace {
+
+struct RawChunkObject {
+    PyObject_HEAD
+    void* data;
+    Py_ssize_t size;
+    int readonly;
+    Py_ssize_t exports;  // buffers taken and not yet given back
+    PyObject* owner;     // set once a view outlived its block: kept until exports drops to 0
+};
+
+int raw_chunk_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+    auto* c = reinterpret_cast<RawChunkObject*>(self);
+    if (PyBuffer_FillInfo(view, self, c->data, c->size, c->readonly, flags) < 0) return -1;
+    ++c->exports;
+    return 0;
+}
+
+void raw_chunk_releasebuffer(PyObject* self, Py_buffer*) {
+    auto* c = reinterpret_cast<RawChunkObject*>(self);
+    if (--c->exports == 0 && c->owner != nullptr) {
+        // The last view of a chunk that outlived its block: the mapping may go now. (`self` is still
+        // referenced by the buffer being released, so the endpoint's going cannot free it under us.)
+        PyObject* owner = c->owner;
+        c->owner = nullptr;
+        Py_DECREF(owner);
+    }
+}
+
+void raw_chunk_dealloc(PyObject* self) {
+    auto* c = reinterpret_cast<RawChunkObject*>(self);
+    PyTypeObject* type = Py_TYPE(self);
+    Py_CLEAR(c->owner);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+PyType_Slot raw_chunk_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void*>(raw_chunk_getbuffer)},
+    {Py_bf_releasebuffer, reinterpret_cast<void*>(raw_chunk_releasebuffer)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(raw_chunk_dealloc)},
+    {Py_tp_doc, const_cast<char*>("The bytes of an acquire_write/acquire_read chunk; counts the views taken of them.")},
+    {0, nullptr},
+};
+
+PyType_Spec raw_chunk_spec = {
+    "ringcast._core._RawChunk", static_cast<int>(sizeof(RawChunkObject)), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, raw_chunk_slots,
+};
+
+PyTypeObject* raw_chunk_type() {
+    static PyObject* type = nullptr;  // made once, under the GIL; lives as long as the process
+    if (type == nullptr) {
+        type = PyType_FromSpec(&raw_chunk_spec);
+        if (type == nullptr) throw py::error_already_set();
+    }
+    return reinterpret_cast<PyTypeObject*>(type);
+}
+
+RawChunkObject* as_chunk(const py::object& o) { return reinterpret_cast<RawChunkObject*>(o.ptr()); }
+
+}  // namespace
+
+py::memoryview RawChunk::open(void* data, std::size_t size, bool readonly) {
+    PyTypeObject* type = raw_chunk_type();
+    PyObject* raw = type->tp_alloc(type, 0);
+    if (raw == nullptr) throw py::error_already_set();
+    py::object chunk = py::reinterpret_steal<py::object>(raw);
+    auto* c = reinterpret_cast<RawChunkObject*>(raw);
+    c->data = data;
+    c->size = static_cast<Py_ssize_t>(size);
+    c->readonly = readonly ? 1 : 0;
+    c->exports = 0;
+    c->owner = nullptr;
+    PyObject* view = PyMemoryView_FromObject(raw);
+    if (view == nullptr) throw py::error_already_set();
+    obj_ = std::move(chunk);
+    return py::reinterpret_steal<py::memoryview>(view);
+}
+
+bool RawChunk::viewed() const { return obj_ && as_chunk(obj_)->exports > 0; }
+
+void RawChunk::keep_read_chunk(py::handle owner, bool shut_down) {
+    const bool first = !kept_;
+    kept_ = true;
+    keep_owner_alive(owner);
+    if (shut_down)
+        throw Closed{"acquire_read: the queue was shut down; a view of its last chunk outlived the with-block, so "
+                     "the chunk (and the reader's rank) is kept while that view lives"};
+    throw Failure{g_ringcast_error,
+                  first ? "acquire_read: a view of the chunk outlived its with-block (a slice, memoryview(), cast "
+                          "or numpy.frombuffer of the block's view, still referenced): the chunk is kept, not "
+                          "released, so that the writer cannot overwrite the bytes under it, and this reader "
+                          "refuses to read until that view is released (del it, or call its release())"
+                        : "acquire_read: a view of the chunk that outlived its with-block is still alive"};
+}
+
+bool RawChunk::settle_kept_read_chunk(const char* what) {
+    if (!kept_) return false;
+    if (viewed())
+        throw Failure{g_ringcast_error,
+                      std::string(what) + ": a view of an acquire_read() chunk that outlived its with-block is "
+                                          "still alive; release it first (del it, or call its release()): the "
+                                          "chunk is kept until then so that the writer cannot overwrite it"};
+    forget();
+    return true;
+}
+
+void RawChunk::keep_owner_alive(py::handle owner) {
+    if (!obj_) return;
+    auto* c = as_chunk(obj_);
+    if (c->owner != nullptr || c->exports == 0) return;
+    c->owner = owner.inc_ref().ptr();
+}
+
 }  // namespace ringcast::python::detail

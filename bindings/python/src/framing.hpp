@@ -189,6 +189,43 @@ inline py::list to_list(std::vector<py::object>&& parts) {
     return l;
 }
 
+// ---- the chunk of acquire_write / acquire_read -----------------------------------------------------
+// Its memoryview is not made over the ring bytes directly but over a small buffer-exporting object
+// (ringcast._core._RawChunk) that counts the buffers taken from it. Every view derived from the
+// memoryview — a slice, memoryview(v), a cast, v.toreadonly(), numpy.frombuffer(v) — shares the
+// memoryview's one export of that object, which goes back only when the last of them is gone, while
+// none of them is an export of the memoryview itself (its release() succeeds regardless). So at the
+// block's end the endpoint knows whether any view of the chunk outlived it (viewed()).
+class RawChunk {
+public:
+    // A fresh chunk object over `size` bytes at `data`, and the block's memoryview of it (holding its
+    // one export). GIL held.
+    py::memoryview open(void* data, std::size_t size, bool readonly);
+    // Whether a buffer of the chunk is still out (GIL held). False when there is no chunk.
+    [[nodiscard]] bool viewed() const;
+    // A view outlived the block: the chunk object holds `owner` (the endpoint's Python object, and so
+    // the mapping the view shows) until its last buffer goes back.
+    void keep_owner_alive(py::handle owner);
+    void forget() {
+        obj_ = py::object();
+        kept_ = false;
+    }
+
+    // The read side (a local or a remote reader), whose chunk is the reader's until released:
+    // release_raw() with a view still alive keeps the chunk — the writer cannot overwrite the bytes
+    // under that view — holds `owner` (the reader's Python object: its mapping) and raises
+    // RingcastError (ClosedError once `shut_down`: no read will come to release it; the rank stays
+    // until the reader object goes).
+    [[noreturn]] void keep_read_chunk(py::handle owner, bool shut_down);
+    // Every read first: a kept chunk still viewed raises RingcastError naming `what`. True: a kept
+    // chunk no longer viewed, forgotten here, which the caller releases now.
+    [[nodiscard]] bool settle_kept_read_chunk(const char* what);
+
+private:
+    py::object obj_;
+    bool kept_ = false;  // keep_read_chunk ran: the chunk is kept until no view of it is left
+};
+
 // dequeue_many's loop, one for the local and the remote reader: waits for the first message as a
 // blocking receive does, then takes what is ready without waiting, up to max_n messages. A close
 // after the first message ends the burst quietly (what was collected is delivered; the next call

@@ -66,11 +66,16 @@ public:
     // woken. False, doing nothing, when wake-ahead is off, once shut down or in a forked child.
     bool wake_ahead();
 
-    // acquire_write: a span of `size` bytes in the ring, published by commit_raw().
+    // acquire_write: a span of `size` bytes in the ring, published by commit_raw(). The memoryview
+    // shows a detail::RawChunk (framing.hpp), which tells commit_raw() whether a view survived.
     py::memoryview reserve_raw(std::size_t size, std::optional<double> timeout);
 
     // Publishes the reservation (its first `used` bytes; all by default). publish=False drops it: nothing
-    // became visible and the next reserve replaces it.
+    // became visible and the next reserve replaces it. A view of the chunk still alive (one derived
+    // from the block's memoryview and kept past the block): the chunk is dropped, not published, and
+    // RingcastError says so; every write of this writer then raises RingcastError until that view is
+    // gone (refuse_if_pending), since the bytes under it are free ring space the next write would
+    // reuse. The view keeps this writer's Python object (its mapping) alive meanwhile.
     void commit_raw(std::optional<std::size_t> used, bool publish);
 
     // ---- enqueue without waiting (ringcast.aio: the event loop waits, on wake_fd(), between calls) ----
@@ -124,8 +129,9 @@ private:
     void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout);
     // Publishes the pending message's records while the ring has room (zero-timeout reserves).
     [[nodiscard]] bool publish_pending(detail::Gil& gil);
-    // send() / acquire_write() / send_nowait() while a message is pending: RuntimeError.
-    void refuse_if_pending(const char* what) const;
+    // send() / acquire_write() / send_nowait() while a message is pending: RuntimeError; while a view
+    // of an acquire_write() chunk that outlived its block is alive: RingcastError (commit_raw).
+    void refuse_if_pending(const char* what);
     // py::len(parts), or ValueError unless 1..max_parts() (send and send_nowait).
     [[nodiscard]] std::size_t checked_part_count(const py::sequence& parts) const;
     // A dead reader at the minimum head can never release: waiting for it is an error that names it.
@@ -138,6 +144,8 @@ private:
     std::size_t reserved_size_ = 0;
     bool broken_ = false;
     bool raw_reserved_ = false;
+    detail::RawChunk raw_chunk_;  // the chunk of the last acquire_write
+    bool raw_leaked_ = false;     // a view of it outlived its block: no write until it is gone
     // The message of send_nowait() not yet fully published (null: none). Its first record takes its
     // sequence number (pending_seq_); pending_sent_ stream bytes of it are out.
     std::unique_ptr<detail::OutgoingMessage> pending_;
@@ -190,8 +198,14 @@ public:
     [[nodiscard]] py::object try_recv();
 
     // acquire_read: a read-only view of the next message written with acquire_write; released by
-    // release_raw(). Anything else is left in place and reported.
+    // release_raw(). Anything else is left in place and reported. The memoryview shows a
+    // detail::RawChunk (framing.hpp): release_raw() knows whether a view of it survived the block.
     py::memoryview peek_raw(std::optional<double> timeout);
+    // Consumes the peek_raw() chunk. A view of it still alive (derived from the block's memoryview
+    // and kept past the block): the chunk is kept, not released — the writer cannot overwrite the
+    // bytes under that view — and RingcastError says so; every read of this reader then raises
+    // RingcastError until the view is gone, and the first read after that releases the chunk
+    // (settle_raw_chunk). The view keeps this reader's Python object (its mapping) alive meanwhile.
     void release_raw();
 
     // Raises PeerDeadError if the writer process is gone.
@@ -220,6 +234,9 @@ public:
 
 private:
     void release_after_shutdown() noexcept override;
+    // Every read first: a kept chunk (release_raw) still viewed raises RingcastError; no longer
+    // viewed, it is released now.
+    void settle_raw_chunk(const char* what);
     [[noreturn]] void corrupt(const std::string& why) const { assembly_.corrupt(why); }
     void check_writer() { reader_->check_liveness(); }
 
@@ -239,6 +256,7 @@ private:
     std::string name_;
     detail::Reassembly assembly_;
     bool raw_peeked_ = false;
+    detail::RawChunk raw_chunk_;  // the chunk of the last acquire_read (kept while a view outlives its block)
     std::uint64_t waits_at_detach_ = 0;  // waits() once the rank went back (the slot may be another's)
 };
 

@@ -31,6 +31,7 @@ PyReader::~PyReader() {
 py::list PyReader::recv(std::optional<double> timeout) {
     Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue");
+    settle_raw_chunk("dequeue");
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
     std::vector<py::object> parts = receive(gil, deadline, false, timeout);
@@ -54,6 +55,7 @@ py::object PyReader::recv_object(std::optional<double> timeout) {
 py::object PyReader::take_message(std::optional<double> timeout) {
     Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue");
+    settle_raw_chunk("dequeue");
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
     if (!assembly_.active()) {
@@ -83,6 +85,7 @@ py::object PyReader::take_message(std::optional<double> timeout) {
 py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
     Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue_many");
+    settle_raw_chunk("dequeue_many");
     if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
@@ -93,6 +96,7 @@ py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
 py::object PyReader::try_recv() {
     Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue");
+    settle_raw_chunk("dequeue");
     Gil gil;
     std::vector<py::object> parts = receive(gil, Clock::now(), true, std::optional<double>(0.0));
     gil.acquire();
@@ -109,6 +113,7 @@ py::object PyReader::try_recv() {
 py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
     Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("acquire_read");
+    settle_raw_chunk("acquire_read");
     if (assembly_.active())
         throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received; "
                                         "finish it with dequeue()"};
@@ -119,13 +124,23 @@ py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
     if (m.status != Status::ok) throw TimedOut{"acquire_read timed out after " + timeout_text(timeout)};
     if (tag_frame(m.tag) != Frame::raw)
         throw Failure{g_ringcast_error, "acquire_read: the next message was sent with enqueue(); use dequeue()"};
+    py::memoryview view = raw_chunk_.open(const_cast<std::byte*>(m.bytes.data()), m.bytes.size(), true);
     raw_peeked_ = true;
-    return py::memoryview::from_memory(static_cast<const void*>(m.bytes.data()),
-                                       static_cast<py::ssize_t>(m.bytes.size()));
+    return view;
+}
+
+void PyReader::settle_raw_chunk(const char* what) {
+    if (!raw_chunk_.settle_kept_read_chunk(what)) return;
+    raw_peeked_ = false;
+    reader_->release();
 }
 
 void PyReader::release_raw() {
     Busy busy(*this);
+    // First, before a shut-down reader's rank goes back (below): not while a view shows the bytes.
+    if (raw_peeked_ && raw_chunk_.viewed() && !forked_child())
+        raw_chunk_.keep_read_chunk(py::cast(this), shut_.load(std::memory_order_acquire));
+    raw_chunk_.forget();  // (a kept chunk no longer viewed: released below)
     release_left_to_the_chunk(raw_peeked_);
     check_usable("acquire_read");
     if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};

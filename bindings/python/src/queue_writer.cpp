@@ -215,8 +215,9 @@ py::memoryview PyWriter::reserve_raw(std::size_t size, std::optional<double> tim
     if (broken_) finish_broken_stream(gil, deadline, timeout);
     std::span<std::byte> dst = reserve(gil, size, deadline, timeout, "acquire_write");
     gil.acquire();
+    py::memoryview view = raw_chunk_.open(static_cast<void*>(dst.data()), dst.size(), false);
     raw_reserved_ = true;
-    return py::memoryview::from_memory(static_cast<void*>(dst.data()), static_cast<py::ssize_t>(dst.size()), false);
+    return view;
 }
 
 void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
@@ -224,6 +225,17 @@ void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
     Busy busy(*this);
     if (!raw_reserved_) throw Failure{g_ringcast_error, "commit without acquire_write"};
     raw_reserved_ = false;
+    if (raw_chunk_.viewed()) {
+        raw_leaked_ = true;
+        raw_chunk_.keep_owner_alive(py::cast(this));
+        throw Failure{g_ringcast_error,
+                      "acquire_write: a view of the chunk outlived its with-block (a slice, memoryview(), "
+                      "cast or numpy.frombuffer of the block's view, still referenced): the chunk was "
+                      "withdrawn, not published, and this writer refuses to write until that view is "
+                      "released (del it, or call its release()), since its bytes are free ring space the "
+                      "next message would reuse"};
+    }
+    raw_chunk_.forget();
     if (!publish) return;
     const std::size_t n = used.value_or(reserved_size_);
     if (n > reserved_size_)
@@ -266,7 +278,16 @@ std::size_t PyWriter::pending_record_bytes() const {
         std::min<std::uint64_t>(pending_->total() - pending_sent_, writer_->max_reserve()));
 }
 
-void PyWriter::refuse_if_pending(const char* what) const {
+void PyWriter::refuse_if_pending(const char* what) {
+    if (raw_leaked_) {
+        if (raw_chunk_.viewed())
+            throw Failure{g_ringcast_error,
+                          std::string(what) + ": a view of an acquire_write() chunk that outlived its "
+                                              "with-block is still alive; release it first (del it, or "
+                                              "call its release()): this write would reuse its bytes"};
+        raw_leaked_ = false;
+        raw_chunk_.forget();
+    }
     if (pending_)
         throw Failure{PyExc_RuntimeError, std::string(what) +
                                               ": an enqueue_async of this queue is in progress (await it, or "

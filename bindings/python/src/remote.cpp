@@ -183,6 +183,7 @@ public:
     py::list recv(std::optional<double> timeout) {
         Busy busy(*this);
         check_usable("dequeue");
+        settle_raw_chunk("dequeue");
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Gil gil;
         auto parts = receive(gil, deadline, false, timeout);
@@ -193,6 +194,7 @@ public:
     py::list recv_many(std::size_t max_n, std::optional<double> timeout) {
         Busy busy(*this);
         check_usable("dequeue_many");
+        settle_raw_chunk("dequeue_many");
         if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Gil gil;
@@ -203,6 +205,7 @@ public:
     py::memoryview peek_raw(std::optional<double> timeout) {
         Busy busy(*this);
         check_usable("acquire_read");
+        settle_raw_chunk("acquire_read");
         if (assembly_.active())
             throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
@@ -212,12 +215,17 @@ public:
         if (m.status != Status::ok) throw TimedOut{"acquire_read timed out after " + timeout_text(timeout)};
         if (tag_frame(m.tag) != Frame::raw)
             throw Failure{g_ringcast_error, "acquire_read: the next message was sent with enqueue(); use dequeue()"};
+        py::memoryview view = raw_chunk_.open(const_cast<std::byte*>(m.bytes.data()), m.bytes.size(), true);
         raw_peeked_ = true;
-        return py::memoryview::from_memory(static_cast<const void*>(m.bytes.data()),
-                                           static_cast<py::ssize_t>(m.bytes.size()));
+        return view;
     }
+    // As PyReader's: a view of the chunk still alive keeps it (the frame stays the reader's), and
+    // every read raises RingcastError until that view is gone.
     void release_raw() {
         Busy busy(*this);
+        if (raw_peeked_ && raw_chunk_.viewed() && !forked_child())
+            raw_chunk_.keep_read_chunk(py::cast(this), shut_.load(std::memory_order_acquire));
+        raw_chunk_.forget();
         release_left_to_the_chunk(raw_peeked_);  // (the frame a view showed belongs to the reader's state)
         check_usable("acquire_read");
         if (!raw_peeked_) throw Failure{g_ringcast_error, "release without acquire_read"};
@@ -297,6 +305,13 @@ private:
     std::unique_ptr<remote::RemoteReader> reader_;  // null once shut down and gone (the goodbye)
     Reassembly assembly_;
     bool raw_peeked_ = false;
+    RawChunk raw_chunk_;  // the chunk of the last acquire_read (kept while a view outlives its block)
+
+    void settle_raw_chunk(const char* what) {
+        if (!raw_chunk_.settle_kept_read_chunk(what)) return;
+        raw_peeked_ = false;
+        reader_->release();
+    }
 };
 
 // ---- replies ---------------------------------------------------------------------------------------

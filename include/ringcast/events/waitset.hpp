@@ -88,6 +88,7 @@ public:
 
 private:
     std::size_t add_member(Member member);
+    void check_peer_if_due(Member& m, Deadline now);
 
     std::vector<std::unique_ptr<Member>> members_;  // index = id; null: removed
     std::unique_ptr<Backend> backend_;
