@@ -4,6 +4,8 @@
 #                           bits, a dead reader's rank (claim, eviction)
 #   tests/model/gather.pml  the gather doorbell with fragmented replies
 #   tests/model/stamp.pml   record stamps: what a caught-up reader polls
+#   tests/model/arm.pml     an event loop's arm of an endpoint (WaitSet) beside
+#                           cancel() and the endpoint's own blocking call
 # (see the header of each model for what is modelled and what each property
 #  means).
 #
@@ -30,7 +32,7 @@ for tool in spin "$CC"; do
         exit 1
     fi
 done
-for m in ring.pml gather.pml stamp.pml; do
+for m in ring.pml gather.pml stamp.pml arm.pml; do
     [[ -r "$model_dir/$m" ]] || { echo "FAIL  $model_dir/$m not readable" >&2; exit 1; }
 done
 
@@ -48,7 +50,7 @@ fi
 # One check per line:
 #   name | expect | spin -D flags | cc flags | pan flags | what
 # The model is ring.pml unless the spin flags start with another model's file
-# name (gather.pml, stamp.pml).
+# name (gather.pml, stamp.pml, arm.pml).
 # (cc flags after the default -O0 override it: -O1 pays off only for the
 #  largest searches; pan.c takes ~1.5 s to compile at -O1, ~0.5 s at -O0)
 # expect: "pass"  -> pan must report errors: 0, search complete
@@ -60,6 +62,7 @@ DEAD="-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DNO_MONITOR"   # deadlock check alone
 DIE1="-DN=1 -DCAP=1 -DM=3 -DDEATH"                    # one rank, its reader may die
 G="gather.pml"
 ST="stamp.pml"
+A="arm.pml"
 P1='assertion violated .*tail-head'                   # P1, at the room decision
 PAY='assertion violated .*ring\['                     # P1, the payload a reader copies
 P3R='assertion violated .*r_blocked'                  # P3, reader half
@@ -125,6 +128,13 @@ CHECKS=(
 "neg-z-after-stamp |assertion violated .*msg\\[|$ST -DBUG_Z_AFTER_STAMP|$SAFE|-m200000 -w20|Z after the stamp: S1, the reader polls the old word first"
 "neg-no-lap        |assertion violated .*msg\\[|$ST -DBUG_NO_LAP|$SAFE|-m200000 -w20|stamps without laps: S1, a full ring's old record taken again"
 "neg-z-always      |assertion violated .*st%4|$ST -DBUG_Z_ALWAYS|$SAFE|-m200000 -w20|Z on a full ring: S2, the lagging reader's header is cleared"
+# ---- arm.pml: a WaitSet member's arm beside cancel() and the endpoint's own blocking call ----
+"arm-cancel        |pass|$A -DCANCEL|$SAFE|-m200000 -w20|A1 every message taken and the cancel seen, whenever cancel() runs (waits may time out)"
+"arm-own-call      |pass|$A -DCANCEL -DOWN_CALL|$SAFE|-m200000 -w20|A1 with the endpoint's own blocking calls between the waits"
+"arm-own-call-m3   |pass|$A -DOWN_CALL -DM=3|$SAFE|-m200000 -w20|same without cancel (no poke to hide a lost wake), 3 messages"
+"neg-arm-no-cancel |invalid end state|$A -DCANCEL -DBUG_ARM_IGNORES_CANCEL|$SAFE|-m200000 -w20|the arm's re-check without the flag: A1, its drain eats the poke"
+"neg-poke-first    |invalid end state|$A -DCANCEL -DBUG_POKE_BEFORE_FLAG|$SAFE|-m200000 -w20|cancel() pokes before it stores the flag: A1"
+"neg-no-reannounce |invalid end state|$A -DOWN_CALL -DBUG_NO_REANNOUNCE|$SAFE|-m200000 -w20|wait() without re-announcing its armed member: A1, the own call's withdrawal loses the wake"
 "gather-alarm      |pass|$G -DK=2 -DCAP=1 -DF=3 -DALARM|$SAFE|-m200000 -w22|the predicted waits: two of the collect's sleeps (the first wait's, the later window's) may end by an alarm at any moment"
 "gather-alarm-waitv|pass|$G -DK=2 -DCAP=1 -DF=2 -DWAITV -DALARM|$SAFE|-m200000 -w22|same over futex_waitv"
 "neg-alarm-recheck |$P3C|$G -DK=2 -DCAP=1 -DF=2 -DALARM -DBUG_COLLECTOR_NO_RECHECK|$SAFE|-m200000 -w20|the alarm does not hide a missing 3d: P3"
@@ -198,7 +208,7 @@ run_one() {
 }
 
 start=$(date +%s.%N)
-echo "ringcast protocol models: $model_dir/{ring,gather,stamp}.pml ($(spin -V | head -n1), $jobs_max jobs)"
+echo "ringcast protocol models: $model_dir/{ring,gather,stamp,arm}.pml ($(spin -V | head -n1), $jobs_max jobs)"
 selected=()
 for idx in "${!CHECKS[@]}"; do
     name="$(trim "${CHECKS[$idx]%%|*}")"
