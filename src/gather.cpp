@@ -9,6 +9,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -156,6 +157,11 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
     for (std::uint32_t r = 0; r < options.ranks; ++r) c.readers_.push_back(Reader::attach(gather_ring_name(name, r), 0, ro));
     if (options.wait.kind == WaitKind::eventfd) (void)c.wake_fd();
     return std::move(c);
+}
+
+void GatherCollector::remove_names() noexcept {
+    if (!std::exchange(removes_names_.owns, false)) return;
+    remove_group_names(name_, options_.ranks, bell_.identity());
 }
 
 GatherCollector::~GatherCollector() {

@@ -134,6 +134,10 @@ public:
     }
     void cancel() noexcept;
     void clear_cancel() noexcept { cancelled_->store(false, std::memory_order_release); }
+    // Removes the group's names now (its doorbell, then its reply rings: the destructor's order),
+    // and the destructor no more; what is mapped stays usable. Workers attached keep their rings;
+    // a later attach finds no group. Idempotent; not thread-safe against the destructor.
+    void remove_names() noexcept;
     // The check collect() runs every liveness_interval, for callers that wait in their own slices:
     // throws Error(peer_dead) naming a dead worker among `ranks` (empty: all).
     void check_liveness(std::span<const std::uint32_t> ranks);

@@ -135,6 +135,24 @@ def test_shutdown_wakes_a_blocked_collect():
         g.collect(1, timeout=10)
 
 
+def test_close_removes_the_groups_names_at_once():
+    """As MessageQueue.shutdown() removes its name: the bell and the reply rings go with close(), not
+    when the object is garbage-collected; later calls say the gather was closed."""
+    g = ringcast.ReplyGather(2)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    names = [n for n in os.listdir("/dev/shm") if n.startswith(g.name)]
+    assert len(names) == 3, names  # the bell and two reply rings
+    g.close()
+    assert [n for n in os.listdir("/dev/shm") if n.startswith(g.name)] == []
+    with pytest.raises(ringcast.ClosedError, match="this ReplyGather was closed"):
+        g.collect(1, timeout=0)
+    with pytest.raises(ValueError):  # no group under the name any more
+        ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    w.close()
+    with pytest.raises(ringcast.ClosedError, match="this ReplyGather was closed"):
+        w.reply(1, "late")
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError):
         ringcast.ReplyGather(0)

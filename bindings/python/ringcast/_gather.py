@@ -496,7 +496,8 @@ class ReplyGather:
         naming it; later reply() calls raise ClosedError. Once this object is garbage-collected a
         new worker may attach the rank.
         Executor: shuts down: a collect blocked in another thread, and every later call, raises
-        ClosedError; the /dev/shm objects are removed when the object is garbage-collected. The
+        ClosedError; the group's /dev/shm objects are removed now, as MessageQueue.shutdown()
+        removes its name (a worker attaching later finds no group). The
         reply bridge (remote ranks) stops: remote workers' later replies get PeerDeadError after
         their liveness interval.
         Remote worker: says bye: a collect waiting for the rank raises ClosedError naming it.

@@ -27,6 +27,7 @@ PyGatherCollector::PyGatherCollector(const std::string& name, std::uint32_t rank
     o.wait = wait_options(wait, spin_us, spin_max_us);
     o.liveness_interval = liveness_;
     collector_ = std::make_unique<GatherCollector>(GatherCollector::create(name, o));
+    shut_text_ = "this ReplyGather was closed";
 }
 
 PyGatherCollector::~PyGatherCollector() {
@@ -149,6 +150,10 @@ void PyGatherCollector::shutdown() {
     if (forked_child()) return;
     if (shut_.exchange(true, std::memory_order_acq_rel)) return;
     collector_->cancel();
+    // The group's names go now, as a MessageQueue's shutdown() removes its name: a worker attaching
+    // later finds nothing rather than a group nobody collects (the mappings stay: a collect blocked in
+    // another thread returns through its cancel, not through a fault).
+    collector_->remove_names();
 }
 
 PyGatherCollector::Collect PyGatherCollector::begin(std::uint64_t tag, Ranks ranks,
@@ -341,6 +346,7 @@ PyGatherWorker::PyGatherWorker(const std::string& name, std::uint32_t rank, cons
     wo.wait = wait_options(wait, spin_us, spin_max_us);
     wo.liveness_interval = liveness_;
     worker_ = std::make_unique<GatherWorker>(GatherWorker::attach(name, rank, wo));
+    shut_text_ = "this ReplyGather was closed";
 }
 
 void PyGatherWorker::reply(std::uint64_t tag, py::buffer data, const std::optional<double>& timeout) {

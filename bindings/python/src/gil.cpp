@@ -42,7 +42,7 @@ void Endpoint::check_usable(const char* what) const {
         throw Failure{g_ringcast_error, std::string(what) + ": this endpoint was created by pid " +
                                             std::to_string(owner_pid_) + " and inherited through fork; "
                                             "create a new one from the Handle in this process"};
-    if (shut_.load(std::memory_order_acquire)) throw Closed{std::string(what) + ": the queue was shut down"};
+    if (shut_.load(std::memory_order_acquire)) throw Closed{std::string(what) + ": " + shut_text_};
 }
 
 bool Endpoint::forked_child() const { return current_pid() != owner_pid_; }

@@ -154,6 +154,8 @@ protected:
         busy_.store(false, std::memory_order_seq_cst);
     }
     bool releases_on_shutdown_ = false;  // set once by the derived constructor
+    const char* shut_text_ = "the queue was shut down";  // what check_usable says once shut down (a
+                                                         // ReplyGather's constructors say their own)
     // A reader's release_raw(), the endpoint held: shut down while its acquire_read chunk was out,
     // release_after_shutdown() left the release to this call (a view still showed the chunk's bytes,
     // which the writer, or for a remote reader the goodbye, would take away); it runs it now.

@@ -21,7 +21,7 @@ namespace ringcast {
 // comes before our load of the flag (after the fence 3b): a flag stored after that load is followed by
 // a poke after our drain, so the fd is readable; a flag stored before it is seen. (Without the flag in
 // 3d the drain ate a poke made just before the arm, and the arm reported "armed" to a loop that then
-// slept past the cancel.)
+// slept past the cancel.) Model-checked: tests/model/arm.pml (BUG_ARM_IGNORES_CANCEL, BUG_POKE_BEFORE_FLAG).
 template <class Ready>
 [[nodiscard]] bool arm_eventfd(EventfdWaiter& fd, const SleepSite& site, const std::atomic<bool>& cancelled,
                                Ready&& ready) {
