@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include <sys/epoll.h>
@@ -180,7 +181,8 @@ void WaitSet::check_peer_if_due(Member& m, Deadline now) {
     try {
         m.check_peer();
     } catch (...) {
-        m.last_check = now - recheck_;
+        m.last_check = now - recheck_;  // due again at once ...
+        next_recheck_ = now;            // ... at the next wait()'s first look (step 4)
         throw;
     }
 }
@@ -333,6 +335,7 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
         // no system call for it.
         if (now >= next_recheck_) {
             next_recheck_ = now + recheck_;
+            std::exception_ptr dead;  // the first peer found dead: reported once every member was looked at
             for (std::size_t id = 0; id < members_.size(); ++id) {
                 Member* m = members_[id].get();
                 if (m == nullptr || !m->armed) continue;
@@ -340,10 +343,15 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
                     backend_->abandon(id, *m);
                     m->armed = false;
                     ready.push_back(id);
-                } else {
+                    continue;
+                }
+                try {
                     check_peer_if_due(*m, now);
+                } catch (...) {
+                    if (!dead) dead = std::current_exception();
                 }
             }
+            if (dead) std::rethrow_exception(dead);
         }
         // (5) The woken: ready now, or re-armed (after a liveness check when one is due).
         for (std::size_t id : woken) {

@@ -582,6 +582,17 @@ TEST_P(WaitSetTest, ADeadPeerIsReportedWithinAReCheckHoweverTheLoopWaits) {
         ASSERT_NE(error, "") << "the dead writer was never reported";
         EXPECT_NE(error.find("'" + std::string(dead) + "'"), std::string::npos) << error;
         EXPECT_LT(took, 6 * kRecheck) << "reported only after " << std::chrono::duration<double>(took).count() << " s";
+        // ... and again by every later wait() while the member stays in the set (not only a re-check later).
+        for (int again = 0; again < 3; ++again) {
+            const auto t1 = std::chrono::steady_clock::now();
+            try {
+                (void)set.wait(busy ? 2s : 50ms);
+                ADD_FAILURE() << "wait " << again << " after the report returned without it";
+            } catch (const Error& e) {
+                EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+            }
+            EXPECT_LT(std::chrono::steady_clock::now() - t1, kRecheck / 2);
+        }
     }
 }
 

@@ -28,8 +28,8 @@
  *                or the cancel seen. A wait may also time out (twice at most)
  *                with nothing reported: the member stays armed into the next
  *                wait(), as after wait(10ms). Between two waits, with -DOWN_CALL, the
- *                endpoint's own blocking call may run, once or more: 3a
- *                (bit := 1), 3d (takes what is there), then it returns and
+ *                endpoint's own blocking call may run, once or more: 3a'
+ *                (efd := 0: it sleeps on the same eventfd), 3a (bit := 1), 3d (takes what is there), then it returns and
  *                withdraws (bit := 0) -- a call that timed out or found data.
  *
  * PROPERTIES
@@ -128,7 +128,8 @@ active proctype loop() {
 #ifdef OWN_CALL
         /* the endpoint's own blocking call between two waits (any number) */
         do
-        :: bit_set = 1;                                 /* its 3a */
+        :: efd = 0;                                     /* its 3a' (add() registered the eventfd) */
+           bit_set = 1;                                 /* its 3a */
            if                                           /* 3d: takes what is there, or */
            :: data > taken -> taken = data              /* returns cancelled */
            :: else -> if :: cancelled -> seen_cancel = 1 :: else -> skip fi
@@ -162,7 +163,7 @@ active proctype loop() {
         do
         :: ready -> break
         :: !ready && timeouts < 2 -> timeouts++; goto next_wait
-        :: else ->
+        :: !ready ->
             efd == 1;                                   /* epoll_wait: the fd readable */
             bit_set = 0; armed = 0;                     /* 3f */
             recheck();

@@ -709,6 +709,61 @@ def test_a_view_kept_past_the_block_keeps_the_ring_mapped():
     assert bytes(rsub) == b"mappedok"
 
 
+def test_an_error_in_the_block_is_not_replaced_by_a_view_its_traceback_holds():
+    """A helper called in the block held a slice when it raised: the slice lives on in the exception's
+    traceback. The body's exception goes on as raised (it was replaced by RingcastError); the chunk is
+    kept back all the same until the exception, and with it the view, is gone."""
+    q, r = _leak_queue()
+
+    def hold_and_raise(v):
+        head = v[0:4]  # noqa: F841 -- alive in this frame, which the traceback keeps
+        raise KeyError("the user's bug")
+
+    try:
+        for side in ("write", "read"):
+            if side == "read":
+                with q.acquire_write(timeout=1, size=8) as v:
+                    v[:] = b"readside"
+            try:
+                if side == "write":
+                    with q.acquire_write(timeout=1, size=8) as v:
+                        hold_and_raise(v)
+                else:
+                    with r.acquire_read(timeout=1) as rv:
+                        hold_and_raise(rv)
+            except KeyError as e:
+                assert "the user's bug" in str(e)
+                with pytest.raises(ringcast.RingcastError, match="still alive"):
+                    (q.enqueue(1, timeout=1) if side == "write" else r.dequeue(timeout=0))
+            # the exception is gone, and the view with it: the endpoint goes on
+            q.enqueue(side, timeout=1)
+            assert r.dequeue(timeout=1) == side  # (read side: the kept chunk is released first)
+    finally:
+        r.shutdown()
+        q.shutdown()
+
+
+def test_the_chunk_object_behind_a_view_refuses_buffers_after_its_block():
+    """The block's memoryview shows a chunk object (its .obj); kept past the block it holds no view,
+    and a buffer taken of it later would map ring bytes that are another message's, or memory unmapped
+    with the queue (a segfault): it refuses."""
+    q, r = _leak_queue()
+    with q.acquire_write(timeout=1, size=8) as v:
+        v[:] = b"obj-kept"
+        wchunk = v.obj
+    with r.acquire_read(timeout=1) as rv:
+        rchunk = rv.obj
+    for chunk in (wchunk, rchunk):
+        with pytest.raises(BufferError, match="ended with its with-block"):
+            memoryview(chunk)
+    r.shutdown()
+    q.shutdown()
+    del q, r
+    gc.collect()
+    with pytest.raises(BufferError):
+        memoryview(wchunk)
+
+
 def test_create_from_handle_takes_a_numpy_integer_rank():
     if np is None:
         pytest.skip("numpy is not installed")

@@ -71,12 +71,16 @@ apt_waiting_for_lock() {
   done
 }
 
-# configure_build DIR [cmake args...]
+# configure_build DIR [cmake args...]: configures, then builds every target, or only those named in
+# RINGCAST_BUILD_TARGETS (space-separated: tools/demo builds what it runs, not the test suites).
 configure_build() {
   local dir=$1; shift
   # --no-warn-unused-cli: the sanitizer builds leave the binding off, so Python_EXECUTABLE goes unused there
   # configure.log: what the configure left out (optional parts), for tools/test to print
   mkdir -p "$RINGCAST_ROOT/$dir"
   cmake -S "$RINGCAST_ROOT" -B "$RINGCAST_ROOT/$dir" -G Ninja --no-warn-unused-cli -DPython_EXECUTABLE="$RINGCAST_PYTHON" "$@" >"$RINGCAST_ROOT/$dir/configure.log"
-  cmake --build "$RINGCAST_ROOT/$dir" -j "$JOBS"
+  local -a targets=()
+  # shellcheck disable=SC2206  # a list of target names, split on purpose
+  [ -n "${RINGCAST_BUILD_TARGETS:-}" ] && targets=(--target $RINGCAST_BUILD_TARGETS)
+  cmake --build "$RINGCAST_ROOT/$dir" -j "$JOBS" "${targets[@]}"
 }

@@ -506,10 +506,12 @@ class ReplyGather:
             self._worker.close()
         if self._remote is not None:
             self._remote.close()
-        if self._collector is not None:
-            self._collector.shutdown()
+        # The bridge first: the collector's shutdown removes the group's names, and a replacement
+        # remote worker's hello, served by the bridge meanwhile, attaches its reply ring by name.
         if self._bridge is not None:
             self._bridge.stop()
+        if self._collector is not None:
+            self._collector.shutdown()
 
     shutdown = close
 

@@ -147,6 +147,20 @@ def _in_python_terms(e: ValueError) -> str:
             "and attach with its new handle")
 
 
+def end_block(end: Callable[[], None], ok: bool) -> None:
+    """The end of an acquire_write / acquire_read block: `end` (commit_raw / release_raw). When the
+    block's body raised (not ok), a view of the chunk may live on only in that exception's traceback
+    (a helper's frame that held a slice): its RingcastError must not replace the body's exception —
+    the endpoint has kept the chunk all the same (refusing writes / reads until that view is gone,
+    which it is once the exception is handled and dropped), and the body's exception goes on as
+    raised."""
+    try:
+        end()
+    except RingcastError:
+        if ok:
+            raise
+
+
 def check_handle_version(handle) -> None:
     """Refuses a handle pickled by another ringcast version (its fields may mean other things).
 
@@ -946,7 +960,7 @@ class MessageQueue:
             # casts, numpy.frombuffer): with one still alive, commit_raw drops the chunk instead of
             # publishing it and raises RingcastError; this writer then refuses to write until that
             # view is gone (its bytes are free ring space).
-            self._writer.commit_raw(publish=ok)
+            end_block(lambda: self._writer.commit_raw(publish=ok), ok)
 
     @contextmanager
     def acquire_read(self, timeout: Optional[float] = None, indefinite: bool = False) -> Iterator[memoryview]:
@@ -975,8 +989,10 @@ class MessageQueue:
         self._require_reader("acquire_read")
         _check_timeout(timeout)
         buf = self._reader.peek_raw(timeout)
+        ok = False
         try:
             yield buf
+            ok = True
         finally:
             try:
                 buf.release()
@@ -985,7 +1001,7 @@ class MessageQueue:
             # With a view derived from `buf` still alive, release_raw keeps the chunk (the writer cannot
             # overwrite the bytes under that view) and raises RingcastError; later reads raise it too
             # until that view is gone.
-            self._reader.release_raw()
+            end_block(self._reader.release_raw, ok)
 
     # ---- end -----------------------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -39,7 +39,7 @@ import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ringcast import _gpu
-from ringcast._queue import Handle, _check_timeout
+from ringcast._queue import Handle, _check_timeout, end_block
 from ringcast._queue import MessageQueue as _RingcastQueue
 
 SHM_BROADCAST = "vllm.distributed.device_communicators.shm_broadcast"
@@ -108,14 +108,16 @@ class MessageQueue(_RingcastQueue):
             return
         self._require_reader("acquire_read")
         view = self._until_cancelled(self._reader.peek_raw, timeout, cancel)
+        ok = False
         try:
             yield view
+            ok = True
         finally:
             try:
                 view.release()
             except BufferError:
                 pass  # something holds a buffer of `view` itself: release_raw sees the chunk still viewed
-            self._reader.release_raw()  # a view derived from `view` still alive: RingcastError, chunk kept
+            end_block(self._reader.release_raw, ok)  # a view derived from `view` still alive: chunk kept
 
     def _until_cancelled(self, call: Any, timeout: Optional[float], cancel: threading.Event) -> Any:
         _check_timeout(timeout)  # a bool, a string, a negative or NaN timeout: refused in its own words

@@ -142,6 +142,10 @@ struct RawChunkObject {
 
 int raw_chunk_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     auto* c = reinterpret_cast<RawChunkObject*>(self);
+    if (c->data == nullptr) {  // closed (RawChunk::forget): its bytes are the ring's again
+        PyErr_SetString(PyExc_BufferError, "this acquire_write/acquire_read chunk ended with its with-block");
+        return -1;
+    }
     if (PyBuffer_FillInfo(view, self, c->data, c->size, c->readonly, flags) < 0) return -1;
     ++c->exports;
     return 0;
@@ -211,6 +215,20 @@ py::memoryview RawChunk::open(void* data, std::size_t size, bool readonly) {
 
 bool RawChunk::viewed() const { return obj_ && as_chunk(obj_)->exports > 0; }
 
+void RawChunk::forget() {
+    if (obj_) {
+        // Closed, not only dropped: the chunk object stays reachable (a view's .obj) after its block,
+        // and a buffer taken of it then would show ring bytes that are another message's, or memory
+        // unmapped with the endpoint. Views taken before keep their own Py_buffer (forget() runs only
+        // once none is left: viewed() is false).
+        auto* c = as_chunk(obj_);
+        c->data = nullptr;
+        c->size = 0;
+    }
+    obj_ = py::object();
+    kept_ = false;
+}
+
 void RawChunk::keep_read_chunk(py::handle owner, bool shut_down) {
     const bool first = !kept_;
     kept_ = true;
@@ -222,7 +240,7 @@ void RawChunk::keep_read_chunk(py::handle owner, bool shut_down) {
                   first ? "acquire_read: a view of the chunk outlived its with-block (a slice, memoryview(), cast "
                           "or numpy.frombuffer of the block's view, still referenced): the chunk is kept, not "
                           "released, so that the writer cannot overwrite the bytes under it, and this reader "
-                          "refuses to read until that view is released (del it, or call its release())"
+                          "refuses to read until that view is released (del it, and every numpy array made from it, or call a memoryview's release())"
                         : "acquire_read: a view of the chunk that outlived its with-block is still alive"};
 }
 
@@ -231,8 +249,9 @@ bool RawChunk::settle_kept_read_chunk(const char* what) {
     if (viewed())
         throw Failure{g_ringcast_error,
                       std::string(what) + ": a view of an acquire_read() chunk that outlived its with-block is "
-                                          "still alive; release it first (del it, or call its release()): the "
-                                          "chunk is kept until then so that the writer cannot overwrite it"};
+                                          "still alive; release it first (del it — and every numpy array made "
+                                          "from it or from one another — or call a memoryview's release()): "
+                                          "the chunk is kept until then so that the writer cannot overwrite it"};
     forget();
     return true;
 }

@@ -206,9 +206,14 @@ public:
     // A view outlived the block: the chunk object holds `owner` (the endpoint's Python object, and so
     // the mapping the view shows) until its last buffer goes back.
     void keep_owner_alive(py::handle owner);
-    void forget() {
-        obj_ = py::object();
-        kept_ = false;
+    // Ends the chunk: the chunk object refuses new buffers from here on (it stays reachable as a
+    // view's .obj). Only once viewed() is false. GIL held.
+    void forget();
+    RawChunk() = default;
+    RawChunk(const RawChunk&) = delete;
+    RawChunk& operator=(const RawChunk&) = delete;
+    ~RawChunk() {
+        if (obj_ && !viewed()) forget();  // the endpoint goes (its mapping with it): a kept .obj must not map it
     }
 
     // The read side (a local or a remote reader), whose chunk is the reader's until released:

@@ -232,7 +232,7 @@ void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
                       "acquire_write: a view of the chunk outlived its with-block (a slice, memoryview(), "
                       "cast or numpy.frombuffer of the block's view, still referenced): the chunk was "
                       "withdrawn, not published, and this writer refuses to write until that view is "
-                      "released (del it, or call its release()), since its bytes are free ring space the "
+                      "released (del it, and every numpy array made from it, or call a memoryview's release()), since its bytes are free ring space the "
                       "next message would reuse"};
     }
     raw_chunk_.forget();
@@ -283,8 +283,9 @@ void PyWriter::refuse_if_pending(const char* what) {
         if (raw_chunk_.viewed())
             throw Failure{g_ringcast_error,
                           std::string(what) + ": a view of an acquire_write() chunk that outlived its "
-                                              "with-block is still alive; release it first (del it, or "
-                                              "call its release()): this write would reuse its bytes"};
+                                              "with-block is still alive; release it first (del it, and "
+                                              "every numpy array made from it, or call a memoryview's "
+                                              "release()): this write would reuse its bytes"};
         raw_leaked_ = false;
         raw_chunk_.forget();
     }
