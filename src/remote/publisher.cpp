@@ -60,7 +60,11 @@ struct RemotePublisher::State {
     std::exception_ptr failure;
     bool finished = false;
     bool drained = false;  // the ring ended and every served reader was handed the end frame
-    bool forwarding = false;  // every expected rank said hello (the thread's `started`, shared)
+    bool forwarding = false;  // forwarding runs (the thread's `started`, shared)
+    // Set by drain() while forwarding has not started: when the thread stops waiting for the expected
+    // ranks that never said hello and forwards to those that did (at once if the ring holds only its
+    // close: then nobody can miss a message).
+    std::optional<Clock::time_point> give_up_missing_at;
     std::optional<Reader> ring;  // reset by the thread on exit (under mutex: stop() may cancel it)
     std::atomic<bool> stop_requested{false};
 
@@ -71,7 +75,8 @@ struct RemotePublisher::State {
     std::thread thread;
     std::map<std::uint32_t, Peer> peers;
     std::uint64_t next_seq = 0;  // seq the next ring message gets
-    bool started = false;        // every expected rank said hello: forwarding runs
+    bool started = false;        // every expected rank said hello (or drain() gave the rest up): forwarding runs
+    bool ring_has_data = false;  // seen while waiting to give the missing ranks up (peek without release)
     std::optional<Pending> pending;
     std::optional<wire::Header> end;  // close / writer_dead, once the ring ended
     std::string end_text;
@@ -87,6 +92,8 @@ struct RemotePublisher::State {
     void send_end(Peer& peer, std::uint32_t rank);
     void mark(Peer& peer, std::uint32_t rank, PeerState state);
     void note_drained();
+    [[nodiscard]] bool give_up_missing(Clock::duration& wait);
+    [[nodiscard]] std::string missing_text() const;
     [[nodiscard]] Clock::time_point next_heartbeat_due() const;
 };
 
@@ -125,7 +132,9 @@ void RemotePublisher::State::run() noexcept {
     }
     if (!end) {  // stopped before the ring ended: the readers must not wait for more
         end = wire::Header{.kind = wire::Kind::writer_dead, .seq = pending ? pending->seq : next_seq};
-        end_text = "the remote publisher was stopped before its queue was closed";
+        end_text = started ? "the remote publisher was stopped before it forwarded its queue's close"
+                           : "the remote publisher was stopped before forwarding started (remote reader rank(s) " +
+                                 missing_text() + " never connected): nothing was forwarded";
         try {
             for (auto& [rank, peer] : peers) send_end(peer, rank);
         } catch (...) {
@@ -141,13 +150,16 @@ void RemotePublisher::State::loop() {
     while (!stop_requested.load(std::memory_order_acquire)) {
         service_control();
         if (!started) {
-            if (std::includes(hello_seen.begin(), hello_seen.end(), expected.begin(), expected.end())) {
+            Clock::duration wait = options.heartbeat_interval;
+            if (std::includes(hello_seen.begin(), hello_seen.end(), expected.begin(), expected.end()) ||
+                give_up_missing(wait)) {
                 started = true;
                 std::lock_guard lock(mutex);
                 forwarding = true;
+                changed.notify_all();
             } else {
                 heartbeats(false);
-                wait_control(options.heartbeat_interval);
+                wait_control(wait);
                 continue;
             }
         }
@@ -236,6 +248,39 @@ void RemotePublisher::State::note_drained() {
         drained = true;
         changed.notify_all();
     }
+}
+
+// drain() was called before every expected rank said hello: the writer is done, so the ranks still
+// missing are waited for only until give_up_missing_at (and not at all while the ring holds nothing but
+// its close: then no reader can miss a message). After that the connected ranks get everything and the
+// close; a missing rank that connects later while the publisher still runs is told it joined late.
+bool RemotePublisher::State::give_up_missing(Clock::duration& wait) {
+    Clock::time_point at;
+    {
+        std::lock_guard lock(mutex);
+        if (!give_up_missing_at) return false;
+        at = *give_up_missing_at;
+    }
+    const auto now = Clock::now();
+    if (now >= at) return true;
+    wait = std::min(wait, at - now);
+    if (ring_has_data) return false;
+    try {
+        const Message m = ring->peek(std::chrono::nanoseconds::zero());  // not released: peek() gives it again
+        if (m.status == Status::ok) ring_has_data = true;
+        return m.status == Status::closed;
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::peer_dead) throw;
+        return true;  // the writer died: take_from_ring() tells the connected readers
+    }
+}
+
+std::string RemotePublisher::State::missing_text() const {
+    std::vector<std::uint32_t> missing;
+    std::lock_guard lock(mutex);
+    for (const auto r : expected)
+        if (!hello_seen.contains(r)) missing.push_back(r);
+    return rank_list(missing);
 }
 
 void RemotePublisher::State::wait_control(std::chrono::nanoseconds timeout) {
@@ -430,9 +475,14 @@ Status RemotePublisher::wait_ready(std::chrono::nanoseconds timeout) {
 
 Status RemotePublisher::drain(std::chrono::nanoseconds timeout) {
     std::unique_lock lock(state_->mutex);
-    // Before every expected reader connected nothing was forwarded: nothing to drain (the connected
-    // ones learn on stop() that the publisher stopped before the queue closed).
-    const auto done = [&] { return state_->drained || state_->finished || !state_->forwarding; };
+    // Before every expected reader connected nothing was forwarded: the missing ones are waited for a
+    // bounded while (give_up_missing), then the connected ones get everything and the close.
+    if (!state_->forwarding && !state_->give_up_missing_at) {
+        auto grace = std::max(std::chrono::nanoseconds::zero(), state_->options.missing_ranks_grace);
+        if (timeout != kForever) grace = std::min(grace, std::max(std::chrono::nanoseconds::zero(), timeout / 2));
+        state_->give_up_missing_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(grace);
+    }
+    const auto done = [&] { return state_->drained || state_->finished; };
     if (timeout == kForever) {
         state_->changed.wait(lock, done);
     } else if (!state_->changed.wait_for(lock, timeout, done)) {

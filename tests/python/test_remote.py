@@ -244,3 +244,49 @@ def test_a_remote_readers_shutdown_says_goodbye_at_once():
     finally:
         local.shutdown()
         w.shutdown()
+
+
+def test_shutdown_before_every_remote_rank_connected_delivers_everything_to_the_connected_ones():
+    """A remote rank that never connects must not cost the connected ones their messages: shutdown()
+    waits for it only a bounded grace (RemotePublisherOptions::missing_ranks_grace, 1 s), then the
+    connected remote reader gets every message and ClosedError (it used to get PeerDeadError, "the
+    remote publisher was stopped before its queue was closed", and nothing). Local ranks 0, 1 never
+    attach either: they do not matter to the publisher."""
+    w = ringcast.MessageQueue(4, 2, local_reader_ranks=[0, 1], connect_ip="127.0.0.1")
+    r2 = ringcast.MessageQueue.create_from_handle(w.export_handle(), 2)
+    r2.wait_until_ready(timeout=10)
+    sent = [{"i": i} for i in range(100)] + [bytes([i]) * (1 << 20) for i in range(5)]
+    for obj in sent:
+        w.enqueue(obj, timeout=5)  # rank 3 never connects: the ring holds them
+    took = []
+
+    def shut_down():  # in another thread: the reader reads meanwhile, as on another machine
+        t0 = time.monotonic()
+        w.shutdown()
+        took.append(time.monotonic() - t0)
+
+    t = threading.Thread(target=shut_down)
+    t.start()
+    got = [r2.dequeue(timeout=10) for _ in sent]
+    t.join(30)
+    assert got == sent
+    assert took and 0.9 < took[0] < 10, f"shutdown took {took} s (grace for the missing rank: 1 s)"
+    with pytest.raises(ringcast.ClosedError):
+        r2.dequeue(timeout=10)
+    r2.shutdown()
+
+
+def test_shutdown_of_an_empty_queue_does_not_wait_for_a_remote_rank_that_never_connected():
+    """Nothing was enqueued: nobody can miss a message, so shutdown() does not wait for rank 3 (a
+    start-up that failed in wait_until_ready ends at once), and rank 2 gets ClosedError."""
+    w = ringcast.MessageQueue(4, 2, local_reader_ranks=[0, 1], connect_ip="127.0.0.1")
+    r2 = ringcast.MessageQueue.create_from_handle(w.export_handle(), 2)
+    r2.wait_until_ready(timeout=10)
+    with pytest.raises(TimeoutError, match=r"remote reader rank\(s\) 3"):
+        w.wait_until_ready(timeout=0.1)
+    t0 = time.monotonic()
+    w.shutdown()
+    assert time.monotonic() - t0 < 0.9
+    with pytest.raises(ringcast.ClosedError):
+        r2.dequeue(timeout=10)
+    r2.shutdown()

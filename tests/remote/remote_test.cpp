@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -351,6 +352,114 @@ TEST(RemoteHandshake, UnknownRankIsRefusedWithTheExpectedRanks) {
         } catch (const Error& e) {
             EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
             EXPECT_NE(std::string(e.what()).find("expected: 1, 2"), std::string::npos) << e.what();
+        }
+    });
+}
+
+// The writer is done (drain) before every expected rank connected: the connected ranks still get every
+// message, then the close — the missing one is waited for only missing_ranks_grace (it never comes).
+TEST(RemoteHandshake, DrainBeforeEveryRankConnectedDeliversEverythingToTheConnectedOnes) {
+    run_in_child([] {
+        ScopedName name("hsdrain");
+        auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 22});
+        auto o = publisher_options("127.0.0.1", {3, 7});
+        o.missing_ranks_grace = 400ms;
+        auto pub = RemotePublisher::start(name.str(), 0, o);
+        auto r3 = RemoteReader::connect(pub.endpoint(), 3);
+        ASSERT_EQ(r3.wait_ready(5s), Status::ok);
+        constexpr std::uint64_t n = 20;
+        write_all(w, n, 0);
+        w.close();
+        const auto t0 = std::chrono::steady_clock::now();
+        ASSERT_EQ(pub.drain(30s), Status::ok);
+        const auto took = std::chrono::steady_clock::now() - t0;
+        EXPECT_GE(took, 350ms) << "rank 7 was not waited for";
+        EXPECT_LT(took, 5s);
+        EXPECT_EQ(pub.missing_ranks(), std::vector<std::uint32_t>{7});
+        EXPECT_EQ(pub.stats().forwarded, n);
+        pub.stop();  // as MessageQueue.shutdown(): drain, then stop (the frames flush within `linger`)
+        read_all_checked(r3, n, 0, "remote 3 (rank 7 never connected)");
+    });
+}
+
+// Nothing was written: nobody can miss a message, so drain does not wait for the missing rank.
+TEST(RemoteHandshake, DrainOfAnEmptyClosedRingDoesNotWaitForTheMissingRank) {
+    run_in_child([] {
+        ScopedName name("hsdrain0");
+        auto w = Writer::create(name, SegmentOptions{.readers = 1});
+        auto o = publisher_options("127.0.0.1", {3, 7});
+        o.missing_ranks_grace = 5s;
+        auto pub = RemotePublisher::start(name.str(), 0, o);
+        auto r3 = RemoteReader::connect(pub.endpoint(), 3);
+        ASSERT_EQ(r3.wait_ready(5s), Status::ok);
+        w.close();
+        const auto t0 = std::chrono::steady_clock::now();
+        ASSERT_EQ(pub.drain(30s), Status::ok);
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+        pub.stop();
+        EXPECT_EQ(r3.peek(5s).status, Status::closed);
+    });
+}
+
+// A missing rank that connects within the grace gets everything too; one that connects after the
+// connected ranks were served (publisher still running) is told it joined late, never silently short.
+TEST(RemoteHandshake, MissingRankConnectingDuringTheGraceGetsEverythingALaterOneFellBehind) {
+    run_in_child([] {
+        ScopedName name("hsdrain2");
+        auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 22});
+        auto o = publisher_options("127.0.0.1", {3, 7, 9});
+        o.missing_ranks_grace = 10s;
+        auto pub = RemotePublisher::start(name.str(), 0, o);
+        const std::string ep = pub.endpoint();
+        auto r3 = RemoteReader::connect(ep, 3);
+        ASSERT_EQ(r3.wait_ready(5s), Status::ok);
+        constexpr std::uint64_t n = 10;
+        write_all(w, n, 0);
+        w.close();
+        std::optional<RemoteReader> r7;
+        std::thread late([&] {
+            std::this_thread::sleep_for(300ms);
+            r7.emplace(RemoteReader::connect(ep, 7));
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        // rank 9 never comes: the grace is half the drain timeout (2 s), not 10 s
+        ASSERT_EQ(pub.drain(4s), Status::ok);
+        const auto took = std::chrono::steady_clock::now() - t0;
+        late.join();
+        EXPECT_GE(took, 1900ms);
+        EXPECT_LT(took, 3900ms);
+        EXPECT_EQ(pub.missing_ranks(), std::vector<std::uint32_t>{9});
+        auto r9 = RemoteReader::connect(ep, 9);  // too late: the publisher has forwarded everything
+        try {
+            (void)r9.peek(5s);
+            ADD_FAILURE() << "a rank joining after the messages were sent got no error";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::fell_behind) << e.what();
+            EXPECT_NE(std::string(e.what()).find("joined after 10"), std::string::npos) << e.what();
+        }
+        pub.stop();
+        read_all_checked(r3, n, 0, "remote 3");
+        read_all_checked(*r7, n, 0, "remote 7 (connected during the grace)");
+    });
+}
+
+// Stopped before forwarding started: the connected readers are told which rank never connected.
+TEST(RemoteHandshake, StopBeforeForwardingStartedNamesTheRankThatNeverConnected) {
+    run_in_child([] {
+        ScopedName name("hsstop");
+        auto w = Writer::create(name, SegmentOptions{.readers = 1});
+        auto pub = RemotePublisher::start(name.str(), 0, publisher_options("127.0.0.1", {3, 7}));
+        auto r3 = RemoteReader::connect(pub.endpoint(), 3);
+        ASSERT_EQ(r3.wait_ready(5s), Status::ok);
+        const std::byte one{1};
+        ASSERT_EQ(w.write({&one, 1}, 1s), Status::ok);
+        pub.stop();
+        try {
+            (void)r3.peek(5s);
+            ADD_FAILURE() << "no error";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+            EXPECT_NE(std::string(e.what()).find("rank(s) 7 never connected"), std::string::npos) << e.what();
         }
     });
 }

@@ -438,7 +438,8 @@ void register_remote(py::module_& m) {
              py::arg("curve_allowed_clients") = std::vector<std::string>{}, py::arg("wait") = "hybrid",
              py::arg("spin_us") = 10.0, py::arg("spin_max_us") = 2000.0,
              "Attaches to queue `ring_name` as reader rank `ring_rank`, binds tcp://ip:port (a literal address;\n"
-             "port 0: ephemeral) and starts forwarding once every rank in `ranks` said hello. slow_reader:\n"
+             "port 0: ephemeral) and starts forwarding once every rank in `ranks` said hello (or drain() gave\n"
+             "the missing ones up). slow_reader:\n"
              "'block' (bounded back-pressure) or 'drop_after' (cut off after slow_reader_timeout_s at the\n"
              "high-water mark: FellBehindError on that reader). Raises ValueError for a bad address, key or\n"
              "rank, or a port in use. wait / spin_us / spin_max_us: how its thread waits on the ring (as a Reader's).")
@@ -453,7 +454,9 @@ void register_remote(py::module_& m) {
         .def("stats", &PyRemotePublisher::stats,
              "dict: forwarded, connected_ranks, lost_ranks, fell_behind_ranks, left_ranks, back_pressure_waits.")
         .def("drain", &PyRemotePublisher::drain, py::arg("timeout") = py::none(),
-             "After the queue closed: waits until everything and the close were handed to ZeroMQ. False on timeout.")
+             "After the queue closed: waits until everything and the close were handed to ZeroMQ. False on timeout.\n"
+             "Ranks that never connected are waited for at most min(1 s, timeout / 2) (not at all if nothing\n"
+             "was written); the connected ones then get everything and the close.")
         .def("stop", &PyRemotePublisher::stop,
              "Stops forwarding (readers that have not seen the close get PeerDeadError); idempotent.");
 

@@ -13,7 +13,10 @@
 //
 // Start: nothing is forwarded until every expected remote rank has said hello (a late remote reader
 // misses nothing, as a local rank that has not attached yet misses nothing). wait_ready() waits for
-// that, naming the ranks still missing on timeout.
+// that, naming the ranks still missing on timeout. Once the writer is done (drain()), the ranks still
+// missing are waited for only missing_ranks_grace more (none if no message was written); then the
+// connected ranks get every message and the close, and a missing rank that connects later is told it
+// joined late (Error(fell_behind)) while the publisher still runs.
 //
 // Slow remote readers (SlowReaderPolicy): each remote reader has a ZeroMQ queue of high_water_mark
 // messages on each side of its connection. When it is full:
@@ -65,6 +68,10 @@ struct RemotePublisherOptions {
     // this long (whole seconds, at least 3). (Bytes in flight to a vanished host: see above.) A stopped (SIGSTOP) reader process still answers: it holds the writer, as a
     // stopped local reader does (drop_after bounds that too).
     std::chrono::nanoseconds connection_timeout = std::chrono::seconds(10);
+    // drain() before every expected rank connected: how much longer the ranks still missing are waited
+    // for (at most half of drain's timeout; not at all when the closed ring holds no message) before
+    // the connected ranks are sent everything and the close. A rank connecting after that is too late.
+    std::chrono::nanoseconds missing_ranks_grace = std::chrono::seconds(1);
     // On stop(): how long unsent frames (the final close) may still flush to the readers.
     std::chrono::milliseconds linger = std::chrono::seconds(5);
     ReaderOptions ring;  // the publisher's ring rank (wait strategy, writer liveness)
@@ -105,13 +112,16 @@ public:
     [[nodiscard]] std::vector<std::uint32_t> missing_ranks() const;
     // After the ring's writer closed it: waits until every message and the close have been handed to
     // ZeroMQ for every reader still served (then stop() lets them flush for up to `linger`). ok, or
-    // timed_out (a reader is still full under `block`). ok at once if forwarding never started (an
-    // expected reader never connected).
+    // timed_out (a reader is still full under `block`). If an expected reader has not connected yet,
+    // it is waited for up to min(missing_ranks_grace, timeout / 2) (not at all when no message was
+    // written), then forwarding starts for the readers that did connect (missing_ranks() names the
+    // others).
     [[nodiscard]] Status drain(std::chrono::nanoseconds timeout = kForever);
     [[nodiscard]] RemotePublisherStats stats() const;
 
     // Stops forwarding and joins the thread. Readers that have not seen `close` get writer_dead
-    // ("the publisher stopped"): they raise Error(peer_dead) instead of waiting. The ring rank is
+    // ("the publisher stopped", naming the ranks that never connected if forwarding never started):
+    // they raise Error(peer_dead) instead of waiting. The ring rank is
     // released (the writer stops waiting for it). Idempotent.
     void stop() noexcept;
 

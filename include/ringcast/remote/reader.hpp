@@ -7,7 +7,7 @@
 // Errors, all thrown from peek()/read()/wait_ready():
 //   Error(peer_dead)   nothing (not even a heartbeat) arrived for liveness_interval while this reader
 //                      waited, counted across calls; or the publisher reported that the ring's writer
-//                      died or that it stopped before the queue was closed.
+//                      died or that it stopped before it forwarded the queue's close.
 //   Error(fell_behind) a message this reader should have got was not delivered (a sequence gap: it was
 //                      cut off past the high-water mark under SlowReaderPolicy::drop_after, or it joined
 //                      after messages had been sent). Sticky: every later call throws it again.
