@@ -175,15 +175,16 @@ std::unique_ptr<WaitSet::Backend> make_io_uring_backend(std::chrono::nanoseconds
 
 // The member's liveness check, once per `recheck`. A peer found dead stays due: every later wait()
 // reports it again, as the endpoint's own calls do (wait.hpp LivenessClock).
-void WaitSet::check_peer_if_due(Member& m, Deadline now) {
+void WaitSet::check_peer_if_due(Member& m, std::size_t id, Deadline now) {
     if (now - m.last_check < recheck_) return;
     m.last_check = now;
     try {
         m.check_peer();
-    } catch (...) {
+    } catch (const Error& e) {
         m.last_check = now - recheck_;  // due again at once ...
         next_recheck_ = now;            // ... at the next wait()'s first look (step 4)
-        throw;
+        // Which member: the caller removes it (or replaces its endpoint) to stop the reports.
+        throw Error(e.code(), std::string(e.what()) + " (WaitSet member " + std::to_string(id) + ")");
     }
 }
 
@@ -333,9 +334,18 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
         // every armed member (a peer killed between its publish and its wake never wakes us) and,
         // when due, its peer's liveness. A member that is not ready stays armed as it is: no re-arm,
         // no system call for it.
+        std::exception_ptr dead;  // the first peer found dead (steps 4, 5): reported after every look
+        const auto check = [&](Member& m, std::size_t id) {
+            try {
+                check_peer_if_due(m, id, now);
+                return true;
+            } catch (...) {
+                if (!dead) dead = std::current_exception();
+                return false;
+            }
+        };
         if (now >= next_recheck_) {
             next_recheck_ = now + recheck_;
-            std::exception_ptr dead;  // the first peer found dead: reported once every member was looked at
             for (std::size_t id = 0; id < members_.size(); ++id) {
                 Member* m = members_[id].get();
                 if (m == nullptr || !m->armed) continue;
@@ -345,25 +355,34 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
                     ready.push_back(id);
                     continue;
                 }
-                try {
-                    check_peer_if_due(*m, now);
-                } catch (...) {
-                    if (!dead) dead = std::current_exception();
-                }
+                (void)check(*m, id);
             }
-            if (dead) std::rethrow_exception(dead);
         }
-        // (5) The woken: ready now, or re-armed (after a liveness check when one is due).
+        // (5) The woken: ready now, or re-armed (after a liveness check when one is due; one that
+        // found its peer dead stays unarmed: the next wait() arms it again).
         for (std::size_t id : woken) {
             Member* m = members_[id].get();
             if (m->ready()) {
                 ready.push_back(id);
                 continue;
             }
-            check_peer_if_due(*m, now);  // a wake without news: is the peer still there?
+            if (!check(*m, id)) continue;  // a wake without news: is the peer still there?
             if (backend_->arm(id, *m)) ready.push_back(id);
             else m->armed = true;
         }
+        // (6) A dead peer is reported by every wait() while its member stays in the set (it is due
+        // again at once: check_peer_if_due), but never starves the live members: a wait() that has
+        // members ready returns them and leaves the report to the next one, so reports and ready
+        // members alternate at worst.
+        if (dead) {
+            if (ready.empty() || withheld_dead_) {
+                withheld_dead_ = false;
+                std::rethrow_exception(dead);
+            }
+            withheld_dead_ = true;
+            return ready;
+        }
+        withheld_dead_ = false;
         if (!ready.empty() || now >= deadline || until == kPollOnly) return ready;
     }
 }

@@ -6,12 +6,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "zmq_util.hpp"
 
@@ -67,6 +73,19 @@ struct RemotePublisher::State {
     std::optional<Clock::time_point> give_up_missing_at;
     std::optional<Reader> ring;  // reset by the thread on exit (under mutex: stop() may cancel it)
     std::atomic<bool> stop_requested{false};
+    // The thread's poll watches it beside its sockets: drain() and stop() write it after storing what
+    // they ask (under the mutex / stop_requested), so a thread asleep in wait_control() wakes now, not
+    // one heartbeat later (a drain shorter than that lost the delivery it asked for). Drained by the
+    // thread when it wakes; a write before its poll leaves it readable, so no request is missed.
+    int wake_fd = -1;
+    State() : wake_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+        if (wake_fd < 0) throw Error(ErrorCode::system, std::string("eventfd failed: ") + std::strerror(errno));
+    }
+    ~State() { ::close(wake_fd); }
+    void poke() const noexcept {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t n = ::write(wake_fd, &one, sizeof one);
+    }
 
     // ---- the thread's own ----------------------------------------------------------------------
     zmq::context_t context;
@@ -284,13 +303,17 @@ std::string RemotePublisher::State::missing_text() const {
 }
 
 void RemotePublisher::State::wait_control(std::chrono::nanoseconds timeout) {
-    std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}};
+    std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd, ZMQ_POLLIN, 0}};
     if (zap) items.push_back({zap->handle(), 0, ZMQ_POLLIN, 0});
     const auto ms = std::max<long>(1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(timeout).count()));
     try {
         (void)zmq::poll(items, std::chrono::milliseconds(ms));
     } catch (const zmq::error_t& e) {
         if (e.num() != EINTR) detail::throw_zmq("zmq_poll", e);
+    }
+    if ((items[1].revents & ZMQ_POLLIN) != 0) {  // drain()/stop() asked: the caller's loop looks now
+        std::uint64_t count = 0;
+        [[maybe_unused]] const ssize_t n = ::read(wake_fd, &count, sizeof count);
     }
 }
 
@@ -480,7 +503,11 @@ Status RemotePublisher::drain(std::chrono::nanoseconds timeout) {
     if (!state_->forwarding && !state_->give_up_missing_at) {
         auto grace = std::max(std::chrono::nanoseconds::zero(), state_->options.missing_ranks_grace);
         if (timeout != kForever) grace = std::min(grace, std::max(std::chrono::nanoseconds::zero(), timeout / 2));
-        state_->give_up_missing_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(grace);
+        const auto now = Clock::now();  // (a grace past the clock's range: never given up)
+        state_->give_up_missing_at = grace >= Clock::time_point::max() - now
+                                         ? Clock::time_point::max()
+                                         : now + std::chrono::duration_cast<Clock::duration>(grace);
+        state_->poke();  // the thread may sleep a heartbeat in wait_control(): it looks now
     }
     const auto done = [&] { return state_->drained || state_->finished; };
     if (timeout == kForever) {
@@ -512,6 +539,7 @@ void RemotePublisher::stop() noexcept {
         std::lock_guard lock(state_->mutex);
         if (state_->ring) state_->ring->cancel();  // wakes a peek() in progress
     }
+    state_->poke();  // ... and a wait_control() in progress
     state_->thread.join();
     // Closing the context waits up to `linger` for queued frames (the final close) to reach the readers.
     state_->zap.reset();

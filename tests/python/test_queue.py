@@ -743,6 +743,23 @@ def test_an_error_in_the_block_is_not_replaced_by_a_view_its_traceback_holds():
         q.shutdown()
 
 
+def test_a_view_that_outlives_a_block_during_which_the_queue_was_shut_down_stays_mapped():
+    """shutdown() (from any thread) during an acquire_write block with a slice kept past it: the view
+    is caught before the shut-down check, so it keeps the writer's mapping alive (the shut-down check
+    came first: the view went uncounted, and reading it after the queue object went read unmapped
+    memory)."""
+    q, r = _leak_queue()
+    with pytest.raises(ringcast.RingcastError, match="outlived its with-block"):
+        with q.acquire_write(timeout=1, size=8) as v:
+            v[:] = b"shutdown"
+            sub = v[0:8]
+            q.shutdown()
+    r.shutdown()
+    del q, r, v
+    gc.collect()
+    assert bytes(sub) == b"shutdown"
+
+
 def test_the_chunk_object_behind_a_view_refuses_buffers_after_its_block():
     """The block's memoryview shows a chunk object (its .obj); kept past the block it holds no view,
     and a buffer taken of it later would map ring bytes that are another message's, or memory unmapped

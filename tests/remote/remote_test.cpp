@@ -382,6 +382,34 @@ TEST(RemoteHandshake, DrainBeforeEveryRankConnectedDeliversEverythingToTheConnec
     });
 }
 
+// drain() wakes the publisher thread, which may be asleep for a whole heartbeat waiting for hellos:
+// with a heartbeat far longer than the drain, the connected reader still gets everything in time
+// (without the wake the thread gave the missing rank up only after the drain had timed out, and
+// stop() told the reader the publisher stopped before forwarding).
+TEST(RemoteHandshake, DrainWakesAPublisherAsleepForAHeartbeat) {
+    run_in_child([] {
+        ScopedName name("hsdrainwake");
+        auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 22});
+        auto o = publisher_options("127.0.0.1", {3, 7});
+        o.heartbeat_interval = 3s;
+        o.missing_ranks_grace = 100ms;
+        auto pub = RemotePublisher::start(name.str(), 0, o);
+        RemoteReaderOptions ro;
+        ro.liveness_interval = 15s;  // the heartbeats are 3 s apart
+        auto r3 = RemoteReader::connect(pub.endpoint(), 3, ro);
+        ASSERT_EQ(r3.wait_ready(5s), Status::ok);
+        std::this_thread::sleep_for(100ms);  // the thread is asleep in its heartbeat wait now
+        constexpr std::uint64_t n = 5;
+        write_all(w, n, 0);
+        w.close();
+        const auto t0 = std::chrono::steady_clock::now();
+        ASSERT_EQ(pub.drain(1500ms), Status::ok) << "the drain timed out: the thread slept through it";
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+        pub.stop();
+        read_all_checked(r3, n, 0, "remote 3 (rank 7 never connected, long heartbeat)");
+    });
+}
+
 // Nothing was written: nobody can miss a message, so drain does not wait for the missing rank.
 TEST(RemoteHandshake, DrainOfAnEmptyClosedRingDoesNotWaitForTheMissingRank) {
     run_in_child([] {

@@ -506,12 +506,15 @@ class ReplyGather:
             self._worker.close()
         if self._remote is not None:
             self._remote.close()
-        # The bridge first: the collector's shutdown removes the group's names, and a replacement
-        # remote worker's hello, served by the bridge meanwhile, attaches its reply ring by name.
+        # The collector's shutdown first (a collect blocked in another thread hears that the gather
+        # closed), then the bridge, then the names: a replacement remote worker's hello, served by the
+        # bridge until it stops, attaches its reply ring by name.
+        if self._collector is not None:
+            self._collector.shutdown()
         if self._bridge is not None:
             self._bridge.stop()
         if self._collector is not None:
-            self._collector.shutdown()
+            self._collector.remove_names()
 
     shutdown = close
 

@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any, List, Optional, Sequence
 
+from ringcast._blocks import end_block
 from ringcast._core import ClosedError, RingcastError, SegmentError
 
 _MAGIC = b"RCGPU\x01"  # parts[0] of a device message; an ordinary one starts with a pickle (b"\x80")
@@ -304,7 +305,7 @@ def send_device_message(queue, data: bytes, oob: list, pickler: _DevicePickler, 
                     published = True
                 finally:
                     view.release()
-                    writer.commit_raw(None, published)
+                    end_block(lambda: writer.commit_raw(None, published), published)
                 sent += n
     finally:
         _release(arrays)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional
 
 from ringcast import _core, _gpu
 from ringcast._core import RingcastError
+from ringcast._blocks import end_block
 from ringcast._cpus import usable_cpus
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
@@ -145,20 +146,6 @@ def _in_python_terms(e: ValueError) -> str:
             "its MessageQueue garbage-collected, released it). Python has no keep_place: keep that reader's "
             "MessageQueue open while the rank may still be needed, or have the writer create a new queue "
             "and attach with its new handle")
-
-
-def end_block(end: Callable[[], None], ok: bool) -> None:
-    """The end of an acquire_write / acquire_read block: `end` (commit_raw / release_raw). When the
-    block's body raised (not ok), a view of the chunk may live on only in that exception's traceback
-    (a helper's frame that held a slice): its RingcastError must not replace the body's exception —
-    the endpoint has kept the chunk all the same (refusing writes / reads until that view is gone,
-    which it is once the exception is handled and dropped), and the body's exception goes on as
-    raised."""
-    try:
-        end()
-    except RingcastError:
-        if ok:
-            raise
 
 
 def check_handle_version(handle) -> None:

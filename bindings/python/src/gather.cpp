@@ -150,9 +150,14 @@ void PyGatherCollector::shutdown() {
     if (forked_child()) return;
     if (shut_.exchange(true, std::memory_order_acq_rel)) return;
     collector_->cancel();
-    // The group's names go now, as a MessageQueue's shutdown() removes its name: a worker attaching
-    // later finds nothing rather than a group nobody collects (the mappings stay: a collect blocked in
-    // another thread returns through its cancel, not through a fault).
+}
+
+// The group's names go at close(), as a MessageQueue's shutdown() removes its name: a worker attaching
+// later finds nothing rather than a group nobody collects (the mappings stay: a collect blocked in
+// another thread returns through its cancel, not through a fault). Not in shutdown() itself: close()
+// stops the reply bridge in between, whose serving of a remote worker's hello attaches by name.
+void PyGatherCollector::remove_names() {
+    if (forked_child()) return;
     collector_->remove_names();
 }
 

@@ -87,6 +87,7 @@ public:
     void collect_abandon(std::uint64_t id) noexcept;
 
     void shutdown();
+    void remove_names();  // GatherCollector::remove_names (not in a forked child)
     [[nodiscard]] const std::string& name() const { return name_; }
     [[nodiscard]] std::uint32_t ranks() const { return collector_->ranks(); }
     [[nodiscard]] std::uint64_t kernel_waits() const { return collector_->kernel_waits(); }

@@ -277,6 +277,10 @@ PYBIND11_MODULE(_core, m) {
              "for the next collect of the tag.")
         .def("shutdown", &PyGatherCollector::shutdown,
              "Wakes a collect blocked in another thread (ClosedError); later calls raise ClosedError.")
+        .def("remove_names", &PyGatherCollector::remove_names,
+             "Removes the group's /dev/shm names now (the doorbell, then the reply rings), not when this\n"
+             "object goes; what is mapped stays. ReplyGather.close() calls it after shutdown() and the reply\n"
+             "bridge's stop.")
         .def_property_readonly("name", &PyGatherCollector::name, "The gather's base name.")
         .def_property_readonly("ranks", &PyGatherCollector::ranks, "The number of worker ranks.")
         .def_property_readonly("kernel_waits", &PyGatherCollector::kernel_waits,

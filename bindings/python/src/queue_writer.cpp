@@ -221,9 +221,15 @@ py::memoryview PyWriter::reserve_raw(std::size_t size, std::optional<double> tim
 }
 
 void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
-    check_usable("acquire_write");
+    if (forked_child()) check_usable("acquire_write");  // a forked child touches nothing: raises
     Busy busy(*this);
-    if (!raw_reserved_) throw Failure{g_ringcast_error, "commit without acquire_write"};
+    if (!raw_reserved_) {
+        check_usable("acquire_write");
+        throw Failure{g_ringcast_error, "commit without acquire_write"};
+    }
+    // The block ended, whatever else: the reservation goes, and a view that outlived it is caught
+    // before the shut-down check below — else a shutdown() from another thread during the block left
+    // that view uncounted, and the endpoint's going unmapped the bytes under it.
     raw_reserved_ = false;
     if (raw_chunk_.viewed()) {
         raw_leaked_ = true;
@@ -232,10 +238,11 @@ void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
                       "acquire_write: a view of the chunk outlived its with-block (a slice, memoryview(), "
                       "cast or numpy.frombuffer of the block's view, still referenced): the chunk was "
                       "withdrawn, not published, and this writer refuses to write until that view is "
-                      "released (del it, and every numpy array made from it, or call a memoryview's release()), since its bytes are free ring space the "
-                      "next message would reuse"};
+                      "released (del it, and every numpy array made from it, or call a memoryview's "
+                      "release()), since its bytes are free ring space the next message would reuse"};
     }
     raw_chunk_.forget();
+    check_usable("acquire_write");  // shut down meanwhile: ClosedError, nothing published
     if (!publish) return;
     const std::size_t n = used.value_or(reserved_size_);
     if (n > reserved_size_)

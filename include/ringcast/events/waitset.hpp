@@ -76,7 +76,9 @@ public:
     // Waits until at least one member is ready or `timeout` passed; returns the ready ids (empty:
     // timed out). A member reported ready is re-armed on the next wait(): consume what it has first
     // (level-triggered: one still ready is reported again). Throws Error(peer_dead) as the members'
-    // own blocking calls would, Error(permission_denied) when a peer cannot take an eventfd.
+    // own blocking calls would, naming the member ("(WaitSet member N)"), and again from every later
+    // wait() until that member is removed — but a wait() with members ready returns them first, so
+    // live members are never starved; Error(permission_denied) when a peer cannot take an eventfd.
     [[nodiscard]] std::vector<std::size_t> wait(std::chrono::nanoseconds timeout);
 
     [[nodiscard]] WaitSetBackend backend() const noexcept;
@@ -88,7 +90,7 @@ public:
 
 private:
     std::size_t add_member(Member member);
-    void check_peer_if_due(Member& m, Deadline now);
+    void check_peer_if_due(Member& m, std::size_t id, Deadline now);
 
     std::vector<std::unique_ptr<Member>> members_;  // index = id; null: removed
     std::unique_ptr<Backend> backend_;
@@ -96,6 +98,7 @@ private:
     Deadline next_recheck_{};  // when every armed member is next re-checked: kept across wait() calls, so
                                // neither short waits nor a busy member put it off (waitset.cpp)
     std::uint64_t kernel_waits_ = 0;
+    bool withheld_dead_ = false;  // the last wait() found a dead peer but returned ready members instead
 };
 
 }  // namespace ringcast
