@@ -64,7 +64,8 @@ SegmentError, FellBehindError).
 
 Raised itself for misuse that is not a bad argument: acquire_read() of a message sent with
 enqueue() or dequeue() of an acquire_write() chunk (the message is left in place), a view of an
-acquire_write() chunk that outlived its with-block, or an endpoint inherited through fork (create a
+acquire_write() / acquire_read() chunk (or one derived from it) that outlived its with-block, and
+every write / read of that queue while it lives, or an endpoint inherited through fork (create a
 new one from the handle in the child).
 """
 ClosedError.__doc__ = """The queue or gather was shut down.

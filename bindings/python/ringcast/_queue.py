@@ -866,7 +866,8 @@ class MessageQueue:
         Raises:
             TimeoutError, ClosedError, PeerDeadError, RingcastError, ValueError: as dequeue().
             PermissionError: the writer cannot take this reader's eventfd (docs/events.md).
-            RuntimeError: called on the writer or on a remote reader.
+            RuntimeError: called on the writer or on a remote reader, or while another dequeue_async
+                of this reader is in progress.
         """
         from ringcast import aio  # asyncio is imported only by code that awaits
         return aio.dequeue(self, timeout)

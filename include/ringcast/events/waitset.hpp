@@ -78,7 +78,8 @@ public:
     // (level-triggered: one still ready is reported again). Throws Error(peer_dead) as the members'
     // own blocking calls would, naming the member ("(WaitSet member N)"), and again from every later
     // wait() until that member is removed — but a wait() with members ready returns them first, so
-    // live members are never starved; Error(permission_denied) when a peer cannot take an eventfd.
+    // live members are never starved; Error(permission_denied) when a peer cannot take an eventfd;
+    // Error(system) when an io_uring member wait failed.
     [[nodiscard]] std::vector<std::size_t> wait(std::chrono::nanoseconds timeout);
 
     [[nodiscard]] WaitSetBackend backend() const noexcept;
