@@ -279,14 +279,9 @@ TEST_P(Gather, WorkersInOtherProcesses) {
 INSTANTIATE_TEST_SUITE_P(Methods, Gather, ::testing::Values(GatherWait::doorbell, GatherWait::futex_waitv),
                          [](const auto& info) { return info.param == GatherWait::doorbell ? "doorbell" : "futex_waitv"; });
 
-// A collector killed before it removed its names leaves its rings and its bell; a collector made
-// under the same name later reclaims both (the rings as any abandoned segment, the bell because every
-// ring of the group is then its own) and serves its workers.
-TEST(GatherDoorbell, AKilledCollectorsNameCanBeUsedAgain) {
-    ScopedName name("gk");
-    GatherOptions o;
-    o.ranks = 2;
-    o.capacity = 64 * 1024;
+// A collector process creates the group `name` and is killed before it removes its names: its reply
+// rings and its bell are left behind.
+void create_in_a_killed_collector(std::string_view name, const GatherOptions& o) {
     ChildGuard kids;
     Pipe ready;
     const pid_t collector = kids.add(fork_child([&] {
@@ -296,6 +291,17 @@ TEST(GatherDoorbell, AKilledCollectorsNameCanBeUsedAgain) {
     }));
     ASSERT_EQ(ready.recv(10000ms), 'r');
     kids.kill_and_wait(collector);
+}
+
+// A collector killed before it removed its names leaves its rings and its bell; a collector made
+// under the same name later reclaims both (the rings as any abandoned segment, the bell because every
+// ring of the group is then its own) and serves its workers.
+TEST(GatherDoorbell, AKilledCollectorsNameCanBeUsedAgain) {
+    ScopedName name("gk");
+    GatherOptions o;
+    o.ranks = 2;
+    o.capacity = 64 * 1024;
+    ASSERT_NO_FATAL_FAILURE(create_in_a_killed_collector(name, o));
     ASSERT_TRUE(judge_bell(gather_bell_name(name)).has_value()) << "the killed collector's bell is left";
     auto c = GatherCollector::create(name, o);
     auto w0 = GatherWorker::attach(name, 0);
@@ -340,15 +346,7 @@ TEST(GatherDoorbell, AnotherVersionsBellKeepsTheNameTaken) {
     GatherOptions o;
     o.ranks = 2;
     o.capacity = 64 * 1024;
-    ChildGuard kids;
-    Pipe ready;
-    const pid_t collector = kids.add(fork_child([&] {
-        auto c = GatherCollector::create(name, o);
-        ready.send('r');
-        ::pause();
-    }));
-    ASSERT_EQ(ready.recv(10000ms), 'r');
-    kids.kill_and_wait(collector);
+    ASSERT_NO_FATAL_FAILURE(create_in_a_killed_collector(name, o));
     {  // what another version's collector would have left
         const int fd = ::shm_open(("/" + bell).c_str(), O_RDWR, 0);
         ASSERT_GE(fd, 0);

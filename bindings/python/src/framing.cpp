@@ -231,8 +231,7 @@ void RawChunk::forget() {
 
 void RawChunk::keep_read_chunk(py::handle owner, bool shut_down) {
     const bool first = !kept_;
-    kept_ = true;
-    keep_owner_alive(owner);
+    keep(owner);
     if (shut_down)
         throw Closed{"acquire_read: the queue was shut down; a view of its last chunk outlived the with-block, so "
                      "the chunk (and the reader's rank) is kept while that view lives"};
@@ -256,7 +255,8 @@ bool RawChunk::settle_kept_read_chunk(const char* what) {
     return true;
 }
 
-void RawChunk::keep_owner_alive(py::handle owner) {
+void RawChunk::keep(py::handle owner) {
+    kept_ = true;
     if (!obj_) return;
     auto* c = as_chunk(obj_);
     if (c->owner != nullptr || c->exports == 0) return;

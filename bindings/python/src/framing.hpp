@@ -203,9 +203,11 @@ public:
     py::memoryview open(void* data, std::size_t size, bool readonly);
     // Whether a buffer of the chunk is still out (GIL held). False when there is no chunk.
     [[nodiscard]] bool viewed() const;
-    // A view outlived the block: the chunk object holds `owner` (the endpoint's Python object, and so
-    // the mapping the view shows) until its last buffer goes back.
-    void keep_owner_alive(py::handle owner);
+    // A view outlived the block: the chunk is kept (kept() until forget()), and the chunk object
+    // holds `owner` (the endpoint's Python object, and so the mapping the view shows) until its last
+    // buffer goes back. Both sides: the writer withdraws a kept chunk, a reader holds it unreleased.
+    void keep(py::handle owner);
+    [[nodiscard]] bool kept() const noexcept { return kept_; }
     // Ends the chunk: the chunk object refuses new buffers from here on (it stays reachable as a
     // view's .obj). Only once viewed() is false. GIL held.
     void forget();
@@ -228,7 +230,7 @@ public:
 
 private:
     py::object obj_;
-    bool kept_ = false;  // keep_read_chunk ran: the chunk is kept until no view of it is left
+    bool kept_ = false;  // keep() ran: the chunk is kept until no view of it is left (forget())
 };
 
 // dequeue_many's loop, one for the local and the remote reader: waits for the first message as a

@@ -144,8 +144,8 @@ private:
     std::size_t reserved_size_ = 0;
     bool broken_ = false;
     bool raw_reserved_ = false;
-    detail::RawChunk raw_chunk_;  // the chunk of the last acquire_write
-    bool raw_leaked_ = false;     // a view of it outlived its block: no write until it is gone
+    detail::RawChunk raw_chunk_;  // the chunk of the last acquire_write (kept while a view outlives its
+                                  // block: no write until that view is gone)
     // The message of send_nowait() not yet fully published (null: none). Its first record takes its
     // sequence number (pending_seq_); pending_sent_ stream bytes of it are out.
     std::unique_ptr<detail::OutgoingMessage> pending_;

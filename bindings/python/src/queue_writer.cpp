@@ -232,8 +232,7 @@ void PyWriter::commit_raw(std::optional<std::size_t> used, bool publish) {
     // that view uncounted, and the endpoint's going unmapped the bytes under it.
     raw_reserved_ = false;
     if (raw_chunk_.viewed()) {
-        raw_leaked_ = true;
-        raw_chunk_.keep_owner_alive(py::cast(this));
+        raw_chunk_.keep(py::cast(this));
         throw Failure{g_ringcast_error,
                       "acquire_write: a view of the chunk outlived its with-block (a slice, memoryview(), "
                       "cast or numpy.frombuffer of the block's view, still referenced): the chunk was "
@@ -286,14 +285,13 @@ std::size_t PyWriter::pending_record_bytes() const {
 }
 
 void PyWriter::refuse_if_pending(const char* what) {
-    if (raw_leaked_) {
+    if (raw_chunk_.kept()) {
         if (raw_chunk_.viewed())
             throw Failure{g_ringcast_error,
                           std::string(what) + ": a view of an acquire_write() chunk that outlived its "
                                               "with-block is still alive; release it first (del it, and "
                                               "every numpy array made from it, or call a memoryview's "
                                               "release()): this write would reuse its bytes"};
-        raw_leaked_ = false;
         raw_chunk_.forget();
     }
     if (pending_)
