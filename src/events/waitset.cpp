@@ -128,7 +128,7 @@ public:
     void abandon(std::size_t, WaitSet::Member& m) noexcept override { retract(m.site()); }  // (a later
     // signal only leaves the fd readable: the next arm drains it)
 
-    bool wait(Deadline until, std::vector<std::size_t>& woken) override {
+    void wait(Deadline until, std::vector<std::size_t>& woken) override {
         int timeout_ms = 0;
         if (until == kNoDeadline) {
             timeout_ms = -1;
@@ -143,11 +143,10 @@ public:
         epoll_event events[64];
         const int n = ::epoll_wait(epfd_, events, 64, timeout_ms);
         if (n < 0) {
-            if (errno == EINTR) return false;  // the caller re-checks and waits again
+            if (errno == EINTR) return;  // the caller re-checks and waits again
             throw Error(ErrorCode::system, std::string("epoll_wait failed: ") + std::strerror(errno));
         }
         for (int i = 0; i < n; ++i) woken.push_back(static_cast<std::size_t>(events[i].data.u64));
-        return n == 0;
     }
 
 private:
@@ -317,7 +316,7 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
         const Deadline until = deadline == kPollOnly || look_only ? kPollOnly : std::min(deadline, next_recheck_);
         woken.clear();
         ++kernel_waits_;
-        (void)backend_->wait(until, woken);
+        backend_->wait(until, woken);
         const Deadline now = Clock::now();
         // (3) Every woken member's kernel wait has ended (3f): unarmed from here on, whatever follows —
         // so that a peer_dead thrown below, or a failed kernel wait, leaves no member marked armed

@@ -49,8 +49,9 @@ public:
     // Withdraws an armed member whose kernel wait has NOT ended (found ready by the periodic re-check,
     // removed, or the set destroyed): cancels that wait, then retracts.
     virtual void abandon(std::size_t id, Member& m) noexcept = 0;
-    // One kernel wait until `until`; appends the ids the kernel reported. true: it timed out.
-    virtual bool wait(Deadline until, std::vector<std::size_t>& woken) = 0;
+    // One kernel wait until `until` (or an interruption); appends the ids the kernel reported. The set
+    // looks at the clock itself (WaitSet::wait): how the wait ended is not needed.
+    virtual void wait(Deadline until, std::vector<std::size_t>& woken) = 0;
     // Throws Error(system) if a member's kernel wait reported in the last wait() failed (rather than
     // woke, timed out or was cancelled); that member was reported woken all the same. Once per failure.
     virtual void throw_if_failed() {}

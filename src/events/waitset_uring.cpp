@@ -117,7 +117,7 @@ public:
         if (const int res = std::exchange(failed_, 0); res != 0) fail("a member's io_uring wait", res);
     }
 
-    bool wait(Deadline until, std::vector<std::size_t>& woken) override {
+    void wait(Deadline until, std::vector<std::size_t>& woken) override {
         enable();
         io_uring_cqe* cqe = nullptr;
         int rc = 0;
@@ -142,7 +142,7 @@ public:
             rc = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, until == kNoDeadline ? nullptr : &ts, nullptr);
             if (rc >= 0) rc = 0;
         }
-        if (rc == -ETIME || rc == -EAGAIN || rc == -EINTR) return rc != -EINTR;
+        if (rc == -ETIME || rc == -EAGAIN || rc == -EINTR) return;
         if (rc < 0) fail("io_uring wait", rc);
         unsigned head = 0;
         unsigned seen = 0;
@@ -164,7 +164,6 @@ public:
             if (res < 0 && res != -EAGAIN && res != -ECANCELED && res != -EINTR && failed_ == 0) failed_ = res;
         }
         io_uring_cq_advance(&ring_, seen);
-        return false;
     }
 
 private:
