@@ -164,9 +164,7 @@ void GatherCollector::remove_names() noexcept {
     remove_group_names(name_, options_.ranks, bell_.identity());
 }
 
-GatherCollector::~GatherCollector() {
-    if (removes_names_.owns) remove_group_names(name_, options_.ranks, bell_.identity());  // not when moved from
-}
+GatherCollector::~GatherCollector() { remove_names(); }  // (not when moved from, nor after remove_names())
 
 // The collector sleeps on doorbell_seq, announced by bit 0 of collector_sleeping (one collector).
 SleepSite GatherCollector::bell_site() const noexcept {
