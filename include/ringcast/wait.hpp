@@ -188,6 +188,12 @@ public:
         if (typical > spin_max.count()) return spin_for;
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
+    // Whether waits here typically outlast spin_for (a collect's later waits: whether its budget for
+    // them does): AdaptiveHybridStrategy::yield_at_once.
+    [[nodiscard]] bool expects_long(std::chrono::nanoseconds spin_for) const noexcept {
+        if (stopped_) return later_budget_ > spin_for;
+        return typical_ns_.load(std::memory_order_relaxed) > spin_for.count();
+    }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
         const std::int64_t dev = long_dev_ns_.load(std::memory_order_relaxed);
@@ -489,12 +495,23 @@ struct HybridStrategy {
 // does not sleep because someone else ran once on its CPU. Its time is left out of the account
 // altogether (out of what was spun too), so a busy neighbour still stops the spin at the first late
 // yield past spin_for, as GivenAwayCpu intends.
+//
+// A wait that its history expects to outlast spin_for (SpinHistory::expects_long: an executor's collect
+// of a model step, a worker's receive of the next one) yields once more, at once, before its first
+// spin step: where the peer it waits for — or the next peer of the one it just served — is queued
+// behind it on this CPU, that peer runs now and not after 64 spin steps. On the 2-core VM (3 processes,
+// showdown W=2, sync) the executor's collect reached its first yield 6.5 us after the request went out
+// (p50, perf sched over 300 steps; the spin-and-yield baseline's poll loop: 0.9 us), and the worker
+// queued behind it received the request that much later. A wait expected to be short (a hop in a busy
+// pipeline) keeps its first 64 steps free of system calls. Like every yield of the spin it changes
+// nothing the wake protocol relies on: the spin's looks are only ever a faster way to see the condition.
 struct AdaptiveHybridStrategy {
     static constexpr WaitKind kind = WaitKind::hybrid;
     static constexpr bool sleeps = true;
     static constexpr bool steps_yield = false;
     std::chrono::nanoseconds spin_for;
     std::chrono::nanoseconds budget;  // from SpinHistory, taken once per wait
+    bool yield_at_once = false;       // SpinHistory::expects_long, taken once per wait
     mutable GivenAwayCpu given_away{};
     [[nodiscard]] std::chrono::nanoseconds spin_budget() const noexcept { return budget; }
     void relax(std::uint32_t) const noexcept { cpu_relax(); }
@@ -695,6 +712,11 @@ template <WaitStrategy S, class Ready>
     if (budget.count() > 0) {
         Deadline spin_start{};
         Deadline spin_end{};
+        // (2-) A wait expected to be long gives its CPU to whoever is queued on it, once, before it
+        //      spins (AdaptiveHybridStrategy::yield_at_once). Within spin_for: a courtesy, not counted.
+        if constexpr (requires { strategy.yield_at_once; }) {
+            if (strategy.yield_at_once) ::sched_yield();
+        }
         for (std::uint32_t i = 1;; ++i) {
             strategy.relax(i);
             if (S::steps_yield ? ready() : spin_look(ready)) return WaitOutcome::ready;
@@ -873,7 +895,8 @@ template <class Ready>
     }
     if (!done) {
         WaitTiming timing;
-        outcome = block_until(AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max)},
+        outcome = block_until(AdaptiveHybridStrategy{options.spin_for, ctx.history->budget(options.spin_for, options.spin_max),
+                                                     ctx.history->expects_long(options.spin_for)},
                               ctx, ready, &timing);
         if (start == Deadline{}) start = timing.first_read;
     }

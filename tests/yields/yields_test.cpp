@@ -1,0 +1,78 @@
+// When the adaptive hybrid spin gives its CPU away (wait.hpp, AdaptiveHybridStrategy): a wait that its
+// history expects to be long yields before its first spin step — a peer queued behind it on its CPU
+// runs at once —, a wait expected to be short not before its first checkpoint (its first
+// kSpinStepsPerClockRead steps stay free of system calls).
+//
+// This executable defines sched_yield itself, in front of the C library's: it counts this thread's
+// calls and notes how many looks at the waited condition came before the first, then yields as the
+// C library's does. block_until is a template: its calls bind to this definition.
+#include <ringcast/wait.hpp>
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+
+namespace {
+
+thread_local int looks = 0;              // the condition's looks in this thread's current wait
+thread_local int looks_at_first_yield = -1;  // -1: no yield yet
+
+}  // namespace
+
+extern "C" int sched_yield() noexcept {
+    if (looks_at_first_yield < 0) looks_at_first_yield = looks;
+    return static_cast<int>(::syscall(SYS_sched_yield));
+}
+
+namespace ringcast {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One adaptive wait (the default hybrid options: spin_for 10 us, spin_max 2 ms) whose history holds
+// eight waits of `typical` (none for zero); its condition turns true two looks after the first yield, so the wait ends
+// in its spin whatever the yield costs. Returns the look count at the first yield.
+int looks_before_the_first_yield(std::chrono::nanoseconds typical) {
+    std::atomic<std::uint32_t> seq{0};
+    std::atomic<std::uint64_t> sleeping{0};
+    const SleepSite site{&seq, &sleeping};
+    SpinHistory history;
+    const WaitOptions options;
+    for (int i = 0; i < 8 && typical > 0ns; ++i) history.record(typical, options.spin_max);
+    EXPECT_TRUE(options.adaptive());
+    WaitContext ctx{{&site, 1}, Clock::now() + 10s};
+    ctx.history = &history;
+    looks = 0;
+    looks_at_first_yield = -1;
+    const WaitOutcome outcome = block_until(options, ctx, [] {
+        ++looks;
+        return looks_at_first_yield >= 0 && looks > looks_at_first_yield + 2;
+    });
+    EXPECT_EQ(outcome, WaitOutcome::ready);
+    return looks_at_first_yield;
+}
+
+TEST(SpinHistory, ExpectsALongWaitOnceItsWaitsOutlastSpinFor) {
+    SpinHistory history;
+    EXPECT_FALSE(history.expects_long(10us)) << "no history: nothing expected";
+    for (int i = 0; i < 8; ++i) history.record(1ms, 2ms);
+    EXPECT_TRUE(history.expects_long(10us));
+    for (int i = 0; i < 40; ++i) history.record(2us, 2ms);
+    EXPECT_FALSE(history.expects_long(10us)) << "short waits again: the long ones are forgotten";
+}
+
+TEST(AdaptiveWait, AWaitExpectedLongYieldsBeforeItsFirstSpinStep) {
+    // Two looks before any spin step: the adaptive wrapper's and block_until's case 1.
+    EXPECT_EQ(looks_before_the_first_yield(1ms), 2);
+}
+
+TEST(AdaptiveWait, AWaitExpectedShortSpinsItsFirstCheckpointBeforeItYields) {
+    EXPECT_GT(looks_before_the_first_yield(2us), static_cast<int>(kSpinStepsPerClockRead));
+    EXPECT_GT(looks_before_the_first_yield(0ns), static_cast<int>(kSpinStepsPerClockRead)) << "no history";
+}
+
+}  // namespace
+}  // namespace ringcast
