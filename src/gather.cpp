@@ -265,6 +265,14 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
                                   std::vector<std::uint32_t>& closed_ranks, GatherResult& result) {
     for (auto it = pending.begin(); it != pending.end();) {
         Reader& rd = readers_[*it];
+        // Nothing there and not closed: no peek. A peek that finds nothing would read the clock for
+        // its worker's liveness (two thirds of a 2-rank poll's clock reads, on the way to the wait);
+        // the collect's wait checks every pending worker on its own schedule (check_pending_alive,
+        // wait_any's on_idle: a poll too), so a dead worker is reported as soon either way.
+        if (!rd.poll_acquire()) {
+            ++it;
+            continue;
+        }
         Message m;
         try {
             m = rd.peek(std::chrono::nanoseconds::zero());  // a due liveness check of its worker runs here too
