@@ -592,6 +592,28 @@ def test_an_empty_rank_list_asks_for_no_reply_and_numpy_ranks_count():
         g.close()
 
 
+def test_ranks_as_lists_tuples_and_ints_are_checked_as_any_others():
+    """The plain int, list and tuple take a shortcut past the general checks (the hot path); what they
+    hold is refused as the general path refuses it, and each form gets its replies."""
+    g = ringcast.ReplyGather(2)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    try:
+        for tag, ranks, replying in ((1, [0, 1], [0, 1]), (2, (1, 0), [1, 0]), (3, 1, [1]), (4, [], []),
+                                     (5, iter([0]), [0])):
+            for r in replying:
+                w[r].reply(tag, f"a{r}")
+            assert g.collect(tag, ranks, timeout=5) == [f"a{r}" for r in replying]
+        for bad, error, text in (([0, True], TypeError, "got bool"), ((0, 1.0), TypeError, "got float"),
+                                 ([0, 2], ValueError, "rank 2 out of range"), ((-1,), ValueError, "rank -1"),
+                                 (2, ValueError, "rank 2 out of range"), (True, TypeError, "got bool")):
+            with pytest.raises(error, match=text):
+                g.collect(9, bad, timeout=0)
+    finally:
+        for x in w:
+            x.close()
+        g.close()
+
+
 def test_a_bad_tag_or_timeout_is_named_in_the_callers_terms():
     """The hot paths hand their arguments to the binding unchecked; what it refuses is told as the bad
     tag or timeout (TypeError / ValueError), not as the binding's signatures."""

@@ -86,6 +86,19 @@ def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
     counts (numpy's too); bools do not."""
     if ranks is None:
         return list(range(n))
+    # The hot path (a collect that names its ranks): a plain int, or a list or tuple of plain ints in
+    # range, checked by exact type. The general checks below cost ~0.4 us a rank (1.1 us for [0, 1],
+    # against 0.26 us here, on the 2-core VM) — on a sync step, time spent after the request went out
+    # and before the collect's wait yields the CPU to a worker that may share it.
+    if type(ranks) is int:
+        if 0 <= ranks < n:
+            return [ranks]
+    elif type(ranks) is list or type(ranks) is tuple:
+        for r in ranks:
+            if type(r) is not int or not 0 <= r < n:
+                break
+        else:
+            return list(ranks)
     # A single rank (a bool too: refused below with the others) or an iterable of them.
     if isinstance(ranks, numbers.Integral):
         asked: Iterable[Any] = [ranks]
