@@ -237,6 +237,19 @@ bool GatherCollector::any_awaited_ready(const std::vector<std::uint32_t>& ranks)
     return false;
 }
 
+bool GatherCollector::has_ready(std::uint64_t tag, std::span<const std::uint32_t> ranks) noexcept {
+    const bool keeps_tag = !kept_.empty() && kept_tag_ == tag;
+    const auto ready = [&](std::uint32_t r) {
+        return r >= readers_.size() || (keeps_tag && kept_[r]) || readers_[r].poll_acquire();
+    };
+    if (ranks.empty()) {
+        for (std::uint32_t r = 0; r < readers_.size(); ++r)
+            if (ready(r)) return true;
+        return false;
+    }
+    return std::any_of(ranks.begin(), ranks.end(), ready);
+}
+
 // The one wait of collect(): wait.hpp's block_until over the doorbell, or over every pending ring.
 WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending, Deadline deadline,
                                       SpinHistory& history) {
@@ -267,8 +280,9 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
         Reader& rd = readers_[*it];
         // Nothing there and not closed: no peek. A peek that finds nothing would read the clock for
         // its worker's liveness (two thirds of a 2-rank poll's clock reads, on the way to the wait);
-        // the collect's wait checks every pending worker on its own schedule (check_pending_alive,
-        // wait_any's on_idle: a poll too), so a dead worker is reported as soon either way.
+        // the collect's wait checks every pending worker on the collector's own schedule
+        // (check_pending_alive from wait_any's on_idle, a poll's too), so a dead worker is still
+        // reported within two liveness intervals, whether the caller waits or polls.
         if (!rd.poll_acquire()) {
             ++it;
             continue;

@@ -103,6 +103,35 @@ TEST_P(Gather, SingleRankRoutingLeavesOtherRanksAlone) {
     EXPECT_FALSE(res.replies[2].has_value());
 }
 
+// has_ready: what a collect of the tag would take now — a record in an asked rank's ring, a reply an
+// unfinished collect of the same tag keeps, a closed ring — and nothing else; it takes nothing.
+TEST_P(Gather, HasReadySaysWhatACollectWouldTakeNow) {
+    ScopedName name("gh");
+    auto c = GatherCollector::create(name, options(3));
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    auto w2 = GatherWorker::attach(name, 2);
+    const std::uint32_t rank0[] = {0}, rank1[] = {1}, ranks01[] = {0, 1};
+    EXPECT_FALSE(c.has_ready(5, {}));
+    ASSERT_EQ(w1.reply(5, reply_bytes(1, 5)), Status::ok);
+    EXPECT_TRUE(c.has_ready(5, {})) << "every rank asked: rank 1 has a record";
+    EXPECT_TRUE(c.has_ready(5, rank1));
+    EXPECT_FALSE(c.has_ready(5, rank0)) << "rank 0 has nothing";
+    EXPECT_TRUE(c.has_ready(5, rank1)) << "it took nothing";
+    // A collect that times out keeps rank 1's reply for the next collect of tag 5, not of another tag.
+    EXPECT_EQ(c.collect(5, ranks01, 1ms).status, Status::timed_out);
+    EXPECT_TRUE(c.has_ready(5, rank1)) << "kept for tag 5";
+    EXPECT_FALSE(c.has_ready(6, rank1)) << "a collect of tag 6 drops it";
+    EXPECT_FALSE(c.has_ready(5, rank0));
+    w2.close();
+    const std::uint32_t rank2[] = {2}, out_of_range[] = {7};
+    EXPECT_TRUE(c.has_ready(5, rank2)) << "a closed ring: the collect reports it";
+    EXPECT_TRUE(c.has_ready(5, out_of_range)) << "the collect reports the bad rank";
+    const GatherResult res = c.collect(5, rank1, 0ns);
+    ASSERT_EQ(res.status, Status::ok);
+    EXPECT_EQ(check_message(*res.replies[1], 5000 + 1, 24), "");
+}
+
 TEST_P(Gather, StaleReplyIsAnErrorNamingRankAndBothTags) {
     ScopedName name("gs");
     auto c = GatherCollector::create(name, options(2));

@@ -145,6 +145,11 @@ public:
     // 0): ranks whose reply an earlier slice of that tag took are left out (a worker may exit once it
     // replied).
     void check_liveness(std::uint64_t tag, std::span<const std::uint32_t> ranks);
+    // Whether a collect of `tag` from `ranks` (empty: all) would take something now: a reply that an
+    // unfinished collect of that tag keeps, a record in a pending ring, a ring closed (or a rank out
+    // of range, which the collect reports). One acquire look per ring, no clock read, nothing taken:
+    // a caller's test before it polls with the GIL held or goes straight to a wait (the Python binding).
+    [[nodiscard]] bool has_ready(std::uint64_t tag, std::span<const std::uint32_t> ranks) noexcept;
     void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
     [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
 

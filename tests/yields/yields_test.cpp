@@ -14,16 +14,21 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 namespace {
 
 thread_local int looks = 0;              // the condition's looks in this thread's current wait
 thread_local int looks_at_first_yield = -1;  // -1: no yield yet
+thread_local std::chrono::nanoseconds first_yield_lasts{0};  // stands for a peer running meanwhile
 
 }  // namespace
 
 extern "C" int sched_yield() noexcept {
-    if (looks_at_first_yield < 0) looks_at_first_yield = looks;
+    if (looks_at_first_yield < 0) {
+        looks_at_first_yield = looks;
+        if (first_yield_lasts > std::chrono::nanoseconds::zero()) std::this_thread::sleep_for(first_yield_lasts);
+    }
     return static_cast<int>(::syscall(SYS_sched_yield));
 }
 
@@ -32,16 +37,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// One adaptive wait (the default hybrid options: spin_for 10 us, spin_max 2 ms) whose history holds
-// eight waits of `typical` (none for zero); its condition turns true two looks after the first yield, so the wait ends
-// in its spin whatever the yield costs. Returns the look count at the first yield.
-int looks_before_the_first_yield(std::chrono::nanoseconds typical) {
+// One adaptive wait (the default hybrid options: spin_for 10 us, spin_max 2 ms) with `history`; its
+// condition turns true two looks after the first yield, so the wait ends in its spin whatever the
+// yield costs. Returns the look count at the first yield.
+int looks_before_the_first_yield(SpinHistory& history) {
     std::atomic<std::uint32_t> seq{0};
     std::atomic<std::uint64_t> sleeping{0};
     const SleepSite site{&seq, &sleeping};
-    SpinHistory history;
     const WaitOptions options;
-    for (int i = 0; i < 8 && typical > 0ns; ++i) history.record(typical, options.spin_max);
     EXPECT_TRUE(options.adaptive());
     WaitContext ctx{{&site, 1}, Clock::now() + 10s};
     ctx.history = &history;
@@ -53,6 +56,13 @@ int looks_before_the_first_yield(std::chrono::nanoseconds typical) {
     });
     EXPECT_EQ(outcome, WaitOutcome::ready);
     return looks_at_first_yield;
+}
+
+// The same with a history of eight waits of `typical` (none for zero).
+int looks_before_the_first_yield(std::chrono::nanoseconds typical) {
+    SpinHistory history;
+    for (int i = 0; i < 8 && typical > 0ns; ++i) history.record(typical, WaitOptions{}.spin_max);
+    return looks_before_the_first_yield(history);
 }
 
 TEST(SpinHistory, ExpectsALongWaitOnceItsWaitsOutlastSpinFor) {
@@ -67,6 +77,19 @@ TEST(SpinHistory, ExpectsALongWaitOnceItsWaitsOutlastSpinFor) {
 TEST(AdaptiveWait, AWaitExpectedLongYieldsBeforeItsFirstSpinStep) {
     // Two looks before any spin step: the adaptive wrapper's and block_until's case 1.
     EXPECT_EQ(looks_before_the_first_yield(1ms), 2);
+}
+
+// The early yield may last the whole wait (the peer it let run published meanwhile): the wait is
+// learned as that long, not as one over within its first 64 steps (recorded as zero, which would
+// soon turn the early yield off).
+TEST(AdaptiveWait, AWaitThatEndsDuringItsEarlyYieldIsLearnedAsThatLong) {
+    SpinHistory history;
+    for (int i = 0; i < 8; ++i) history.record(1ms, WaitOptions{}.spin_max);
+    const auto before = history.typical();
+    first_yield_lasts = 3ms;
+    EXPECT_EQ(looks_before_the_first_yield(history), 2);
+    first_yield_lasts = 0ns;
+    EXPECT_GT(history.typical(), before) << "a 3 ms wait after waits of 1 ms";
 }
 
 TEST(AdaptiveWait, AWaitExpectedShortSpinsItsFirstCheckpointBeforeItYields) {

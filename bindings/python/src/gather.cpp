@@ -204,14 +204,25 @@ Status PyGatherCollector::attempt(Collect& c, std::chrono::nanoseconds t, detail
 }
 
 void PyGatherCollector::finish(Collect& c, Gil& gil) {
-    // A collect that may wait goes straight to the sliced wait, whose first core call takes what is
-    // there before it waits: a poll first (a whole core collect, ~0.6 us for two ranks on the 2-core
-    // VM) would only delay the wait — and with it the wait's first yield, which hands a CPU the
-    // executor shares with a worker to that worker (wait.hpp, AdaptiveHybridStrategy).
-    const Status s =
-        c.deadline == kPollOnly || c.pending.empty() || Clock::now() >= c.deadline
-            ? attempt(c, 0ns, &gil)  // ok at once when nothing is pending
-            : wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) { return attempt(c, t, &gil); });
+    // What is there is taken with the GIL held (gil.hpp, rule 1): a poll, when a look that reads no
+    // clock finds something. A collect that finds nothing goes straight to its sliced wait, whose first
+    // core call takes what came meanwhile: a poll that finds nothing (a whole core collect, ~0.4 us
+    // for two ranks on the 2-core VM) would only delay the wait — and with it the wait's first yield,
+    // which hands a CPU the executor shares with a worker to that worker (wait.hpp,
+    // AdaptiveHybridStrategy).
+    Status s = Status::timed_out;
+    const bool polled = c.deadline == kPollOnly || c.pending.empty() || collector_->has_ready(c.tag, c.pending);
+    if (polled) s = attempt(c, 0ns, &gil);  // ok at once when nothing is pending
+    if (s == Status::timed_out && c.deadline != kPollOnly) {
+        bool attempted = false;
+        s = wait_sliced(gil, c.deadline, *collector_, [&](std::chrono::nanoseconds t) {
+            attempted = true;
+            return attempt(c, t, &gil);
+        });
+        // The deadline passed before the first slice (a timeout of a microsecond, a thread descheduled
+        // since begin()): a collect still takes what is there, and says closed where a ring closed.
+        if (!attempted && !polled) s = attempt(c, 0ns, &gil);
+    }
     gil.acquire();
     if (s == Status::ok) return;
     GatherResult r;
