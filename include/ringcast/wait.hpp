@@ -188,11 +188,12 @@ public:
         if (typical > spin_max.count()) return spin_for;
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
-    // Whether waits here typically outlast spin_for (a collect's later waits: whether the budget
-    // learned for them, about twice their typical spread, passes twice spin_for):
-    // AdaptiveHybridStrategy::yield_at_once.
+    // Whether waits here typically outlast spin_for: AdaptiveHybridStrategy::yield_at_once. A
+    // collect's later waits: whether the budget learned for them, about twice their typical spread,
+    // passes spin_for — a spread of more than half of it (docs/benchmarks.md, "The executor's first
+    // yield after the request").
     [[nodiscard]] bool expects_long(std::chrono::nanoseconds spin_for) const noexcept {
-        if (stopped_) return later_budget_ > 2 * spin_for;
+        if (stopped_) return later_budget_ > spin_for;
         return typical_ns_.load(std::memory_order_relaxed) > spin_for.count();
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
