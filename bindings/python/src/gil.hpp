@@ -4,7 +4,8 @@
 // GIL rules, kept by every blocking call of the binding:
 //  * Ready data (or free space) is probed first with a zero timeout while the GIL is held: the fast path
 //    never drops and re-takes the GIL (re-taking it can cost a whole 5 ms switch interval when the main
-//    thread is busy in Python).
+//    thread is busy in Python). A gather collect probes with a look that reads no clock
+//    (GatherCollector::has_ready) and polls only where it found something.
 //  * Only then is the GIL released for the wait. In the main thread the kernel wait ends when a signal
 //    handler runs (WaitOptions::end_on_signal: the kernel delivers a process-wide signal such as Ctrl-C's
 //    SIGINT to the main thread when it does not block it), and the GIL is re-taken just long enough for
