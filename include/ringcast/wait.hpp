@@ -718,6 +718,11 @@ template <WaitStrategy S, class Ready>
     if (budget.count() > 0) {
         Deadline spin_start{};
         Deadline spin_end{};
+        const auto start_spin_clock = [&] {  // the clock, and the spin's budget counted from it
+            start_clock();
+            spin_start = now;
+            spin_end = budget >= Deadline::max() - now ? kNoDeadline : now + budget;
+        };
         // (2-) A wait expected to be long gives its CPU to whoever is queued on it, once, before it
         //      spins (AdaptiveHybridStrategy::yield_at_once). The clock starts first: that yield may
         //      last the whole wait (the peer ran meanwhile and published), which the adaptive history
@@ -725,9 +730,7 @@ template <WaitStrategy S, class Ready>
         //      the account of given-away time.
         if constexpr (requires { strategy.yield_at_once; }) {
             if (strategy.yield_at_once) {
-                start_clock();
-                spin_start = now;
-                spin_end = budget >= Deadline::max() - now ? kNoDeadline : now + budget;
+                start_spin_clock();
                 ::sched_yield();
             }
         }
@@ -738,9 +741,7 @@ template <WaitStrategy S, class Ready>
                 if (ready()) return WaitOutcome::ready;  // the full look (see SpinLook), once per checkpoint
                 if (is_cancelled()) return WaitOutcome::cancelled;
                 if (!liveness) {  // (2a) the first read: the spin's budget counts from here
-                    start_clock();
-                    spin_start = now;
-                    spin_end = budget >= Deadline::max() - now ? kNoDeadline : now + budget;
+                    start_spin_clock();
                 } else {          // (2b) every later checkpoint
                     now = Clock::now();
                 }
