@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
         auto b = attach(logs);
         ringcast::WaitSet set(options);
         std::printf("WaitSet back end: %s\n", ringcast::to_string(set.backend()));
-        const std::size_t ia = set.add(a), ib = set.add(b), ig = set.add(replies);
+        std::uint64_t step = 0;  // the request whose replies the group member waits for
+        const std::size_t ia = set.add(a), ib = set.add(b), ig = set.add(replies, step);
         int got_a = 0, got_b = 0, closed = 0;
-        std::uint64_t step = 0;
         std::vector<std::byte> msg;
         while (closed < 2 || step < kSteps) {
             const auto ready = set.wait(5s);
@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
                     // ring stays ready (like a closed socket) — a member kept past its last step
                     // would spin this loop.
                     if (step == kSteps) set.remove(ig);
+                    else set.set_tag(ig, step);  // a reply to a finished step is no longer awaited
                     continue;
                 }
                 ringcast::Reader& r = id == ia ? a : b;

@@ -229,12 +229,15 @@ bool GatherCollector::any_pending_ready(const std::vector<std::uint32_t>& pendin
     return false;
 }
 
-bool GatherCollector::any_awaited_ready(const std::vector<std::uint32_t>& ranks) noexcept {
+bool GatherCollector::any_awaited_ready(std::uint64_t tag, const std::vector<std::uint32_t>& ranks) noexcept {
+    const bool keeps_tag = !kept_.empty() && kept_tag_ == tag;
+    bool awaits_any = false;
     for (std::uint32_t r : ranks) {
-        if (r < kept_.size() && kept_[r]) continue;  // taken already, kept for the next collect
+        if (keeps_tag && r < kept_.size() && kept_[r]) continue;  // taken already, kept for this collect
+        awaits_any = true;
         if (readers_[r].poll_acquire()) return true;
     }
-    return false;
+    return !awaits_any;
 }
 
 bool GatherCollector::has_ready(std::uint64_t tag, std::span<const std::uint32_t> ranks) noexcept {
@@ -457,6 +460,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;
+    if (!closed_ranks.empty()) keep_taken(/*copy=*/true);  // as after a timeout: a retry of the tag gets them
     std::sort(result.missing.begin(), result.missing.end());
     return result;
 }
@@ -466,7 +470,7 @@ int GatherCollector::wake_fd() {
     return eventfd_->fd();
 }
 
-bool GatherCollector::arm_wake_fd(std::span<const std::uint32_t> ranks) {
+bool GatherCollector::arm_wake_fd(std::uint64_t tag, std::span<const std::uint32_t> ranks) {
     (void)wake_fd();
     std::vector<std::uint32_t> pending(ranks.begin(), ranks.end());
     if (pending.empty())
@@ -475,7 +479,7 @@ bool GatherCollector::arm_wake_fd(std::span<const std::uint32_t> ranks) {
         if (r >= readers_.size()) throw Error(ErrorCode::invalid_argument, "rank " + std::to_string(r) + " out of range");
     // The doorbell rings after every record of every reply ring while we announce on it (ring.hpp,
     // publish order step 5), so any pending ring's new record wakes us.
-    return arm_eventfd(*eventfd_, bell_site(), *cancelled_, [&] { return any_awaited_ready(pending); });
+    return arm_eventfd(*eventfd_, bell_site(), *cancelled_, [&] { return any_awaited_ready(tag, pending); });
 }
 
 void GatherCollector::disarm_wake_fd() noexcept { retract(bell_site()); }

@@ -115,7 +115,9 @@ public:
     // in any order. Throws Error(stale_reply) for a reply with another tag (it is consumed; the good
     // replies taken before it are kept for the next collect of `tag`), Error(peer_dead) when a
     // pending worker died. A worker that closed its ring while a reply from it
-    // is pending gives status closed, with that rank in `missing`.
+    // is pending gives status closed, with that rank in `missing`; the replies taken are kept for the
+    // next collect of `tag` too, as after a timeout (a worker restarted in the closed rank's place may
+    // answer the same tag, and the retry must not wait for replies this call already consumed).
     //
     // `on_early_reply`, if set, is called once for each reply this call takes from its ring while
     // other replies of the collect are still awaited (not for the last ones, which end it, nor for
@@ -165,12 +167,13 @@ public:
     // (via the doorbell, whatever `method`); registered on first call (WaitKind::eventfd: at create),
     // from then on every collect() wait sleeps on it. Throws Error(system).
     [[nodiscard]] int wake_fd();
-    // Announces a wait for a reply from any of `ranks` (empty: all) that the next collect still
-    // needs (a rank whose reply an unfinished collect keeps is not waited for). true: one is there (or
-    // a ring closed, or this collector is cancelled) — collect with a zero timeout. false: armed;
-    // watch wake_fd(), then
-    // disarm_wake_fd() and collect with a zero timeout; replies it takes are kept for the next one.
-    [[nodiscard]] bool arm_wake_fd(std::span<const std::uint32_t> ranks);
+    // Announces a wait for a reply from any of `ranks` (empty: all) that the next collect of `tag`
+    // still needs (a rank whose reply an unfinished collect of `tag` keeps is not waited for; one kept
+    // for another tag is, as that collect drops it). true: one is there (or a ring closed, or this
+    // collector is cancelled, or every rank's reply is kept for `tag`) — collect with a zero timeout.
+    // false: armed; watch wake_fd(), then disarm_wake_fd() and collect `tag` with a zero timeout;
+    // replies it takes are kept for the next one.
+    [[nodiscard]] bool arm_wake_fd(std::uint64_t tag, std::span<const std::uint32_t> ranks);
     void disarm_wake_fd() noexcept;
 
 private:
@@ -189,9 +192,11 @@ private:
     void drain_ready(std::uint64_t tag, std::vector<std::uint32_t>& pending, std::vector<std::uint32_t>& closed_ranks,
                      GatherResult& result);
     [[nodiscard]] bool any_pending_ready(const std::vector<std::uint32_t>& pending) noexcept;
-    // As any_pending_ready, skipping ranks whose reply an unfinished collect keeps (an event loop's
-    // condition: a reply the next collect still needs).
-    [[nodiscard]] bool any_awaited_ready(const std::vector<std::uint32_t>& ranks) noexcept;
+    // An event loop's condition for a collect of `tag`: a reply it still needs is there — as
+    // any_pending_ready, skipping ranks whose reply an unfinished collect of `tag` keeps (their rings
+    // are empty until the next step; a reply kept for another tag is dropped by that collect, so its
+    // rank is awaited) — or nothing is left to await (every rank's reply kept: collect now).
+    [[nodiscard]] bool any_awaited_ready(std::uint64_t tag, const std::vector<std::uint32_t>& ranks) noexcept;
 
     // Whether this object removes the group's names when it dies: a move hands that over (the
     // defaulted move of GatherCollector moves this member with it), so a moved-from collector — every

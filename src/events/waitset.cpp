@@ -83,7 +83,7 @@ bool WaitSet::Member::condition() {
             w.known_free_end_ = w.min_reader_head_acquire() + w.capacity_;
             return w.tail_ + need <= w.known_free_end_;
         }
-        case Kind::collector: return collector->any_awaited_ready(ranks);
+        case Kind::collector: return collector->any_awaited_ready(tag, ranks);
     }
     return false;
 }
@@ -92,7 +92,7 @@ void WaitSet::Member::check_peer() {
     switch (kind) {
         case Kind::reader: reader->check_liveness(); return;
         case Kind::writer_space: writer->check_liveness(); return;
-        case Kind::collector: collector->check_liveness(ranks); return;
+        case Kind::collector: collector->check_liveness(tag, ranks); return;  // a rank whose reply is kept may exit
     }
 }
 
@@ -250,10 +250,11 @@ std::size_t WaitSet::add_space(Writer& writer, std::size_t message_bytes) {
     return add_member(std::move(m));
 }
 
-std::size_t WaitSet::add(GatherCollector& collector, std::span<const std::uint32_t> ranks) {
+std::size_t WaitSet::add(GatherCollector& collector, std::uint64_t tag, std::span<const std::uint32_t> ranks) {
     Member m;
     m.kind = Member::Kind::collector;
     m.collector = &collector;
+    m.tag = tag;
     m.ranks.assign(ranks.begin(), ranks.end());
     if (m.ranks.empty())
         for (std::uint32_t r = 0; r < collector.ranks(); ++r) m.ranks.push_back(r);
@@ -273,6 +274,12 @@ void WaitSet::set_message_bytes(std::size_t id, std::size_t message_bytes) {
     if (id >= members_.size() || !members_[id] || members_[id]->kind != Member::Kind::writer_space)
         throw Error(ErrorCode::invalid_argument, "WaitSet member " + std::to_string(id) + " is not a writer");
     members_[id]->message_bytes = message_bytes;
+}
+
+void WaitSet::set_tag(std::size_t id, std::uint64_t tag) {
+    if (id >= members_.size() || !members_[id] || members_[id]->kind != Member::Kind::collector)
+        throw Error(ErrorCode::invalid_argument, "WaitSet member " + std::to_string(id) + " is not a collector");
+    members_[id]->tag = tag;
 }
 
 std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {

@@ -23,6 +23,7 @@ struct WaitSet::Member {
     GatherCollector* collector = nullptr;
     std::size_t message_bytes = 0;      // writer_space: the message it waits to write
     std::vector<std::uint32_t> ranks;   // collector: the ranks whose replies it waits for
+    std::uint64_t tag = 0;              // collector: the request those replies answer
     bool armed = false;                 // announced; a kernel wait (fd readiness / SQE) may report it
     Deadline last_check{};              // when check_peer() last ran
 

@@ -297,6 +297,74 @@ TEST(EventfdWake, GatherCollectorSleepsOnItsEventfd) {
     for (pid_t p : pids) EXPECT_EQ(kids.wait(p, 30s), 0);
 }
 
+// A collect that timed out keeps the replies it took, for the next collect of its tag; a collect of
+// another tag drops them and needs those ranks' rings again. The event-loop condition (arm_wake_fd)
+// must skip a kept rank only for the tag it was kept for: for the next step's tag, the rank's new
+// reply is what the collect waits for.
+TEST(EventfdWake, ArmSkipsAKeptRankOnlyForTheTagItWasKeptFor) {
+    ScopedName group("efd-kept");
+    GatherOptions go;
+    go.ranks = 2;
+    go.capacity = 64 * 1024;
+    auto c = GatherCollector::create(group, go);
+    auto w0 = GatherWorker::attach(group, 0);
+    const std::vector<std::byte> m = payload(1);
+    ASSERT_EQ(w0.reply(1, m, 1s), Status::ok);
+    const std::uint32_t both[] = {0, 1};
+    const std::uint32_t rank0[] = {0};
+    ASSERT_EQ(c.collect(1, both, 20ms).status, Status::timed_out) << "rank 1 never replies: rank 0's reply is kept";
+    // Tag 1 again: rank 0 is taken, rank 1's ring is empty: armed. Rank 0 alone: nothing left to await.
+    EXPECT_FALSE(c.arm_wake_fd(1, both)) << "rank 1 has nothing: the arm must wait";
+    c.disarm_wake_fd();
+    EXPECT_TRUE(c.arm_wake_fd(1, rank0)) << "every rank asked for is kept: a collect takes it now";
+    // The next step, tag 2: rank 0 answers; the collect of tag 2 drops the kept tag-1 reply and needs it.
+    ASSERT_EQ(w0.reply(2, m, 1s), Status::ok);
+    EXPECT_TRUE(c.arm_wake_fd(2, rank0)) << "rank 0's tag-2 reply is there, hidden by the tag-1 reply it kept";
+    for (const WaitSetBackend backend : {WaitSetBackend::epoll, WaitSetBackend::io_uring}) {
+        if (backend == WaitSetBackend::io_uring && !io_uring_futex_unavailable_reason().empty()) continue;
+        WaitSet set({.backend = backend, .recheck = std::chrono::seconds(5)});
+        const std::size_t id = set.add(c, 1, rank0);
+        set.set_tag(id, 2);
+        const auto start = std::chrono::steady_clock::now();
+        const std::vector<std::size_t> ready = set.wait(3s);
+        EXPECT_EQ(ready, std::vector<std::size_t>{id}) << "backend " << static_cast<int>(backend);
+        EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "found only by the re-check, or not at all";
+    }
+    const GatherResult r = c.collect(2, rank0, 0ns);
+    ASSERT_EQ(r.status, Status::ok) << r.describe();
+    EXPECT_EQ(check_message(*r.replies[0], 1, m.size()), "");
+}
+
+// A worker that replied, its reply taken and kept by a collect that timed out, may exit: the collect
+// of that tag no longer waits for it, and neither does a WaitSet member for the tag (its liveness
+// check leaves the rank out, as GatherCollector::check_liveness(tag, ...) does).
+TEST(EventfdWake, AWorkerWhoseReplyIsKeptMayExitUnderAWaitSet) {
+    ScopedName group("efd-kept-dead");
+    GatherOptions go;
+    go.ranks = 2;
+    go.capacity = 64 * 1024;
+    go.liveness_interval = 50ms;
+    auto c = GatherCollector::create(group, go);
+    ChildGuard kids;
+    Pipe replied;
+    const pid_t worker = kids.add(fork_child([&] {
+        auto w0 = GatherWorker::attach(group, 0);
+        ASSERT_EQ(w0.reply(5, payload(5), 1s), Status::ok);
+        replied.send('r');
+        ::pause();  // killed with its ring open
+    }));
+    ASSERT_EQ(replied.recv(10000ms), 'r');
+    const std::uint32_t both[] = {0, 1};
+    ASSERT_EQ(c.collect(5, both, 20ms).status, Status::timed_out);
+    kids.kill_and_wait(worker);
+    WaitSet set({.backend = WaitSetBackend::epoll, .recheck = 50ms});
+    (void)set.add(c, 5, both);
+    EXPECT_NO_THROW((void)set.wait(300ms)) << "rank 0's reply is in: its worker's death is not the collect's";
+    const std::uint32_t rank0[] = {0};
+    const GatherResult r = c.collect(5, rank0, 0ns);
+    ASSERT_EQ(r.status, Status::ok) << r.describe();
+}
+
 // ---- WaitSet, both back ends ----------------------------------------------------------------------
 
 // Rank 0 of a queue another process is creating right now. (ReaderOptions::create_timeout waits for
@@ -376,7 +444,7 @@ TEST_P(WaitSetTest, ThreeQueuesAndAGatherGroupInOneLoop) {
     ASSERT_EQ(set.backend(), GetParam());
     std::vector<std::size_t> queue_id;
     for (auto& r : readers) queue_id.push_back(set.add(r));
-    const std::size_t gather_id = set.add(collector);
+    const std::size_t gather_id = set.add(collector, 0);
     std::vector<std::uint64_t> next(kQueues, 0);
     std::uint64_t tag = 0;
     int closed = 0;
@@ -392,6 +460,7 @@ TEST_P(WaitSetTest, ThreeQueuesAndAGatherGroupInOneLoop) {
                     for (std::uint32_t rank = 0; rank < 2; ++rank)
                         ASSERT_EQ(check_message(*res.replies[rank], tag * 2 + rank, 64 + (tag * 2 + rank) % 200), "");
                     if (++tag == kRequests) break;
+                    set.set_tag(gather_id, tag);
                 }
                 continue;
             }

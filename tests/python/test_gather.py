@@ -385,6 +385,107 @@ def test_collect_async_errors_arrive_at_result():
         x.close()
 
 
+def test_a_collect_that_ends_closed_keeps_the_replies_it_took():
+    """Rank 1's worker closed its ring while rank 0's reply was in: ClosedError, and rank 0's reply is
+    kept as after a timeout, so that a worker restarted in rank 1's place may answer the same tag."""
+    g = ringcast.ReplyGather(2)
+    h = g.export_handle()
+    w0 = ringcast.ReplyGather.create_from_handle(h, 0)
+    w0.reply(5, "r0")
+
+    def rank_1(reply):  # a worker process of rank 1: replies (or not), then closes its ring and exits
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                w1 = ringcast.ReplyGather.create_from_handle(h, 1)
+                if reply is not None:
+                    w1.reply(5, reply)
+                w1.close()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert status == 0
+
+    rank_1(None)
+    with pytest.raises(ringcast.ClosedError, match="rank 1"):
+        g.collect(5, timeout=5)
+    rank_1("r1")  # restarted in rank 1's place
+    assert g.collect(5, timeout=5) == ["r0", "r1"], "rank 0's reply was consumed by the closed collect"
+    w0.close()
+    g.close()
+
+
+def test_a_look_at_a_pending_collect_from_a_signal_handler_leaves_it_pending():
+    """A signal handler that logs the pending collect (repr, done()) while result() waits, then raises
+    KeyboardInterrupt: the collect is still pending, result() may be called again, and the gather
+    goes on collecting."""
+    import signal
+    g = ringcast.ReplyGather(2)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    w[0].reply(7, "r0")
+    pending = g.collect_async(7, timeout=30)
+    seen = []
+
+    def on_alarm(signum, frame):
+        seen.append((repr(pending), pending.done()))
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            pending.result()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert seen and seen[0][1] is False, seen
+    w[1].reply(7, "r1")
+    assert pending.result() == ["r0", "r1"]
+    for r in range(2):
+        w[r].reply(8, r)
+    assert g.collect(8, timeout=5) == [0, 1]
+    for x in w:
+        x.close()
+    g.close()
+
+
+_INTERRUPTS = []
+
+
+def _unpickle_interrupting_once():
+    if _INTERRUPTS:
+        _INTERRUPTS.pop()
+        raise KeyboardInterrupt("Ctrl-C while the replies were unpickled")
+    return "r1"
+
+
+class _InterruptsOnce:
+    def __reduce__(self):
+        return (_unpickle_interrupting_once, ())
+
+
+def test_ctrl_c_while_result_unpickles_the_last_replies_leaves_the_collect_pending():
+    """Both replies are in before result(): nothing is unpickled early, and a KeyboardInterrupt while
+    result() unpickles them comes after the core collect ended. The collect is still pending, as for an
+    interrupt during the wait: result() again returns every reply."""
+    g = ringcast.ReplyGather(2)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    w[0].reply(3, "r0")
+    w[1].reply(3, _InterruptsOnce())
+    pending = g.collect_async(3, timeout=5)
+    _INTERRUPTS.append(1)
+    with pytest.raises(KeyboardInterrupt, match="unpickled"):
+        pending.result()
+    assert pending.result() == ["r0", "r1"]
+    with pytest.raises(RuntimeError, match="already taken"):
+        pending.result()
+    for x in w:
+        x.close()
+    g.close()
+
+
 def test_collect_async_left_pending_is_cleaned_up():
     """A ReplyGather dropped with a collect still pending (forever, never asked for) frees cleanly."""
     import gc

@@ -419,7 +419,9 @@ class ReplyGather:
             PeerDeadError: a pending worker died (names its rank and pid; within two liveness
                 intervals); a pending remote worker's connection dropped (names the rank).
             ClosedError: a pending worker closed its reply ring (names the ranks), or the gather
-                was shut down (also wakes a collect blocked in another thread).
+                was shut down (also wakes a collect blocked in another thread). The replies it took
+                are kept as after a timeout: a worker restarted in a closed rank's place may answer
+                the same tag, and collect() of it returns them with the new one.
             RuntimeError: called on a worker, while a collect_async is pending, while another
                 thread uses this gather, or from the unpickling of an early reply of this gather.
             Exception: what unpickling a reply raised (the first in the order of ``ranks``), once
@@ -576,12 +578,11 @@ class PendingReplies:
         return not self._taken and self._mine() and self._collector.collect_done()
 
     def _mine(self) -> bool:
-        """Whether the gather's pending collect is still this one (an interrupt inside result() while
-        the replies were unpickled may have ended it, and another collect_async begun since)."""
-        if self._collector.collect_is(self._id):
-            return True
-        self._taken = True
-        return False
+        """Whether the gather's pending collect is still this one (another collect_async may have
+        begun since this one ended). No side effect: while result() waits, the binding holds the
+        collect outside the gather, so a look from a signal handler (repr) or from another thread
+        sees False then, and must not mark it taken."""
+        return self._collector.collect_is(self._id)
 
     def result(self) -> List[Any]:
         """The replies, in the order of the ranks asked for; waits (GIL released) for missing ones.
@@ -596,11 +597,15 @@ class PendingReplies:
                 pending and result() may be called again.
         """
         if self._taken or not self._mine():
+            self._taken = True
             raise RuntimeError(f"result() of collect(tag={self.tag}) was already taken")
         try:
             replies = self._collector.collect_result_objects()  # raises TimeoutError / StaleReplyError / ... as collect()
         except KeyboardInterrupt:
-            raise  # still pending: result() may be called again
+            # Still pending (the binding puts the collect back, also when the interrupt came while the
+            # last replies were unpickled): result() may be called again.
+            self._taken = not self._collector.collect_is(self._id)
+            raise
         except _core.ClosedError as e:
             self._taken = True
             if self._on_closed is not None:
@@ -625,4 +630,6 @@ class PendingReplies:
         return aio.await_pending(self)
 
     def __repr__(self) -> str:
-        return f"<PendingReplies tag={self.tag} {'taken' if self._taken else 'done' if self.done() else 'pending'}>"
+        if self._taken or not self._mine():
+            return f"<PendingReplies tag={self.tag} taken>"
+        return f"<PendingReplies tag={self.tag} {'done' if self.done() else 'pending'}>"

@@ -356,7 +356,7 @@ async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int,
             check_at = w.loop.time() + w.liveness
         due = False
         w.watch()
-        if not _core.arm(core, wanted):
+        if not _core.arm(core, tag, wanted):
             due = await w.wait(core, deadline, check_at)
 
 
@@ -384,7 +384,7 @@ async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector)
         deadline = _deadline(w.loop, _core.pending_collect_seconds_left(core))
         check_at = w.loop.time() + w.liveness
         due = False
-        while not pending.done() and not pending._taken:  # done() takes what came first
+        while pending._mine() and not pending.done():  # done() takes what came first; not ours: result() says so
             if due:  # a dead pending worker ends the collect: done() turns true, result() raises
                 _core.check_pending_collect_peers(core)
                 check_at = w.loop.time() + w.liveness

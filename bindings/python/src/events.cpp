@@ -35,13 +35,14 @@ void register_events(py::module_& m) {
         py::arg("endpoint"), py::arg("message_bytes") = py::none());
     m.def(
         "arm",
-        [](PyGatherCollector& c, std::optional<std::vector<std::uint32_t>> ranks) {
+        [](PyGatherCollector& c, std::uint64_t tag, std::optional<std::vector<std::uint32_t>> ranks) {
             const std::vector<std::uint32_t> which = ranks.value_or(std::vector<std::uint32_t>{});
-            return c.core().arm_wake_fd(which);
+            return c.core().arm_wake_fd(tag, which);
         },
-        py::arg("endpoint"), py::arg("ranks") = py::none(),
-        "arm(endpoint[, message_bytes | ranks]): drains the eventfd, announces the wait, re-checks.\n"
-        "A Writer waits for room for message_bytes (default: the next record of its send_nowait() message).\n"
+        py::arg("endpoint"), py::arg("tag"), py::arg("ranks") = py::none(),
+        "arm(endpoint[, message_bytes | tag, ranks]): drains the eventfd, announces the wait, re-checks.\n"
+        "A Writer waits for room for message_bytes (default: the next record of its send_nowait() message);\n"
+        "a GatherCollector for a reply to `tag` from `ranks` (None: all) that a collect of `tag` still needs.\n"
         "True: ready now (nothing armed: take it). False: armed: wait until wake_fd() is readable, then\n"
         "disarm() and take what is there with a zero timeout (a wake may find nothing: arm again).\n"
         "Raises PermissionError when the peer cannot take the eventfd (pidfd_getfd refused).");
@@ -74,7 +75,7 @@ void register_events(py::module_& m) {
         "arm_pending_collect",
         [](PyGatherCollector& c) {
             const std::vector<std::uint32_t> missing = c.collect_missing();
-            return missing.empty() || c.core().arm_wake_fd(missing);  // nothing missing: look now
+            return missing.empty() || c.core().arm_wake_fd(c.collect_tag(), missing);  // nothing missing: look now
         },
         py::arg("collector"),
         "arm_pending_collect(collector): arm() for the ranks the pending collect_async still misses.");

@@ -126,7 +126,21 @@ py::list PyGatherCollector::collect_result() {
 
 py::list PyGatherCollector::collect_result_objects() {
     Collect c = result();
-    return replies(c, true);
+    try {
+        return replies(c, true);
+    } catch (py::error_already_set& e) {
+        // Ctrl-C while the replies that ended the collect were unpickled: the collect is still
+        // pending, complete, so that result() may be called again (PendingReplies.result says so, as
+        // for an interrupt during the wait). Every reply is still in c.got; one whose early unpickling
+        // replies() had moved out is unpickled again from it. Nothing else ran in between (the GIL
+        // is held), so no other collect can have begun.
+        if (e.matches(PyExc_KeyboardInterrupt) && !async_) {
+            c.status = Status::ok;
+            c.pending.clear();
+            async_ = std::make_unique<Collect>(std::move(c));
+        }
+        throw;
+    }
 }
 
 PyGatherCollector::Collect PyGatherCollector::result() {

@@ -77,6 +77,7 @@ public:
     [[nodiscard]] std::vector<std::uint32_t> collect_missing() const {
         return async_ ? async_->pending : std::vector<std::uint32_t>{};
     }
+    [[nodiscard]] std::uint64_t collect_tag() const { return async_ ? async_->tag : 0; }
     [[nodiscard]] Deadline collect_deadline() const { return async_ ? async_->deadline : kNoDeadline; }
     // The dead-worker check a blocking wait runs every liveness interval, for the ranks the pending
     // collect still misses: a dead one ends the collect with PeerDeadError (done() turns true and

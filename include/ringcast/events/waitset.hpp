@@ -2,7 +2,7 @@
 // waiting for space, gather collectors waiting for replies.
 //
 //   ringcast::WaitSet set;                      // io_uring if the kernel has its futex opcodes, else epoll
-//   auto a = set.add(reader_a), b = set.add(reader_b), c = set.add(collector, ranks);
+//   auto a = set.add(reader_a), b = set.add(reader_b), c = set.add(collector, tag, ranks);
 //   for (std::size_t id : set.wait(1s)) ...     // the ids that are ready now; empty: timed out
 //
 // Every endpoint is armed with wait.hpp's handshake (announce its bit, fence, re-check; only an
@@ -68,10 +68,15 @@ public:
     [[nodiscard]] std::size_t add(Reader& reader);
     // A writer waiting for room for a message of `message_bytes` (Writer::arm_wake_fd).
     [[nodiscard]] std::size_t add_space(Writer& writer, std::size_t message_bytes);
-    [[nodiscard]] std::size_t add(GatherCollector& collector, std::span<const std::uint32_t> ranks = {});
+    // A collector waiting for the replies to `tag` from `ranks` (empty: all): GatherCollector::arm_wake_fd's
+    // condition. The tag decides which kept replies count as taken (gather.hpp, collect()).
+    [[nodiscard]] std::size_t add(GatherCollector& collector, std::uint64_t tag,
+                                  std::span<const std::uint32_t> ranks = {});
     void remove(std::size_t id);
     // Changes what a writer member waits for (the next message's size).
     void set_message_bytes(std::size_t id, std::size_t message_bytes);
+    // Changes the tag a collector member waits for (the next step's request).
+    void set_tag(std::size_t id, std::uint64_t tag);
 
     // Waits until at least one member is ready or `timeout` passed; returns the ready ids (empty:
     // timed out). A member reported ready is re-armed on the next wait(): consume what it has first
