@@ -73,6 +73,186 @@ def test_dequeue_many(queue_pair):
         r.dequeue_many(5, timeout=5)
 
 
+def _unpickling_fails():
+    raise ValueError("this message cannot be unpickled")
+
+
+class _FailsToUnpickle:
+    def __reduce__(self):
+        return (_unpickling_fails, ())
+
+
+_INTERRUPT_NEXT_UNPICKLING = []
+
+
+def _unpickling_interrupted_once(value):
+    if _INTERRUPT_NEXT_UNPICKLING:
+        _INTERRUPT_NEXT_UNPICKLING.pop()
+        raise KeyboardInterrupt("Ctrl-C while a burst was unpickled")
+    return value
+
+
+class _InterruptedOnce:
+    def __init__(self, value):
+        self.value = value
+
+    def __reduce__(self):
+        return (_unpickling_interrupted_once, (self.value,))
+
+
+def test_dequeue_many_loses_nothing_of_a_burst_when_a_message_fails_to_unpickle(queue_pair):
+    """The burst is off the ring before it is unpickled: what comes before a bad message is returned,
+    the next call raises the bad one's error (consumed, as dequeue() consumes it), then the rest
+    follows — as dequeue() one by one would deliver them. A KeyboardInterrupt loses nothing either."""
+    q, (r,) = queue_pair(1)
+    for m in ("m1", "m2", _FailsToUnpickle(), "m4", "m5"):
+        q.enqueue(m, timeout=5)
+    assert r.dequeue_many(10, timeout=5) == ["m1", "m2"]
+    with pytest.raises(ValueError, match="cannot be unpickled"):
+        r.dequeue_many(10, timeout=5)
+    assert r.dequeue(timeout=5) == "m4", "dequeue() takes what a dequeue_many left, in order"
+    with pytest.raises(ringcast.RingcastError, match="dequeue_many"):
+        with r.acquire_read(timeout=0):
+            pass
+    assert r.dequeue_many(10, timeout=5) == ["m5"]
+    for m in ("a", "b", _InterruptedOnce("c"), "d"):
+        q.enqueue(m, timeout=5)
+    _INTERRUPT_NEXT_UNPICKLING.append(1)
+    with pytest.raises(KeyboardInterrupt):
+        r.dequeue_many(10, timeout=5)
+    assert r.dequeue_many(10, timeout=5) == ["a", "b", "c", "d"], "the interrupted burst, whole and in order"
+
+
+def test_dequeue_many_delivers_what_a_dead_writer_published_then_reports_it():
+    """After the first message a burst polls for more, and that poll runs the dead-peer check when it
+    is due: the messages it took are returned first; the next call raises PeerDeadError."""
+    import pickle as pickle_module
+    import signal
+    r_fd, w_fd = os.pipe()
+    writer = os.fork()
+    if writer == 0:  # the writer process: publishes three messages, then dies without closing
+        try:
+            q = ringcast.MessageQueue(1, 1, max_chunk_bytes=1 << 16, max_chunks=4, liveness_interval=0.2)
+            os.write(w_fd, pickle_module.dumps(q.export_handle()).hex().encode() + b"\n")
+            q.wait_until_ready(timeout=10)
+            time.sleep(0.3)
+            for m in ("m1", "m2", "m3"):
+                q.enqueue(m, timeout=5)
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.close(w_fd)
+    with os.fdopen(r_fd) as f:
+        handle = pickle_module.loads(bytes.fromhex(f.readline().strip()))
+    r = ringcast.MessageQueue.create_from_handle(handle, 0)
+    try:
+        with pytest.raises(TimeoutError):
+            r.dequeue(timeout=0)  # starts this reader's dead-peer schedule, as any earlier wait
+        os.waitpid(writer, 0)
+        time.sleep(0.5)  # past liveness_interval: the burst's poll runs the check
+        assert r.dequeue_many(10, timeout=1) == ["m1", "m2", "m3"]
+        with pytest.raises(ringcast.PeerDeadError):
+            r.dequeue_many(10, timeout=1)
+    finally:
+        r.shutdown()
+
+
+def test_an_acquire_write_or_read_block_refuses_a_nested_write_or_read_of_its_queue(queue_pair):
+    """Inside an acquire_write block the core reservation is the block's: an enqueue or acquire_write
+    there would publish into the bytes the block's view shows. Inside an acquire_read block a second
+    acquire_read would show the same chunk and free it under the outer view. Both are refused, and
+    nothing is sent or lost."""
+    q, (r,) = queue_pair(1)
+    with q.acquire_write(size=8, timeout=5) as outer:
+        outer[:] = b"OUTER---"
+        with pytest.raises(ringcast.RingcastError, match="block of this queue is open"):
+            q.enqueue("inside", timeout=5)
+        with pytest.raises(ringcast.RingcastError, match="block of this queue is open"):
+            with q.acquire_write(size=8, timeout=5):
+                pass
+    q.enqueue("after", timeout=5)
+    with q.acquire_write(size=8, timeout=5) as second:
+        second[:] = b"SECOND--"
+    with r.acquire_read(timeout=5) as v:
+        assert bytes(v) == b"OUTER---"
+    assert r.dequeue(timeout=5) == "after"
+    with r.acquire_read(timeout=5) as v:
+        with pytest.raises(ringcast.RingcastError, match="block of this queue is open"):
+            with r.acquire_read(timeout=5):
+                pass
+        assert bytes(v) == b"SECOND--"
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+
+
+@pytest.mark.parametrize("size", [100, 5000])
+def test_a_memoryview_is_a_message_like_bytes_whatever_its_size_or_format(queue_pair, size):
+    """pickle cannot pickle a memoryview: sent as the message itself it is sent as its bytes, in band
+    below oob_threshold and out of band from it — sized in bytes, not in items."""
+    import array
+    q, (r,) = queue_pair(1)
+    raw = bytes(range(256)) * (size // 256 + 1)
+    q.enqueue(memoryview(raw[:size]), timeout=5)
+    assert bytes(r.dequeue(timeout=5)) == raw[:size]
+    doubles = array.array("d", range(size // 8))  # len in items, nbytes in bytes
+    q.enqueue(memoryview(doubles), timeout=5)
+    assert bytes(r.dequeue(timeout=5)) == doubles.tobytes()
+
+
+def test_shutdown_from_another_thread_during_a_long_enqueue_reaches_every_reader_alike():
+    """A message of several records is being sent when shutdown() comes from another thread: either
+    it is sent whole before the close (enqueue returns) or it is withdrawn (enqueue raises
+    ClosedError) — and every reader, caught up or behind, sees the same."""
+    import threading
+    for attempt in range(3):
+        q = ringcast.MessageQueue(2, 2, max_chunk_bytes=1 << 20, max_chunks=16)  # 16 MiB ring, 4 MiB records
+        h = q.export_handle()
+        pipes, pids = [], []
+        for rank, delay in ((0, 0.0), (1, 1.0)):
+            r_fd, w_fd = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.close(r_fd)
+                    r = ringcast.MessageQueue.create_from_handle(h, rank)
+                    time.sleep(delay)
+                    got = []
+                    while True:
+                        try:
+                            got.append(len(r.dequeue(timeout=20)))
+                        except ringcast.ClosedError:
+                            break
+                    os.write(w_fd, repr(got).encode())
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(w_fd)
+            pipes.append(r_fd)
+            pids.append(pid)
+        q.wait_until_ready(timeout=10)
+        outcome = {}
+
+        def send():
+            try:
+                q.enqueue(bytes(12 << 20))  # 3+ records
+                outcome["sent"] = True
+            except ringcast.ClosedError:
+                outcome["sent"] = False
+
+        t = threading.Thread(target=send)
+        t.start()
+        time.sleep(0.002 * attempt)
+        q.shutdown()
+        t.join(30)
+        seen = []
+        for fd, pid in zip(pipes, pids):
+            with os.fdopen(fd, "rb") as f:
+                seen.append(f.read().decode())
+            assert os.waitpid(pid, 0)[1] == 0
+        expected = repr([12 << 20] if outcome["sent"] else [])
+        assert seen == [expected, expected], (attempt, outcome, seen)
+
+
 def test_acquire_write_read(queue_pair):
     q, (r0, r1) = queue_pair(2)
     with q.acquire_write(timeout=5) as buf:

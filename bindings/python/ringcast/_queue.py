@@ -19,7 +19,7 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional
+from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional, Tuple
 
 from ringcast import _core, _gpu
 from ringcast._core import RingcastError
@@ -271,8 +271,9 @@ def dumps_out_of_band(obj: Any, threshold: int, max_buffers: int,
         return False
 
     # The C pickler serializes bytes/bytearray in-band before any hook runs; a large one passed as the
-    # message itself is wrapped so it travels out of band (no copy into the pickle).
-    if type(obj) in (bytes, bytearray, memoryview) and len(obj) >= threshold:
+    # message itself is wrapped so it travels out of band (no copy into the pickle). A memoryview is
+    # always wrapped: pickle cannot pickle one at all (the callback then sizes it in bytes).
+    if type(obj) is memoryview or (type(obj) in (bytes, bytearray) and len(obj) >= threshold):
         obj = pickle.PickleBuffer(obj)
     if pickle_with is pickle5:  # the default: one call frame less on every enqueue
         data = pickle.dumps(obj, protocol=5, buffer_callback=callback)
@@ -691,6 +692,9 @@ class MessageQueue:
     _pickle = staticmethod(pickle5)
     # A device message a timed-out dequeue left half received (ringcast._gpu sets and clears it).
     _gpu_pending: Any = None
+    # Messages a dequeue_many took off the ring but did not return, in order: (True, object) already
+    # unpickled, (False, parts) not yet. Every read takes from here first (_take_burst_left).
+    _burst_left: Optional[List[Tuple[bool, Any]]] = None
 
     @staticmethod
     def _loads(parts: list) -> Any:
@@ -784,6 +788,8 @@ class MessageQueue:
             _check_timeout(timeout)
         if self._gpu_pending is not None:  # a device message a timed-out dequeue left half received
             return _gpu.resume(self, timeout)
+        if self._burst_left:  # what a dequeue_many took and left for the next read
+            return self._take_burst_left(1, timeout)[0]
         if self._is_local_reader:  # one binding call: waits, copies out, unpickles
             try:
                 obj = self._reader.recv_object(timeout)
@@ -815,7 +821,12 @@ class MessageQueue:
 
         Raises:
             TimeoutError, ClosedError, PeerDeadError, RingcastError, RuntimeError: as dequeue()
-                (for the first object).
+                (for the first object). An error after the first object (a dead writer, a corrupt
+                record) ends the burst: what was taken is returned, the next call raises it.
+            Exception: what unpickling the first object raised (it is consumed, as by dequeue()).
+                A later object that fails to unpickle ends the burst before it; the next read
+                raises its error. Nothing of a burst is lost: what a call took and did not return
+                comes first in the next read.
             TypeError, ValueError: max_n not an int >= 1, a negative timeout.
         """
         self._require_reader("dequeue_many")
@@ -823,8 +834,35 @@ class MessageQueue:
         _check_timeout(timeout)
         if self._gpu_pending is not None:
             return [_gpu.resume(self, timeout)]
-        return [_gpu.receive(self, parts, timeout, None) if _gpu.is_device_message(parts) else self._loads(parts)
-                for parts in self._reader.recv_many(max_n, timeout)]
+        if not self._burst_left:
+            self._burst_left = [(False, parts) for parts in self._reader.recv_many(max_n, timeout)]
+        return self._take_burst_left(max_n, timeout)
+
+    def _take_burst_left(self, max_n: int, timeout: Optional[float]) -> List[Any]:
+        """Up to max_n objects from _burst_left, in order. The burst is off the ring already, so an
+        error must not lose it: a message that fails to unpickle after others were returned waits for
+        the next read, which raises its error (consumed, as dequeue() consumes it); the first one's
+        error is raised at once. An exception that is not an unpickling error (KeyboardInterrupt)
+        leaves every message, the failing one too, for the next read."""
+        left = self._burst_left
+        objs: List[Any] = []
+        while left and len(objs) < max_n:
+            unpickled, item = left[0]
+            if not unpickled:
+                try:
+                    item = (_gpu.receive(self, item, timeout, None) if _gpu.is_device_message(item)
+                            else self._loads(item))
+                except Exception:
+                    if objs:  # these first; the next read raises this one's error
+                        break
+                    del left[0]
+                    raise
+                except BaseException:
+                    left[:0] = [(True, obj) for obj in objs]
+                    raise
+            del left[0]
+            objs.append(item)
+        return objs
 
     def broadcast_object(self, obj: Any = None) -> Any:
         """vLLM's broadcast: the writer sends ``obj`` and returns it; a reader returns the next object.
@@ -976,6 +1014,9 @@ class MessageQueue:
         """
         self._require_reader("acquire_read")
         _check_timeout(timeout)
+        if self._burst_left:
+            raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
+                                      "dequeue() first")
         buf = self._reader.peek_raw(timeout)
         ok = False
         try:
@@ -996,7 +1037,9 @@ class MessageQueue:
         """Closes this end; idempotent, callable from any thread.
 
         Writer: readers drain what was sent, then get ClosedError; the /dev/shm name is removed at
-        once (done too when the writer is garbage-collected). Reader: later calls raise ClosedError;
+        once (done too when the writer is garbage-collected) — or, while an enqueue of another
+        thread is in progress, as it leaves: a message not yet fully out is then withdrawn (that
+        enqueue raises ClosedError) and reaches no reader. Reader: later calls raise ClosedError;
         its rank is released at once (the writer, or for a remote reader the publisher, stops
         waiting for it) — or, while a call of another thread is in progress, as that call leaves;
         an acquire_read() chunk still open keeps it until its with-block ends. A chunk of a device

@@ -249,6 +249,8 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
 async def _dequeue(mq: "MessageQueue", reader: _core.Reader, timeout: Optional[float]) -> Any:
     if mq._gpu_pending is not None:  # a device message a timed-out blocking dequeue left half received
         return _gpu.resume(mq, timeout)
+    if mq._burst_left:  # what a dequeue_many took and left for the next read
+        return mq._take_burst_left(1, timeout)[0]
     parts = _core.try_recv(reader)
     if parts is None:  # nothing there yet (or part of a large message): wait on the loop
         w = _watch(reader, mq.handle.liveness_interval)

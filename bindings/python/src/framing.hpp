@@ -234,10 +234,14 @@ private:
 };
 
 // dequeue_many's loop, one for the local and the remote reader: waits for the first message as a
-// blocking receive does, then takes what is ready without waiting, up to max_n messages. A close
-// after the first message ends the burst quietly (what was collected is delivered; the next call
-// reports the close). `receive(gil, deadline, drain)` gives one message's parts ({} when draining
-// finds nothing); it returns with the GIL released or held, the loop takes it back either way.
+// blocking receive does, then takes what is ready without waiting, up to max_n messages. A close or
+// an error after the first message ends the burst quietly: what was collected is delivered (it is off
+// the ring already: raising would lose it), and the next call reports the close or the error — a dead
+// writer's liveness check is due again at once, a corrupt or unallocatable record is still at the
+// head (receive_framed throws before it releases one). Exceptions that Python code raised (a signal
+// handler's KeyboardInterrupt) are never held back. `receive(gil, deadline, drain)` gives one
+// message's parts ({} when draining finds nothing); it returns with the GIL released or held, the
+// loop takes it back either way.
 template <class Receive>
 py::list receive_burst(Gil& gil, std::size_t max_n, Deadline deadline, Receive&& receive) {
     py::list out;
@@ -250,11 +254,16 @@ py::list receive_burst(Gil& gil, std::size_t max_n, Deadline deadline, Receive&&
             more = receive(gil, Clock::now(), true);
         } catch (const Closed&) {
             break;
+        } catch (const Failure&) {
+            break;
+        } catch (const ringcast::Error&) {
+            break;
         }
         gil.acquire();
         if (more.empty()) break;
         out.append(to_list(std::move(more)));
     }
+    gil.acquire();  // (an exception may leave it released)
     return out;
 }
 

@@ -159,16 +159,16 @@ void set_pickle_functions(py::object dumps, py::object loads) {
 
 namespace {
 
-// What is pickled for `obj`: itself, or a PickleBuffer of it when it is a bytes/bytearray/memoryview
-// of at least `threshold` bytes (the C pickler writes those in-band before any hook runs).
+// What is pickled for `obj`: itself, or a PickleBuffer of it when it is a bytes/bytearray of at least
+// `threshold` bytes (the C pickler writes those in-band before any hook runs), and always for a
+// memoryview, which pickle cannot pickle at all (a PickleBuffer of it is pickled as its bytes; the
+// out-of-band rule then compares its size in bytes, not its length in items).
 py::object message_to_pickle(py::handle obj, std::size_t threshold) {
     PyTypeObject* type = Py_TYPE(obj.ptr());
-    if (type == &PyBytes_Type || type == &PyByteArray_Type || type == &PyMemoryView_Type) {
-        const Py_ssize_t len = PyObject_Size(obj.ptr());  // as Python's len(): a memoryview counts items
-        if (len < 0) throw py::error_already_set();
-        if (static_cast<std::size_t>(len) >= threshold)
-            return py::reinterpret_steal<py::object>(call_or_throw(PyObject_CallOneArg(g_pickle_buffer, obj.ptr())));
-    }
+    const bool wrap = type == &PyMemoryView_Type ||
+                      ((type == &PyBytes_Type || type == &PyByteArray_Type) &&
+                       static_cast<std::size_t>(Py_SIZE(obj.ptr())) >= threshold);
+    if (wrap) return py::reinterpret_steal<py::object>(call_or_throw(PyObject_CallOneArg(g_pickle_buffer, obj.ptr())));
     return py::reinterpret_borrow<py::object>(obj);
 }
 

@@ -100,7 +100,8 @@ public:
     std::vector<std::uint32_t> missing_readers() const;
 
     // Close: readers drain, then get ClosedError. A call blocked in another thread wakes with ClosedError.
-    // The name is unlinked now (mappings stay valid), so nothing is left in /dev/shm.
+    // The name is unlinked now (mappings stay valid), so nothing is left in /dev/shm — or, while a
+    // send runs in another thread, once it leaves (release_after_shutdown).
     void shutdown();
 
     [[nodiscard]] const std::string& name() const { return name_; }
@@ -117,6 +118,7 @@ public:
     void set_remote_publisher_index(std::uint32_t index) noexcept { remote_publisher_index_ = index; }
 
 private:
+    void release_after_shutdown() noexcept override;
     // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
     // `what` names the caller's operation in a TimeoutError.
     std::span<std::byte> reserve(detail::Gil& gil, std::size_t n, Deadline deadline,

@@ -56,6 +56,7 @@ PyWriter::PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t
     writer_ = std::make_unique<Writer>(Writer::create(name, so, wo));
     set_wake_ahead(true);  // where the wait allows it (set_wake_ahead)
     name_ = name;
+    releases_on_shutdown_ = true;  // the close waits for a send in progress (release_after_shutdown)
 }
 
 PyWriter::~PyWriter() {
@@ -285,6 +286,12 @@ std::size_t PyWriter::pending_record_bytes() const {
 }
 
 void PyWriter::refuse_if_pending(const char* what) {
+    // An acquire_write() block of this queue is open (a write from inside it, on this thread: the
+    // one-thread rule lets it in). The core reservation is that block's: this write would reserve the
+    // same bytes, publish its message in them, and the block's view would then overwrite it.
+    if (raw_reserved_)
+        throw Failure{g_ringcast_error, std::string(what) + ": an acquire_write() block of this queue is open; "
+                                                            "end it first (this write would use its chunk's bytes)"};
     if (raw_chunk_.kept()) {
         if (raw_chunk_.viewed())
             throw Failure{g_ringcast_error,
@@ -384,9 +391,20 @@ std::vector<std::uint32_t> PyWriter::missing_readers() const {
 
 void PyWriter::shutdown() {
     if (forked_child()) return;
-    if (shut_.exchange(true, std::memory_order_acq_rel)) return;
+    if (shut_.exchange(true, std::memory_order_seq_cst)) return;
+    writer_->cancel();    // a send blocked in another thread wakes and raises ClosedError
+    release_when_idle();  // the close comes now, or when that send leaves (release_after_shutdown)
+}
+
+// The close, once no call is in the endpoint. A send in another thread must not run on past the close:
+// the core's close() may only come from the writer's thread (it is not cancel()), and a message
+// whose first records a caught-up reader skipped at the close while a slower one read them whole
+// would reach some readers and not others. So the close waits for that send to leave: it stops at its
+// next record (reserve() sees shut_) and leaves the stream broken, which every reader drops at the
+// close alike — or it was done, and every reader gets it before the close.
+void PyWriter::release_after_shutdown() noexcept {
+    if (forked_child()) return;
     writer_->close();
-    writer_->cancel();
     writer_->remove_name();  // and not again by name when the writer goes: the name may be another queue's by then
 }
 
@@ -402,6 +420,9 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
             });
         r.status = s;
     }
+    // shutdown() from another thread since: no record more (release_after_shutdown says why). The
+    // reservation is simply not committed; a message with records out is left broken by the caller.
+    if (r.status == Status::ok && shut_.load(std::memory_order_seq_cst)) r.status = Status::cancelled;
     switch (r.status) {
         case Status::ok: reserved_size_ = n; return r.bytes;
         case Status::timed_out:

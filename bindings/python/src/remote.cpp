@@ -206,6 +206,8 @@ public:
         Busy busy(*this);
         check_usable("acquire_read");
         settle_raw_chunk("acquire_read");
+        if (raw_peeked_ && raw_chunk_.viewed())  // an acquire_read() block is open (PyReader::peek_raw)
+            throw Failure{g_ringcast_error, "acquire_read: an acquire_read() block of this queue is open; end it first"};
         if (assembly_.active())
             throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
