@@ -211,8 +211,11 @@ Error GatherCollector::worker_died(std::uint32_t rank, const Error& core) const 
 }
 
 // A pending rank whose worker died will never answer: fail naming it (runs every liveness_interval).
+// A worker that published its reply and then died did answer: its ring has a record (or says closed),
+// which the wait's next look takes — the check may run between that publish and the look.
 void GatherCollector::check_pending_alive(const std::vector<std::uint32_t>& pending) {
     for (std::uint32_t r : pending) {
+        if (readers_[r].poll_acquire()) continue;
         try {
             readers_[r].check_writer();
         } catch (const Error& e) {

@@ -194,6 +194,26 @@ TEST_P(Gather, AWorkerThatDiedIsNamed) {
     }
 }
 
+// A worker that published its reply and then died did answer: the dead-worker check (which a wait
+// runs between its looks, and an event loop calls itself) leaves a rank whose ring holds a record to
+// the next look, which takes the reply.
+TEST_P(Gather, AWorkerThatRepliedBeforeItDiedIsNotReportedDead) {
+    ScopedName name("gr");
+    auto c = GatherCollector::create(name, options(1));
+    const pid_t replied = fork_child([&] {
+        auto w = GatherWorker::attach(name, 0);
+        if (w.reply(6, reply_bytes(0, 6)) != Status::ok) ::_exit(2);
+        ::raise(SIGKILL);  // dies with its ring open
+    });
+    ASSERT_EQ(wait_child(replied, 30s), -SIGKILL);
+    const std::uint32_t rank0[] = {0};
+    EXPECT_NO_THROW(c.check_liveness(6, rank0)) << "its reply is in the ring";
+    const GatherResult res = c.collect(6, rank0, 0ns);
+    ASSERT_EQ(res.status, Status::ok) << res.describe();
+    EXPECT_EQ(*res.replies[0], reply_bytes(0, 6));
+    EXPECT_THROW(c.check_liveness(7, rank0), Error) << "its ring is empty now: the next tag's wait would hang";
+}
+
 TEST_P(Gather, AWorkerThatClosedIsReportedAsClosed) {
     ScopedName name("gc");
     auto c = GatherCollector::create(name, options(2, WaitKind::futex));

@@ -253,6 +253,37 @@ def test_shutdown_from_another_thread_during_a_long_enqueue_reaches_every_reader
         assert seen == [expected, expected], (attempt, outcome, seen)
 
 
+def test_a_dead_readers_error_names_its_rank_as_the_caller_knows_it():
+    """The core knows a reader by its index in the ring; the caller by local_reader_ranks. The writer's
+    PeerDeadError names both, as the timeouts name the index."""
+    import signal
+    q = ringcast.MessageQueue(2, 2, local_reader_ranks=[5, 7], max_chunk_bytes=4096, max_chunks=4,
+                              liveness_interval=0.2)
+    h = q.export_handle()
+    pids = []
+    for rank in (5, 7):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                r = ringcast.MessageQueue.create_from_handle(h, rank)
+                if rank == 7:
+                    os.kill(os.getpid(), signal.SIGKILL)  # dies holding its place
+                while True:
+                    r.dequeue(timeout=5)
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    try:
+        q.wait_until_ready(timeout=10)
+        with pytest.raises(ringcast.PeerDeadError, match=rf"reader rank index 1 \(rank 7, pid {pids[1]}\) died"):
+            for _ in range(100):  # the ring fills: the writer waits for rank 7, then finds it dead
+                q.enqueue(bytes(10000), timeout=10)
+    finally:
+        q.shutdown()
+        for pid in pids:
+            os.waitpid(pid, 0)
+
+
 def test_acquire_write_read(queue_pair):
     q, (r0, r1) = queue_pair(2)
     with q.acquire_write(timeout=5) as buf:

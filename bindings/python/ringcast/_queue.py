@@ -497,6 +497,7 @@ class MessageQueue:
         # one <= 0); a _pickle of its own (ringcast.vllm's tensor pickler), as the queue has it when
         # made, keeps the Python path.
         self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
+        self._writer.set_reader_ranks(list(local_reader_ranks))  # a dead reader's error names its rank
         self._send_object = self._writer.send_object if self._pickle is pickle5 else None
         # While a GPU array library is loaded, send_object pickles with the device pickler and hands a
         # message with device arrays back to enqueue for the GPU path.

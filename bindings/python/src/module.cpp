@@ -178,6 +178,9 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("capacity", &PyWriter::capacity, "The ring's size in bytes.")
         .def_property_readonly("max_reserve", &PyWriter::max_reserve, "The largest record (capacity/4 - 16 bytes).")
         .def_property_readonly("max_parts", &PyWriter::max_parts, "The most parts one send() takes.")
+        .def("set_reader_ranks", &PyWriter::set_reader_ranks, py::arg("ranks"),
+             "The global rank of each local reader (MessageQueue's local_reader_ranks): a dead reader's\n"
+             "PeerDeadError names it beside its index.")
         .def("set_remote_publisher_index", &PyWriter::set_remote_publisher_index, py::arg("index"),
              "The ring rank of the publisher to remote readers (a timed-out enqueue names it as such).")
         .def_property_readonly("reader_count", &PyWriter::reader_count, "Reader ranks of the segment.")

@@ -116,6 +116,9 @@ public:
     [[nodiscard]] Writer& core() noexcept { return *writer_; }  // events.cpp: the event-loop wake fd
     // The ring rank of the publisher to remote readers (MessageQueue sets it): a timeout names it as such.
     void set_remote_publisher_index(std::uint32_t index) noexcept { remote_publisher_index_ = index; }
+    // The global rank of each local reader (MessageQueue's local_reader_ranks): a dead reader's error
+    // names it (in_callers_ranks).
+    void set_reader_ranks(std::vector<std::uint32_t> ranks) { reader_ranks_ = std::move(ranks); }
 
 private:
     void release_after_shutdown() noexcept override;
@@ -127,8 +130,11 @@ private:
     void send_whole(const py::bytes& data, std::optional<double> timeout);
     // "the slowest reader (rank index 1)": whom a timed-out wait for space waited for.
     [[nodiscard]] std::string slowest_readers_text() const;
+    [[nodiscard]] std::string in_callers_ranks(const std::string& core_text) const;
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
-    void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout);
+    // `what`: the call that owes it (its TimeoutError / ClosedError name that call).
+    void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout,
+                              const char* what);
     // Publishes the pending message's records while the ring has room (zero-timeout reserves).
     [[nodiscard]] bool publish_pending(detail::Gil& gil);
     // send() / acquire_write() / send_nowait() while a message is pending: RuntimeError; while a view
@@ -142,6 +148,7 @@ private:
     std::unique_ptr<Writer> writer_;
     std::string name_;
     std::uint32_t remote_publisher_index_ = layout::kMaxReaders;  // none unless set
+    std::vector<std::uint32_t> reader_ranks_;  // set_reader_ranks: empty, the core's indices are said as such
     std::uint64_t seq_ = 0;
     std::size_t reserved_size_ = 0;
     bool broken_ = false;

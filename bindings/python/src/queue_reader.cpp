@@ -128,7 +128,9 @@ py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
     gil.acquire();
     if (m.status != Status::ok) throw TimedOut{"acquire_read timed out after " + timeout_text(timeout)};
     if (tag_frame(m.tag) != Frame::raw)
-        throw Failure{g_ringcast_error, "acquire_read: the next message was sent with enqueue(); use dequeue()"};
+        throw Failure{g_ringcast_error, "acquire_read: the next message was sent with enqueue() (or is what is "
+                                        "left of one whose enqueue was withdrawn, which dequeue() skips); use "
+                                        "dequeue()"};
     py::memoryview view = raw_chunk_.open(const_cast<std::byte*>(m.bytes.data()), m.bytes.size(), true);
     raw_peeked_ = true;
     return view;

@@ -81,7 +81,7 @@ void PyWriter::send(const py::sequence& parts, std::optional<double> timeout) {
 
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
-    if (broken_) finish_broken_stream(gil, deadline, timeout);
+    if (broken_) finish_broken_stream(gil, deadline, timeout, "enqueue");
     const std::uint64_t seq = ++seq_;
     const std::size_t max_rec = writer_->max_reserve();
     const std::uint64_t total = msg.total();
@@ -194,7 +194,7 @@ void PyWriter::send_whole(const py::bytes& data, std::optional<double> timeout) 
     const auto len = static_cast<std::size_t>(PyBytes_GET_SIZE(data.ptr()));  // without the GIL too
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
-    if (broken_) finish_broken_stream(gil, deadline, timeout);
+    if (broken_) finish_broken_stream(gil, deadline, timeout, "enqueue");
     std::span<std::byte> dst = reserve(gil, kOnePartHeader + len, deadline, timeout);
     write_one_part_header(dst.data(), len);
     copy_bytes(gil, dst.data() + kOnePartHeader, src, len);
@@ -213,7 +213,7 @@ py::memoryview PyWriter::reserve_raw(std::size_t size, std::optional<double> tim
                                             std::to_string(writer_->max_reserve()) + " bytes)"};
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
-    if (broken_) finish_broken_stream(gil, deadline, timeout);
+    if (broken_) finish_broken_stream(gil, deadline, timeout, "acquire_write");
     std::span<std::byte> dst = reserve(gil, size, deadline, timeout, "acquire_write");
     gil.acquire();
     py::memoryview view = raw_chunk_.open(static_cast<void*>(dst.data()), dst.size(), false);
@@ -412,13 +412,18 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
                                        const char* what) {
     Reservation r = writer_->reserve(n, 0ns);
     if (r.status == Status::timed_out && Clock::now() < deadline) {
-        const Status s = wait_sliced(
-            gil, deadline, *writer_,
-            [&](std::chrono::nanoseconds t) {
-                r = writer_->reserve(n, t);
-                return r.status;
-            });
-        r.status = s;
+        try {
+            const Status s = wait_sliced(
+                gil, deadline, *writer_,
+                [&](std::chrono::nanoseconds t) {
+                    r = writer_->reserve(n, t);
+                    return r.status;
+                });
+            r.status = s;
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::peer_dead) throw;
+            throw Error(ErrorCode::peer_dead, in_callers_ranks(e.what()));
+        }
     }
     // shutdown() from another thread since: no record more (release_after_shutdown says why). The
     // reservation is simply not committed; a message with records out is left broken by the caller.
@@ -433,7 +438,25 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
         case Status::closed: break;
     }
     gil.acquire();
-    throw Closed{"enqueue: the queue was shut down"};
+    throw Closed{std::string(what) + ": the queue was shut down"};
+}
+
+// The core names a dead reader by its index in the ring ("reader rank 1 (pid ..."); a MessageQueue's
+// caller knows its readers by local_reader_ranks (set_reader_ranks), as the timeouts' "rank index" says.
+std::string PyWriter::in_callers_ranks(const std::string& core_text) const {
+    constexpr std::string_view kPrefix = "reader rank ";
+    if (core_text.rfind(kPrefix, 0) != 0) return core_text;
+    std::size_t end = kPrefix.size();
+    while (end < core_text.size() && core_text[end] >= '0' && core_text[end] <= '9') ++end;
+    if (end == kPrefix.size() || core_text.compare(end, 6, " (pid ") != 0) return core_text;
+    const std::string index = core_text.substr(kPrefix.size(), end - kPrefix.size());
+    const std::size_t i = std::stoul(index);
+    std::string who = "reader rank index " + index;
+    if (i == remote_publisher_index_) who += " (the remote publisher's";
+    else if (i < reader_ranks_.size()) who += " (rank " + std::to_string(reader_ranks_[i]) + ",";
+    else who += " (";
+    const std::string rest = core_text.substr(end + 2);  // "pid ..."
+    return who + (who.back() == '(' ? "" : " ") + rest;
 }
 
 std::string PyWriter::slowest_readers_text() const {
@@ -449,8 +472,9 @@ std::string PyWriter::slowest_readers_text() const {
     return s + ")" + (remote ? " and the publisher to the remote readers" : "");
 }
 
-void PyWriter::finish_broken_stream(Gil& gil, Deadline deadline, const std::optional<double>& timeout) {
-    (void)reserve(gil, 0, deadline, timeout);
+void PyWriter::finish_broken_stream(Gil& gil, Deadline deadline, const std::optional<double>& timeout,
+                                    const char* what) {
+    (void)reserve(gil, 0, deadline, timeout, what);
     writer_->commit(0, make_tag(seq_, Frame::abort));
     broken_ = false;
 }
