@@ -22,8 +22,8 @@
 // Both are the one sleep mechanism of wait.hpp, with the same spin, liveness, cancel and timeout rules.
 //
 // Replies a collect() took without finishing — it failed with an exception (a stale reply, a dead
-// worker, a corrupt record) or returned timed_out / cancelled (its result carries them too) — are
-// kept: the next collect() of the same tag returns them, so a retry, or a caller collecting in
+// worker, a corrupt record) or returned timed_out / cancelled / closed (its result carries them too) —
+// are kept: the next collect() of the same tag returns them, so a retry, or a caller collecting in
 // slices, never waits for a reply that already came; a collect of another tag drops them.
 #pragma once
 

@@ -492,6 +492,24 @@ def test_a_failed_device_copy_is_retried_by_the_next_dequeue(queue_pair, host_gp
     assert (got == source).all() and chunks > 1 and host_gpu.reads == chunks + 1  # the failed one twice
 
 
+def test_a_device_message_in_a_dequeue_many_burst_is_a_read_of_its_own(queue_pair, host_gpu):
+    """A burst that reaches a device message returns what came before it; the device message is the
+    next read's, and one whose copy failed is resumed once — never received a second time."""
+    q, (r,) = queue_pair(1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    source = np.arange(40_000, dtype=np.uint32).view(np.uint8)[:40_000].copy()
+    q.enqueue("before", timeout=5)
+    host_gpu.send(q, source)
+    q.enqueue("after", timeout=5)
+    host_gpu.fail_reads = 1
+    assert r.dequeue_many(8, timeout=5) == ["before"]
+    with pytest.raises(RuntimeError, match="stand-in"):
+        r.dequeue(timeout=5)
+    assert (r.dequeue(timeout=5)["a"] == source).all()
+    assert r.dequeue(timeout=5) == "after"
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+
+
 def test_a_reader_shut_down_after_a_failed_device_copy_gives_its_chunk_and_rank_back(queue_pair, host_gpu):
     """The chunk a failed copy kept for a retry would hold the writer for as long as the shut-down
     reader is referenced; its shutdown() releases it, so the writer stops waiting for that rank."""

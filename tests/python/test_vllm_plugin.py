@@ -153,6 +153,37 @@ def test_cancel_slices_lose_no_part_of_a_long_message():
     r.shutdown()
 
 
+class _Unpicklable:
+    def __reduce__(self):
+        return (_refuse_to_unpickle, ())
+
+
+def _refuse_to_unpickle():
+    raise ValueError("this message cannot be unpickled")
+
+
+def test_a_cancellable_read_takes_what_a_dequeue_many_left_first():
+    """dequeue_many stops before a message that fails to unpickle and leaves it (and what follows in
+    its burst) for the next read: a dequeue or acquire_read with a cancel event takes from there too,
+    not from the ring past them."""
+    q, r = _pair()
+    for m in ("a", _Unpicklable(), "c"):
+        q.enqueue(m)
+    with q.acquire_write(size=3) as v:
+        v[:] = b"raw"
+    assert r.dequeue_many(8, timeout=5) == ["a"]
+    with pytest.raises(ringcast.RingcastError, match="dequeue_many"):
+        with r.acquire_read(timeout=5, cancel=threading.Event()):
+            pass
+    with pytest.raises(ValueError, match="cannot be unpickled"):
+        r.dequeue(timeout=5, cancel=threading.Event())
+    assert r.dequeue(timeout=5, cancel=threading.Event()) == "c"
+    with r.acquire_read(timeout=5, cancel=threading.Event()) as v:
+        assert bytes(v) == b"raw"
+    q.shutdown()
+    r.shutdown()
+
+
 def test_acquire_read_with_cancel():
     q, r = _pair()
     cancel = threading.Event()

@@ -607,6 +607,9 @@ class PendingReplies:
             self._taken = not self._collector.collect_is(self._id)
             raise
         except _core.ClosedError as e:
+            # Ended: a closed gather finishes no collect — also when the call was refused before it took
+            # the collect (a shut-down gather's check), which then stays in the gather; an await loop
+            # reads _taken, not only _mine(), so it stops there too.
             self._taken = True
             if self._on_closed is not None:
                 self._on_closed(e)

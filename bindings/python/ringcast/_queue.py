@@ -790,7 +790,7 @@ class MessageQueue:
         if self._gpu_pending is not None:  # a device message a timed-out dequeue left half received
             return _gpu.resume(self, timeout)
         if self._burst_left:  # what a dequeue_many took and left for the next read
-            return self._take_burst_left(1, timeout)[0]
+            return self._take_burst_left(1, timeout, device, "dequeue")[0]
         if self._is_local_reader:  # one binding call: waits, copies out, unpickles
             try:
                 obj = self._reader.recv_object(timeout)
@@ -837,22 +837,30 @@ class MessageQueue:
             return [_gpu.resume(self, timeout)]
         if not self._burst_left:
             self._burst_left = [(False, parts) for parts in self._reader.recv_many(max_n, timeout)]
-        return self._take_burst_left(max_n, timeout)
+        return self._take_burst_left(max_n, timeout, None, "dequeue_many")
 
-    def _take_burst_left(self, max_n: int, timeout: Optional[float]) -> List[Any]:
+    def _take_burst_left(self, max_n: int, timeout: Optional[float], device: Any, what: str) -> List[Any]:
         """Up to max_n objects from _burst_left, in order. The burst is off the ring already, so an
         error must not lose it: a message that fails to unpickle after others were returned waits for
         the next read, which raises its error (consumed, as dequeue() consumes it); the first one's
         error is raised at once. An exception that is not an unpickling error (KeyboardInterrupt)
-        leaves every message, the failing one too, for the next read."""
+        leaves every message, the failing one too, for the next read. A device message is a read of
+        its own (its arrays follow it in the ring; a receive that stops part-way is resumed from
+        _gpu_pending, not from here). Served in Python: a reader shut down says so first, but two
+        threads that break the one-thread rule are not told here."""
+        self._reader.check_open(what)
         left = self._burst_left
         objs: List[Any] = []
         while left and len(objs) < max_n:
             unpickled, item = left[0]
+            if not unpickled and _gpu.is_device_message(item):
+                if objs:  # the objects before it first
+                    break
+                del left[0]  # from here on _gpu_pending carries it
+                return [_gpu.receive(self, item, timeout, device)]
             if not unpickled:
                 try:
-                    item = (_gpu.receive(self, item, timeout, None) if _gpu.is_device_message(item)
-                            else self._loads(item))
+                    item = self._loads(item)
                 except Exception:
                     if objs:  # these first; the next read raises this one's error
                         break

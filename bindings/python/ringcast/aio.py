@@ -250,7 +250,7 @@ async def _dequeue(mq: "MessageQueue", reader: _core.Reader, timeout: Optional[f
     if mq._gpu_pending is not None:  # a device message a timed-out blocking dequeue left half received
         return _gpu.resume(mq, timeout)
     if mq._burst_left:  # what a dequeue_many took and left for the next read
-        return mq._take_burst_left(1, timeout)[0]
+        return mq._take_burst_left(1, timeout, None, "dequeue_async")[0]
     parts = _core.try_recv(reader)
     if parts is None:  # nothing there yet (or part of a large message): wait on the loop
         w = _watch(reader, mq.handle.liveness_interval)
@@ -386,7 +386,7 @@ async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector)
         deadline = _deadline(w.loop, _core.pending_collect_seconds_left(core))
         check_at = w.loop.time() + w.liveness
         due = False
-        while pending._mine() and not pending.done():  # done() takes what came first; not ours: result() says so
+        while pending._mine() and not pending._taken and not pending.done():  # done() takes what came first
             if due:  # a dead pending worker ends the collect: done() turns true, result() raises
                 _core.check_pending_collect_peers(core)
                 check_at = w.loop.time() + w.liveness

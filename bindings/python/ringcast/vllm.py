@@ -40,6 +40,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ringcast import _gpu
 from ringcast._blocks import end_block
+from ringcast._core import RingcastError
 from ringcast._queue import Handle, _check_timeout
 from ringcast._queue import MessageQueue as _RingcastQueue
 
@@ -96,6 +97,8 @@ class MessageQueue(_RingcastQueue):
         if cancel is None:
             return super().dequeue(timeout, indefinite)
         self._require_reader("dequeue")
+        if self._burst_left:  # what a dequeue_many took and left for the next read
+            return self._take_burst_left(1, timeout, None, "dequeue")[0]
         return self._loads(self._until_cancelled(self._reader.recv, timeout, cancel))
 
     @contextlib.contextmanager
@@ -108,6 +111,9 @@ class MessageQueue(_RingcastQueue):
                 yield view
             return
         self._require_reader("acquire_read")
+        if self._burst_left:
+            raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
+                                "dequeue() first")
         view = self._until_cancelled(self._reader.peek_raw, timeout, cancel)
         ok = False
         try:

@@ -54,7 +54,7 @@ void register_events(py::module_& m) {
     // The dead-peer check a blocking wait runs every liveness interval, for a loop that waits on the
     // eventfd instead (a dead peer never signals it): PeerDeadError names the dead peer.
     m.def("check_peers", [](PyReader& r) { r.check_peers(); }, py::arg("endpoint"));
-    m.def("check_peers", [](PyWriter& w) { w.core().check_liveness(); }, py::arg("endpoint"));
+    m.def("check_peers", [](PyWriter& w) { w.check_peers(); }, py::arg("endpoint"));
     m.def(
         "check_peers",
         [](PyGatherCollector& c, std::uint64_t tag, std::optional<std::vector<std::uint32_t>> ranks) {

@@ -258,6 +258,9 @@ py::list receive_burst(Gil& gil, std::size_t max_n, Deadline deadline, Receive&&
             break;
         } catch (const ringcast::Error&) {
             break;
+        } catch (py::error_already_set& e) {  // the GIL is held (Python raised it)
+            if (!e.matches(PyExc_MemoryError)) throw;  // a signal handler's exception: never held back
+            break;  // a message too large to allocate now: its record is still at the head
         }
         gil.acquire();
         if (more.empty()) break;

@@ -12,6 +12,10 @@ namespace ringcast::python {
 
 using namespace detail;
 
+namespace {
+bool raised_by_signal_handler(py::handle trace);  // below
+}  // namespace
+
 // ---- PyGatherCollector -----------------------------------------------------------------------------
 PyGatherCollector::PyGatherCollector(const std::string& name, std::uint32_t ranks, std::uint64_t capacity,
                                      std::uint32_t mode, const std::string& method, const std::string& wait,
@@ -129,12 +133,13 @@ py::list PyGatherCollector::collect_result_objects() {
     try {
         return replies(c, true);
     } catch (py::error_already_set& e) {
-        // Ctrl-C while the replies that ended the collect were unpickled: the collect is still
-        // pending, complete, so that result() may be called again (PendingReplies.result says so, as
-        // for an interrupt during the wait). Every reply is still in c.got; one whose early unpickling
-        // replies() had moved out is unpickled again from it. Nothing else ran in between (the GIL
-        // is held), so no other collect can have begun.
-        if (e.matches(PyExc_KeyboardInterrupt) && !async_) {
+        // Ctrl-C (or another signal handler's exception, as unpickle_early tells them) while the
+        // replies that ended the collect were unpickled: the collect is still pending, complete, so
+        // that result() may be called again (PendingReplies.result says so, as for an interrupt
+        // during the wait). Every reply is still in c.got; one whose early unpickling replies() had
+        // moved out is unpickled again from it. Nothing else ran in between (the GIL is held), so no
+        // other collect can have begun — unless the unpickling began one (!async_ says not).
+        if ((!e.matches(PyExc_Exception) || raised_by_signal_handler(e.trace())) && !async_) {
             c.status = Status::ok;
             c.pending.clear();
             async_ = std::make_unique<Collect>(std::move(c));

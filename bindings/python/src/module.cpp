@@ -216,6 +216,8 @@ PYBIND11_MODULE(_core, m) {
              "Raises TimeoutError, ClosedError, PeerDeadError, RingcastError (the next message came from send()).")
         .def("release_raw", &PyReader::release_raw,
              "Consumes the chunk peek_raw() returned. Raises RingcastError without one.")
+        .def("check_open", &PyReader::check_open, py::arg("what"),
+             "Raises ClosedError once this reader was shut down (RingcastError in a forked child), naming `what`.")
         .def("check_writer_alive", &PyReader::check_writer_alive,
              "Raises PeerDeadError if the writer process is gone (ClosedError after shutdown()).")
         .def("shutdown", &PyReader::shutdown,

@@ -119,6 +119,9 @@ public:
     // The global rank of each local reader (MessageQueue's local_reader_ranks): a dead reader's error
     // names it (in_callers_ranks).
     void set_reader_ranks(std::vector<std::uint32_t> ranks) { reader_ranks_ = std::move(ranks); }
+    // The dead-reader check of a blocked send, for an event loop (events.cpp): PeerDeadError in the
+    // caller's ranks.
+    void check_peers();
 
 private:
     void release_after_shutdown() noexcept override;
@@ -131,6 +134,7 @@ private:
     // "the slowest reader (rank index 1)": whom a timed-out wait for space waited for.
     [[nodiscard]] std::string slowest_readers_text() const;
     [[nodiscard]] std::string in_callers_ranks(const std::string& core_text) const;
+    [[noreturn]] void rethrow_in_callers_ranks(const Error& e) const;  // peer_dead: in_callers_ranks' words
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
     // `what`: the call that owes it (its TimeoutError / ClosedError name that call).
     void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout,
@@ -219,6 +223,9 @@ public:
 
     // Raises PeerDeadError if the writer process is gone.
     void check_writer_alive();
+    // Raises as every call of this reader does once it is shut down (or in a forked child): for what
+    // MessageQueue serves from Python (what a dequeue_many left).
+    void check_open(const std::string& what) const { check_usable(what.c_str()); }
 
     // Wakes a call blocked in another thread (it raises ClosedError); later calls raise ClosedError.
     // The rank goes back to the writer now (it stops waiting for this reader), or, when a call is in

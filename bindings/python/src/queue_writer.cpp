@@ -312,7 +312,14 @@ bool PyWriter::publish_pending(Gil& gil) {
     // A failure (closed, cancelled, an exception from the copy) gives the message up (send_abandon).
     std::span<std::byte> dst;
     const auto reserve_now = [&](std::size_t n) -> bool {  // false: no room now
-        const Reservation r = writer_->reserve(n, 0ns);
+        Reservation r;
+        try {  // (a due dead-peer check)
+            r = writer_->reserve(n, 0ns);
+        } catch (const Error& e) {
+            rethrow_in_callers_ranks(e);
+        }
+        // shutdown() from another thread since: no record more (release_after_shutdown says why).
+        if (r.status == Status::ok && shut_.load(std::memory_order_seq_cst)) r.status = Status::cancelled;
         if (r.status == Status::ok) {
             reserved_size_ = n;
             dst = r.bytes;
@@ -392,8 +399,10 @@ std::vector<std::uint32_t> PyWriter::missing_readers() const {
 void PyWriter::shutdown() {
     if (forked_child()) return;
     if (shut_.exchange(true, std::memory_order_seq_cst)) return;
-    writer_->cancel();    // a send blocked in another thread wakes and raises ClosedError
-    release_when_idle();  // the close comes now, or when that send leaves (release_after_shutdown)
+    writer_->cancel();       // a send blocked in another thread wakes and raises ClosedError
+    writer_->remove_name();  // at once (by identity; the mapping stays): nothing is left in /dev/shm even
+                             // if that send never leaves (a daemon thread at interpreter exit)
+    release_when_idle();     // the close comes now, or when that send leaves (release_after_shutdown)
 }
 
 // The close, once no call is in the endpoint. A send in another thread must not run on past the close:
@@ -405,14 +414,14 @@ void PyWriter::shutdown() {
 void PyWriter::release_after_shutdown() noexcept {
     if (forked_child()) return;
     writer_->close();
-    writer_->remove_name();  // and not again by name when the writer goes: the name may be another queue's by then
 }
 
 std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadline, const std::optional<double>& timeout,
                                        const char* what) {
-    Reservation r = writer_->reserve(n, 0ns);
-    if (r.status == Status::timed_out && Clock::now() < deadline) {
-        try {
+    Reservation r;
+    try {  // a zero-timeout probe runs a due dead-peer check too
+        r = writer_->reserve(n, 0ns);
+        if (r.status == Status::timed_out && Clock::now() < deadline) {
             const Status s = wait_sliced(
                 gil, deadline, *writer_,
                 [&](std::chrono::nanoseconds t) {
@@ -420,10 +429,9 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
                     return r.status;
                 });
             r.status = s;
-        } catch (const Error& e) {
-            if (e.code() != ErrorCode::peer_dead) throw;
-            throw Error(ErrorCode::peer_dead, in_callers_ranks(e.what()));
         }
+    } catch (const Error& e) {
+        rethrow_in_callers_ranks(e);
     }
     // shutdown() from another thread since: no record more (release_after_shutdown says why). The
     // reservation is simply not committed; a message with records out is left broken by the caller.
@@ -439,6 +447,19 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
     }
     gil.acquire();
     throw Closed{std::string(what) + ": the queue was shut down"};
+}
+
+void PyWriter::rethrow_in_callers_ranks(const Error& e) const {
+    if (e.code() != ErrorCode::peer_dead) throw e;
+    throw Error(ErrorCode::peer_dead, in_callers_ranks(e.what()));
+}
+
+void PyWriter::check_peers() {
+    try {
+        writer_->check_liveness();
+    } catch (const Error& e) {
+        rethrow_in_callers_ranks(e);
+    }
 }
 
 // The core names a dead reader by its index in the ring ("reader rank 1 (pid ..."); a MessageQueue's

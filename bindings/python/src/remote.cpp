@@ -238,6 +238,7 @@ public:
     }
     // A remote reader learns of a dead writer from its publisher or from silence: nothing to probe.
     void check_writer_alive() { check_usable("wait_until_ready"); }
+    void check_open(const std::string& what) const { check_usable(what.c_str()); }  // as PyReader's
     void shutdown() {
         if (forked_child()) return;
         if (shut_.exchange(true, std::memory_order_seq_cst)) return;
@@ -481,6 +482,7 @@ void register_remote(py::module_& m) {
         .def("peek_raw", &PyRemoteReader::peek_raw, py::arg("timeout") = py::none(),
              "A read-only view of the next acquire_write() chunk, valid until release_raw().")
         .def("release_raw", &PyRemoteReader::release_raw, "Releases the chunk of peek_raw().")
+        .def("check_open", &PyRemoteReader::check_open, py::arg("what"), "As Reader.check_open.")
         .def("check_writer_alive", &PyRemoteReader::check_writer_alive,
              "No probe over the network: a dead writer shows as PeerDeadError from recv.")
         .def("shutdown", &PyRemoteReader::shutdown,
