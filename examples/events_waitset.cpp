@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
                     // ring stays ready (like a closed socket) — a member kept past its last step
                     // would spin this loop.
                     if (step == kSteps) set.remove(ig);
-                    else set.set_tag(ig, step);  // a reply to a finished step is no longer awaited
+                    else set.set_tag(ig, step);  // this step: a rank whose reply to it is kept is not awaited
                     continue;
                 }
                 ringcast::Reader& r = id == ia ? a : b;

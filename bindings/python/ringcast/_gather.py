@@ -419,9 +419,10 @@ class ReplyGather:
             PeerDeadError: a pending worker died (names its rank and pid; within two liveness
                 intervals); a pending remote worker's connection dropped (names the rank).
             ClosedError: a pending worker closed its reply ring (names the ranks), or the gather
-                was shut down (also wakes a collect blocked in another thread). The replies it took
-                are kept as after a timeout: a worker restarted in a closed rank's place may answer
-                the same tag, and collect() of it returns them with the new one.
+                was shut down (also wakes a collect blocked in another thread). After a worker's
+                closed ring the replies it took are kept as after a timeout: a worker restarted in
+                that rank's place may answer the same tag, and collect() of it returns them with
+                the new one.
             RuntimeError: called on a worker, while a collect_async is pending, while another
                 thread uses this gather, or from the unpickling of an early reply of this gather.
             Exception: what unpickling a reply raised (the first in the order of ``ranks``), once
@@ -607,9 +608,9 @@ class PendingReplies:
             self._taken = not self._collector.collect_is(self._id)
             raise
         except _core.ClosedError as e:
-            # Ended: a closed gather finishes no collect — also when the call was refused before it took
-            # the collect (a shut-down gather's check), which then stays in the gather; an await loop
-            # reads _taken, not only _mine(), so it stops there too.
+            # Ended: a ClosedError (a worker's closed ring, or a closed gather) ends the collect — also
+            # when the call was refused before it took the collect (a shut-down gather's check), which
+            # then stays in the gather; an await loop reads _taken, not only _mine(), so it stops too.
             self._taken = True
             if self._on_closed is not None:
                 self._on_closed(e)

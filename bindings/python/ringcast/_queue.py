@@ -725,8 +725,9 @@ class MessageQueue:
         Raises:
             TimeoutError: the slowest reader did not free space in time.
             ClosedError: the queue was shut down (also wakes a call blocked in another thread).
-            PeerDeadError: a reader the writer waits for died (names its rank index and pid;
-                within two liveness intervals).
+            PeerDeadError: a reader the writer waits for died (names its rank index, its rank from
+                local_reader_ranks and its pid; within two liveness intervals).
+            RingcastError: called inside an acquire_write() block of this queue.
             RuntimeError: called on a reader, or while another thread uses this queue.
             ValueError: a negative timeout.
             pickle.PicklingError, TypeError, AttributeError: what pickle raises for an object
@@ -1018,7 +1019,9 @@ class MessageQueue:
         Raises:
             TimeoutError: no message arrived in time.
             RingcastError: the next message was sent with enqueue() (it is left for dequeue()), or
-                one is partly received; a view of the chunk outlived the block (see above).
+                one is partly received; a view of the chunk outlived the block (see above); an
+                acquire_read() block of this queue is open, its view alive; messages a
+                dequeue_many() took are still to be read.
             ClosedError, PeerDeadError, RuntimeError, ValueError: as dequeue().
         """
         self._require_reader("acquire_read")
@@ -1046,9 +1049,10 @@ class MessageQueue:
         """Closes this end; idempotent, callable from any thread.
 
         Writer: readers drain what was sent, then get ClosedError; the /dev/shm name is removed at
-        once (done too when the writer is garbage-collected) — or, while an enqueue of another
-        thread is in progress, as it leaves: a message not yet fully out is then withdrawn (that
-        enqueue raises ClosedError) and reaches no reader. Reader: later calls raise ClosedError;
+        once (done too when the writer is garbage-collected). It returns at once; while an enqueue of
+        another thread is in progress, the queue is closed when that enqueue leaves (woken, or at its
+        next record, it stops): a message not yet fully out is withdrawn (that enqueue raises
+        ClosedError) and reaches no reader; one already out is read by every reader first. Reader: later calls raise ClosedError;
         its rank is released at once (the writer, or for a remote reader the publisher, stops
         waiting for it) — or, while a call of another thread is in progress, as that call leaves;
         an acquire_read() chunk still open keeps it until its with-block ends. A chunk of a device

@@ -238,7 +238,8 @@ private:
 // an error after the first message ends the burst quietly: what was collected is delivered (it is off
 // the ring already: raising would lose it), and the next call reports the close or the error — a dead
 // writer's liveness check is due again at once, a corrupt or unallocatable record is still at the
-// head (receive_framed throws before it releases one). Exceptions that Python code raised (a signal
+// head (receive_framed throws before it releases one; its two end-of-message checks run after the
+// release: the next record then fails as corrupt). Python exceptions other than MemoryError (a signal
 // handler's KeyboardInterrupt) are never held back. `receive(gil, deadline, drain)` gives one
 // message's parts ({} when draining finds nothing); it returns with the GIL released or held, the
 // loop takes it back either way.

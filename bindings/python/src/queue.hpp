@@ -100,8 +100,8 @@ public:
     std::vector<std::uint32_t> missing_readers() const;
 
     // Close: readers drain, then get ClosedError. A call blocked in another thread wakes with ClosedError.
-    // The name is unlinked now (mappings stay valid), so nothing is left in /dev/shm — or, while a
-    // send runs in another thread, once it leaves (release_after_shutdown).
+    // The name is unlinked now (mappings stay valid), so nothing is left in /dev/shm. Returns at once;
+    // a send running in another thread closes the queue as it leaves (release_after_shutdown).
     void shutdown();
 
     [[nodiscard]] const std::string& name() const { return name_; }
@@ -126,7 +126,7 @@ public:
 private:
     void release_after_shutdown() noexcept override;
     // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
-    // `what` names the caller's operation in a TimeoutError.
+    // `what` names the caller's operation in a TimeoutError or ClosedError.
     std::span<std::byte> reserve(detail::Gil& gil, std::size_t n, Deadline deadline,
                                  const std::optional<double>& timeout, const char* what = "enqueue");
     // send() of one `bytes` part that fits one record: header and pickle copied into it directly.
@@ -136,7 +136,7 @@ private:
     [[nodiscard]] std::string in_callers_ranks(const std::string& core_text) const;
     [[noreturn]] void rethrow_in_callers_ranks(const Error& e) const;  // peer_dead: in_callers_ranks' words
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
-    // `what`: the call that owes it (its TimeoutError / ClosedError name that call).
+    // `what`: the call that writes it now (its TimeoutError / ClosedError name that call).
     void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout,
                               const char* what);
     // Publishes the pending message's records while the ring has room (zero-timeout reserves).

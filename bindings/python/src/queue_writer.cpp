@@ -56,7 +56,7 @@ PyWriter::PyWriter(const std::string& name, std::uint32_t readers, std::uint64_t
     writer_ = std::make_unique<Writer>(Writer::create(name, so, wo));
     set_wake_ahead(true);  // where the wait allows it (set_wake_ahead)
     name_ = name;
-    releases_on_shutdown_ = true;  // the close waits for a send in progress (release_after_shutdown)
+    releases_on_shutdown_ = true;  // a send in progress closes the queue as it leaves (release_after_shutdown)
 }
 
 PyWriter::~PyWriter() {

@@ -15,7 +15,8 @@
 //             instead. Futex-mode endpoints need no fd at all. liburing 2.3 has no futex helpers: the
 //             SQEs are built by hand (src/events/waitset_uring.cpp).
 // A kernel wake is a hint: the set re-checks the endpoint's condition and reports only endpoints that
-// are ready (data or closed; room; a pending reply or a closed reply ring; cancelled), re-arming the
+// are ready (data or closed; room; a pending reply, a closed reply ring, or every rank's reply kept for
+// the member's tag; cancelled), re-arming the
 // others. Every WaitSetOptions::recheck — counted across wait() calls, so a loop of short waits or a
 // member woken often does not put it off — every armed endpoint's condition is re-checked without
 // re-arming it (a peer killed between its publish and its wake costs one interval) and its peer's
