@@ -504,6 +504,9 @@ def test_a_device_message_in_a_dequeue_many_burst_is_a_read_of_its_own(queue_pai
     assert r.dequeue_many(8, timeout=5) == ["before"]
     with pytest.raises(RuntimeError, match="stand-in"):
         r.dequeue(timeout=5)
+    with pytest.raises(ringcast.RingcastError, match="partly received"):  # its held chunk is not a message
+        with r.acquire_read(timeout=0):
+            pass
     assert (r.dequeue(timeout=5)["a"] == source).all()
     assert r.dequeue(timeout=5) == "after"
     with pytest.raises(TimeoutError):

@@ -1021,14 +1021,16 @@ class MessageQueue:
             RingcastError: the next message was sent with enqueue() (it is left for dequeue()), or
                 one is partly received; a view of the chunk outlived the block (see above); an
                 acquire_read() block of this queue is open, its view alive; messages a
-                dequeue_many() took are still to be read.
+                dequeue_many() took are still to be read; a device message is partly received.
             ClosedError, PeerDeadError, RuntimeError, ValueError: as dequeue().
         """
         self._require_reader("acquire_read")
         _check_timeout(timeout)
         if self._burst_left:
             raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
-                                      "dequeue() first")
+                                "dequeue() first")
+        if self._gpu_pending is not None:  # its next chunk is held for the retry: not a message of its own
+            raise RingcastError("acquire_read: a device message is partly received; finish it with dequeue()")
         buf = self._reader.peek_raw(timeout)
         ok = False
         try:

@@ -114,6 +114,8 @@ class MessageQueue(_RingcastQueue):
         if self._burst_left:
             raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
                                 "dequeue() first")
+        if self._gpu_pending is not None:
+            raise RingcastError("acquire_read: a device message is partly received; finish it with dequeue()")
         view = self._until_cancelled(self._reader.peek_raw, timeout, cancel)
         ok = False
         try:
