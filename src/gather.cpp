@@ -193,7 +193,7 @@ void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) { che
 
 void GatherCollector::check_liveness(std::uint64_t tag, std::span<const std::uint32_t> ranks) {
     std::vector<std::uint32_t> which = ranks_or_all(ranks);
-    if (!kept_.empty() && kept_tag_ == tag) std::erase_if(which, [&](std::uint32_t r) { return kept_[r].has_value(); });
+    std::erase_if(which, [&](std::uint32_t r) { return kept_for(tag, r); });
     check_pending_alive(which);
 }
 
@@ -233,10 +233,9 @@ bool GatherCollector::any_pending_ready(const std::vector<std::uint32_t>& pendin
 }
 
 bool GatherCollector::any_awaited_ready(std::uint64_t tag, const std::vector<std::uint32_t>& ranks) noexcept {
-    const bool keeps_tag = !kept_.empty() && kept_tag_ == tag;
     bool awaits_any = false;
     for (std::uint32_t r : ranks) {
-        if (keeps_tag && r < kept_.size() && kept_[r]) continue;  // taken already, kept for this collect
+        if (kept_for(tag, r)) continue;  // taken already, kept for this collect
         awaits_any = true;
         if (readers_[r].poll_acquire()) return true;
     }
@@ -244,9 +243,8 @@ bool GatherCollector::any_awaited_ready(std::uint64_t tag, const std::vector<std
 }
 
 bool GatherCollector::has_ready(std::uint64_t tag, std::span<const std::uint32_t> ranks) noexcept {
-    const bool keeps_tag = !kept_.empty() && kept_tag_ == tag;
     const auto ready = [&](std::uint32_t r) {
-        return r >= readers_.size() || (keeps_tag && kept_[r]) || readers_[r].poll_acquire();
+        return r >= readers_.size() || kept_for(tag, r) || readers_[r].poll_acquire();
     };
     if (ranks.empty()) {
         for (std::uint32_t r = 0; r < readers_.size(); ++r)

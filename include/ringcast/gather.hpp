@@ -197,6 +197,10 @@ private:
     // are empty until the next step; a reply kept for another tag is dropped by that collect, so its
     // rank is awaited) — or nothing is left to await (every rank's reply kept: collect now).
     [[nodiscard]] bool any_awaited_ready(std::uint64_t tag, const std::vector<std::uint32_t>& ranks) noexcept;
+    // Whether an unfinished collect of `tag` took rank r's reply and keeps it for the next one.
+    [[nodiscard]] bool kept_for(std::uint64_t tag, std::uint32_t r) const noexcept {
+        return kept_tag_ == tag && r < kept_.size() && kept_[r].has_value();
+    }
 
     // Whether this object removes the group's names when it dies: a move hands that over (the
     // defaulted move of GatherCollector moves this member with it), so a moved-from collector — every

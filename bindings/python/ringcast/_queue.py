@@ -874,6 +874,16 @@ class MessageQueue:
             objs.append(item)
         return objs
 
+    def _refuse_raw_read_while_objects_wait(self) -> None:
+        """acquire_read's refusal while objects read from the ring are still to be returned: what a
+        dequeue_many left, or a device message partly received (its next chunk is held for the
+        retry, not a message of its own)."""
+        if self._burst_left:
+            raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
+                                "dequeue() first")
+        if self._gpu_pending is not None:
+            raise RingcastError("acquire_read: a device message is partly received; finish it with dequeue()")
+
     def broadcast_object(self, obj: Any = None) -> Any:
         """vLLM's broadcast: the writer sends ``obj`` and returns it; a reader returns the next object.
 
@@ -1026,11 +1036,7 @@ class MessageQueue:
         """
         self._require_reader("acquire_read")
         _check_timeout(timeout)
-        if self._burst_left:
-            raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
-                                "dequeue() first")
-        if self._gpu_pending is not None:  # its next chunk is held for the retry: not a message of its own
-            raise RingcastError("acquire_read: a device message is partly received; finish it with dequeue()")
+        self._refuse_raw_read_while_objects_wait()
         buf = self._reader.peek_raw(timeout)
         ok = False
         try:

@@ -40,7 +40,6 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ringcast import _gpu
 from ringcast._blocks import end_block
-from ringcast._core import RingcastError
 from ringcast._queue import Handle, _check_timeout
 from ringcast._queue import MessageQueue as _RingcastQueue
 
@@ -111,11 +110,7 @@ class MessageQueue(_RingcastQueue):
                 yield view
             return
         self._require_reader("acquire_read")
-        if self._burst_left:
-            raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
-                                "dequeue() first")
-        if self._gpu_pending is not None:
-            raise RingcastError("acquire_read: a device message is partly received; finish it with dequeue()")
+        self._refuse_raw_read_while_objects_wait()
         view = self._until_cancelled(self._reader.peek_raw, timeout, cancel)
         ok = False
         try:

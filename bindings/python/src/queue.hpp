@@ -125,6 +125,9 @@ public:
 
 private:
     void release_after_shutdown() noexcept override;
+    // The core's reserve, in the binding's terms: a dead reader named in the caller's ranks, and a
+    // reservation made after shutdown() came from another thread given up (cancelled).
+    [[nodiscard]] Reservation core_reserve(std::size_t n, std::chrono::nanoseconds t);
     // Reserve with the fast probe first (GIL as the caller has it), then sliced waits without the GIL.
     // `what` names the caller's operation in a TimeoutError or ClosedError.
     std::span<std::byte> reserve(detail::Gil& gil, std::size_t n, Deadline deadline,

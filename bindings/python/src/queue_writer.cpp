@@ -312,14 +312,7 @@ bool PyWriter::publish_pending(Gil& gil) {
     // A failure (closed, cancelled, an exception from the copy) gives the message up (send_abandon).
     std::span<std::byte> dst;
     const auto reserve_now = [&](std::size_t n) -> bool {  // false: no room now
-        Reservation r;
-        try {  // (a due dead-peer check)
-            r = writer_->reserve(n, 0ns);
-        } catch (const Error& e) {
-            rethrow_in_callers_ranks(e);
-        }
-        // shutdown() from another thread since: no record more (release_after_shutdown says why).
-        if (r.status == Status::ok && shut_.load(std::memory_order_seq_cst)) r.status = Status::cancelled;
+        const Reservation r = core_reserve(n, 0ns);
         if (r.status == Status::ok) {
             reserved_size_ = n;
             dst = r.bytes;
@@ -418,24 +411,16 @@ void PyWriter::release_after_shutdown() noexcept {
 
 std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadline, const std::optional<double>& timeout,
                                        const char* what) {
-    Reservation r;
-    try {  // a zero-timeout probe runs a due dead-peer check too
-        r = writer_->reserve(n, 0ns);
-        if (r.status == Status::timed_out && Clock::now() < deadline) {
-            const Status s = wait_sliced(
-                gil, deadline, *writer_,
-                [&](std::chrono::nanoseconds t) {
-                    r = writer_->reserve(n, t);
-                    return r.status;
-                });
-            r.status = s;
-        }
-    } catch (const Error& e) {
-        rethrow_in_callers_ranks(e);
+    Reservation r = core_reserve(n, 0ns);
+    if (r.status == Status::timed_out && Clock::now() < deadline) {
+        const Status s = wait_sliced(
+            gil, deadline, *writer_,
+            [&](std::chrono::nanoseconds t) {
+                r = core_reserve(n, t);
+                return r.status;
+            });
+        r.status = s;
     }
-    // shutdown() from another thread since: no record more (release_after_shutdown says why). The
-    // reservation is simply not committed; a message with records out is left broken by the caller.
-    if (r.status == Status::ok && shut_.load(std::memory_order_seq_cst)) r.status = Status::cancelled;
     switch (r.status) {
         case Status::ok: reserved_size_ = n; return r.bytes;
         case Status::timed_out:
@@ -447,6 +432,19 @@ std::span<std::byte> PyWriter::reserve(Gil& gil, std::size_t n, Deadline deadlin
     }
     gil.acquire();
     throw Closed{std::string(what) + ": the queue was shut down"};
+}
+
+Reservation PyWriter::core_reserve(std::size_t n, std::chrono::nanoseconds t) {
+    Reservation r;
+    try {  // a zero-timeout one too runs a due dead-peer check
+        r = writer_->reserve(n, t);
+    } catch (const Error& e) {
+        rethrow_in_callers_ranks(e);
+    }
+    // shutdown() from another thread since: no record more (release_after_shutdown says why). The
+    // reservation is simply not committed; a message with records out is left broken by the caller.
+    if (r.status == Status::ok && shut_.load(std::memory_order_seq_cst)) r.status = Status::cancelled;
+    return r;
 }
 
 void PyWriter::rethrow_in_callers_ranks(const Error& e) const {
