@@ -44,7 +44,7 @@ def child(mode, n):
     sys.path.insert(0, HERE)
     from bench_glue import STEP
 
-    from ringcast._queue import dumps_out_of_band
+    from ringcast._pickling import dumps_out_of_band
 
     q = ringcast.MessageQueue(1, 1)
     r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)

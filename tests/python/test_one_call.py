@@ -12,7 +12,7 @@ import pytest
 
 import ringcast
 from ringcast import _core
-from ringcast._queue import dumps_out_of_band
+from ringcast._pickling import dumps_out_of_band
 from _workers import EnqueuesWhilePickled, np
 
 

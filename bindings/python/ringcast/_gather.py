@@ -21,7 +21,7 @@ from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Un
 
 from ringcast import _core
 from ringcast._core import SegmentError
-from ringcast._queue import _check_timeout, check_handle_version, require_remote, raise_in_callers_terms, retold
+from ringcast._args import _check_timeout, check_handle_version, require_remote, raise_in_callers_terms, retold
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;

@@ -258,7 +258,7 @@ def enqueue(queue, obj: Any, timeout: Optional[float]) -> None:
     which finds the device arrays; an object without any goes as the ordinary message. Every other
     queue does the same in one binding call (Writer.send_object) and comes here only with arrays
     found (send_device_message)."""
-    from ringcast._queue import dumps_out_of_band
+    from ringcast._pickling import dumps_out_of_band
 
     picklers: List[_DevicePickler] = []
 

@@ -9,22 +9,23 @@ exception: its memoryview is valid only inside the with-block.
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import pickle
-import re
 import time
 import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional, Tuple
+from typing import Any, Callable, Coroutine, Iterator, List, Optional, Tuple
 
 from ringcast import _core, _gpu
+from ringcast._args import (_check_int, _check_timeout, _in_python_terms, check_handle_version,
+                            raise_in_callers_terms, require_remote, retold)
 from ringcast._core import RingcastError
 from ringcast._blocks import end_block
 from ringcast._cpus import usable_cpus
+from ringcast._pickling import _integer_threshold, dumps_out_of_band, pickle5
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # Buffers (numpy arrays, pickle.PickleBuffer, a top-level bytes/bytearray/memoryview) of at least this
@@ -128,88 +129,6 @@ class Handle:
         return (self.n_reader, self.max_chunk_bytes, self.max_chunks, self.name)
 
 
-def retold(e: ValueError, text: str) -> ValueError:
-    """``text`` (what was being done, and e's reason) as an exception of e's own type: a SegmentError
-    told with its context stays a SegmentError, which a caller can tell from a bad argument. For the
-    binding's ValueErrors only (built from a message alone, as they are)."""
-    return type(e)(text)
-
-
-def _in_python_terms(e: ValueError) -> str:
-    """The core's reason, with advice Python cannot follow retold: a rank released by a clean detach
-    is told to come back with the C++ ReaderOptions::keep_place, which this binding does not offer."""
-    text = str(e)
-    if "keep_place" not in text:
-        return text
-    text = re.sub(r"\s*\([^()]*keep_place[^()]*\)", "", text)
-    return (f"{text}; a released rank cannot be attached again in this queue (its reader's shutdown(), or "
-            "its MessageQueue garbage-collected, released it). Python has no keep_place: keep that reader's "
-            "MessageQueue open while the rank may still be needed, or have the writer create a new queue "
-            "and attach with its new handle")
-
-
-def check_handle_version(handle) -> None:
-    """Refuses a handle pickled by another ringcast version (its fields may mean other things).
-
-    Called before anything is attached. Looks at the instance's own fields: a pickle from a version
-    without the field must not pick up the class default.
-
-    Raises:
-        ValueError: the handle's abi_version is not this ringcast's (or missing), with the reason.
-    """
-    version = vars(handle).get("abi_version")
-    if version != _core.ABI_VERSION:
-        raise ValueError(f"handle from another ringcast version (ABI {version if version is not None else 'unknown'}); "
-                         f"this ringcast speaks ABI {_core.ABI_VERSION}: export a new handle from the writer")
-
-
-def _check_timeout(timeout: Optional[float]) -> None:
-    """A timeout as the blocking calls take it: a number of seconds >= 0 (not NaN), or None — checked
-    also where a call does not wait (a local reader's wait_until_ready), so that a bad one is never
-    silently taken. A bool is not a timeout (True is no "1 second"): TypeError. The hot paths
-    (enqueue, dequeue) pass the timeout to the binding unchecked, which would take a bool as a
-    float: they call this for a bool first (``timeout is True or timeout is False``)."""
-    if timeout is None:
-        return
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):  # numpy's and Fraction too
-        raise TypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
-    if not float(timeout) >= 0:  # NaN too
-        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
-
-
-_UNSET: Any = object()
-
-
-def raise_in_callers_terms(e: TypeError, method: str, *, tag: Any = _UNSET, timeout: Any = _UNSET) -> NoReturn:
-    """Raises what the binding call `method`'s refusal of its arguments means to the caller; called in
-    the except clause that caught `e`. The hot paths pass their arguments to the binding unchecked (a
-    check per call costs what a step is measured in); pybind11 then refuses a bad one with
-    "<method>(): incompatible function arguments" and its own signatures. This names the bad tag or
-    timeout instead — TypeError (not a number), ValueError (out of range). Any other TypeError (an
-    object that cannot be pickled, a __reduce__'s own, another binding call's refusal inside an
-    unpickling) is re-raised as it was, its cause and traceback kept."""
-    if str(e).startswith(f"{method}(): incompatible function arguments"):
-        if tag is not _UNSET:
-            if isinstance(tag, bool) or not isinstance(tag, numbers.Integral):
-                raise TypeError(f"tag must be an int, got {type(tag).__name__}") from None
-            if not 0 <= int(tag) < 2**64:
-                raise ValueError(f"tag must be in 0..2**64-1, got {tag}") from None
-        if timeout is not _UNSET:
-            try:
-                _check_timeout(timeout)
-            except (TypeError, ValueError) as bad:
-                raise bad from None
-    raise  # noqa: PLE0704 (re-raises `e`, the exception being handled)
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def _capacity_for(max_chunk_bytes: int, max_chunks: int) -> int:
     # max_chunk_bytes * max_chunks sizes the ring as in vLLM; the ring's largest record is a quarter of
     # it, and acquire_write() must be able to hand out max_chunk_bytes in one record.
@@ -222,64 +141,6 @@ def _shutdown_writer(core_writer, publisher=None) -> None:  # weakref.finalize c
     if publisher is not None:  # hand the rest and the close to ZeroMQ (bounded), then let it flush and stop
         publisher.drain(_REMOTE_DRAIN_S)
         publisher.stop()
-
-
-def require_remote(what: str, connect_ip: Optional[str], peers: str, listener: str) -> None:
-    """Ranks on other machines need ZeroMQ in this build and the address to listen on (MessageQueue's
-    publisher, ReplyGather's bridge): ImportError / ValueError naming what asked for them."""
-    if not getattr(_core, "HAVE_REMOTE", False):
-        raise ImportError(f"{what} requested, but this ringcast was built without ZeroMQ (install libzmq3-dev and "
-                          "cppzmq-dev and rebuild)")
-    if not connect_ip:
-        raise ValueError(f"{what} need connect_ip: the address of this machine's interface {peers} reach "
-                         f"({listener} binds there only)")
-
-
-def pickle5(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer], bool]) -> bytes:
-    """A protocol-5 pickle; buffer_callback decides which buffers leave it (False: out of band)."""
-    return pickle.dumps(obj, protocol=5, buffer_callback=buffer_callback)
-
-
-def _integer_threshold(threshold: float) -> int:
-    """The compiled pickler's threshold for `oob_threshold`: a buffer of n bytes stays in-band iff n is below it."""
-    if threshold <= 0:
-        return 0
-    return 1 << 62 if threshold >= 1 << 62 else math.ceil(threshold)
-
-
-def dumps_out_of_band(obj: Any, threshold: int, max_buffers: int,
-                      pickle_with: Callable[[Any, Callable[[pickle.PickleBuffer], bool]], bytes] = pickle5) -> list:
-    """The wire parts of a message: ``[pickle, *buffers]``. Contiguous buffers of at least ``threshold``
-    bytes (numpy arrays, PickleBuffers, ...), up to ``max_buffers`` of them, travel out of band: copied
-    from the object straight into the ring, never into the pickle. One function for every sender
-    (MessageQueue, the vLLM plug-in's tensor pickler, the GPU path's device pickler: ``pickle_with``).
-    """
-    oob: list = []
-
-    def callback(pb: pickle.PickleBuffer) -> bool:  # True: keep in-band
-        if len(oob) >= max_buffers:
-            return True
-        try:
-            raw = pb.raw()
-        except BufferError:  # not contiguous
-            return True
-        if raw.nbytes < threshold:
-            return True
-        # A whole bytes object is passed as itself: the receiver then rebuilds a bytes, not a bytearray.
-        o = raw.obj
-        oob.append(o if type(o) is bytes and len(o) == raw.nbytes else raw)
-        return False
-
-    # The C pickler serializes bytes/bytearray in-band before any hook runs; a large one passed as the
-    # message itself is wrapped so it travels out of band (no copy into the pickle). A memoryview is
-    # always wrapped: pickle cannot pickle one at all (the callback then sizes it in bytes).
-    if type(obj) is memoryview or (type(obj) in (bytes, bytearray) and len(obj) >= threshold):
-        obj = pickle.PickleBuffer(obj)
-    if pickle_with is pickle5:  # the default: one call frame less on every enqueue
-        data = pickle.dumps(obj, protocol=5, buffer_callback=callback)
-    else:
-        data = pickle_with(obj, callback)
-    return [data, *oob] if oob else [data]
 
 
 class MessageQueue:

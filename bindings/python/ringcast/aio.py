@@ -49,7 +49,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, Generator, Iterable, List, Optional, Union
 
 from . import _core, _gpu
-from ._queue import _check_timeout  # the blocking calls' rule
+from ._args import _check_timeout  # the blocking calls' rule
 
 if TYPE_CHECKING:
     from ._gather import PendingReplies, ReplyGather

@@ -40,7 +40,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ringcast import _gpu
 from ringcast._blocks import end_block
-from ringcast._queue import Handle, _check_timeout
+from ringcast._args import _check_timeout
+from ringcast._queue import Handle
 from ringcast._queue import MessageQueue as _RingcastQueue
 
 SHM_BROADCAST = "vllm.distributed.device_communicators.shm_broadcast"

@@ -3,7 +3,7 @@
 // dequeue, reply and collect each cross from Python into C++ once per message and build no
 // intermediate Python objects (no parts list, no closure, no list of received parts).
 //
-// The rules are those of ringcast/_queue.py's dumps_out_of_band (one protocol, two implementations:
+// The rules are those of ringcast/_pickling.py's dumps_out_of_band (one protocol, two implementations:
 // the Python one serves custom picklers — the vLLM plug-in's, the GPU path's — this one the default):
 //  * protocol 5; contiguous buffers of at least `threshold` bytes, at most `max_buffers` of them,
 //    leave the pickle (out of band) and are copied from the object straight into the ring; a whole
