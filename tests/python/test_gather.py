@@ -381,6 +381,10 @@ def test_collect_async_errors_arrive_at_result():
     threading.Timer(0.05, g.close).start()
     with pytest.raises(ringcast.ClosedError):
         pending.result()
+    # The collect ended closed, as a Future's result: asked again, the cause again (not "already taken")
+    with pytest.raises(ringcast.ClosedError):
+        pending.result()
+    assert "closed" in repr(pending)
     for x in w:
         x.close()
 

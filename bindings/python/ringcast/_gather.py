@@ -548,7 +548,7 @@ class PendingReplies:
     """
 
     __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None,
-                 "_on_closed": None, "_liveness": None, "_id": None}
+                 "_on_closed": None, "_liveness": None, "_id": None, "_closed_by": None}
 
     def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None,
                  liveness: float = 1.0, collect_id: int = 0):
@@ -556,6 +556,7 @@ class PendingReplies:
         self._id = collect_id  # collect_start's number: this object acts on its own collect only
         self.tag = tag
         self._taken = False
+        self._closed_by: Optional[BaseException] = None  # the ClosedError (or PeerDeadError) that ended it
         self._on_closed = on_closed  # raises PeerDeadError instead when a remote rank's connection dropped
         self._liveness = liveness  # seconds between dead-worker checks of an await on a loop (aio)
 
@@ -595,8 +596,11 @@ class PendingReplies:
             TimeoutError: the timeout given to collect_async() passed (names the missing ranks).
             StaleReplyError, PeerDeadError, ClosedError: as collect().
             RuntimeError: result() was already taken. After KeyboardInterrupt the collect is still
-                pending and result() may be called again.
+                pending and result() may be called again. A collect that a closed gather or ring
+                ended raises that error again, not this: the cause stays the one named.
         """
+        if self._closed_by is not None:
+            raise type(self._closed_by)(str(self._closed_by))
         if self._taken or not self._mine():
             self._taken = True
             raise RuntimeError(f"result() of collect(tag={self.tag}) was already taken")
@@ -612,8 +616,13 @@ class PendingReplies:
             # when the call was refused before it took the collect (a shut-down gather's check), which
             # then stays in the gather; an await loop reads _taken, not only _mine(), so it stops too.
             self._taken = True
+            self._closed_by = e
             if self._on_closed is not None:
-                self._on_closed(e)
+                try:
+                    self._on_closed(e)
+                except _core.PeerDeadError as lost:  # a remote rank's dropped connection: that is the cause
+                    self._closed_by = lost
+                    raise
             raise
         except BaseException:
             # Ended with this error — unless the call was refused before taking it (another thread in
@@ -634,6 +643,8 @@ class PendingReplies:
         return aio.await_pending(self)
 
     def __repr__(self) -> str:
+        if self._closed_by is not None:
+            return f"<PendingReplies tag={self.tag} closed>"
         if self._taken or not self._mine():
             return f"<PendingReplies tag={self.tag} taken>"
         return f"<PendingReplies tag={self.tag} {'done' if self.done() else 'pending'}>"
