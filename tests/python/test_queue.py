@@ -175,11 +175,17 @@ def test_an_acquire_write_or_read_block_refuses_a_nested_write_or_read_of_its_qu
     with r.acquire_read(timeout=5) as v:
         assert bytes(v) == b"OUTER---"
     assert r.dequeue(timeout=5) == "after"
+    q.enqueue("third", timeout=5)
     with r.acquire_read(timeout=5) as v:
         with pytest.raises(ringcast.RingcastError, match="block of this queue is open"):
             with r.acquire_read(timeout=5):
                 pass
+        # a dequeue there names the open block (not "the next message was written with acquire_write()")
+        for read in (lambda: r.dequeue(timeout=5), lambda: r.dequeue(timeout=0), lambda: r.dequeue_many(4, timeout=5)):
+            with pytest.raises(ringcast.RingcastError, match="dequeue.*: an acquire_read\\(\\) block of this queue is open"):
+                read()
         assert bytes(v) == b"SECOND--"
+    assert r.dequeue(timeout=5) == "third"
     with pytest.raises(TimeoutError):
         r.dequeue(timeout=0)
 

@@ -255,6 +255,12 @@ bool RawChunk::settle_kept_read_chunk(const char* what) {
     return true;
 }
 
+void RawChunk::refuse_if_read_block_open(bool peeked, const char* what) const {
+    if (peeked && !kept_ && viewed())
+        throw Failure{g_ringcast_error, std::string(what) + ": an acquire_read() block of this queue is open; end it "
+                                                            "first (its chunk is the next message)"};
+}
+
 void RawChunk::keep(py::handle owner) {
     kept_ = true;
     if (!obj_) return;

@@ -227,6 +227,13 @@ public:
     // Every read first: a kept chunk still viewed raises RingcastError naming `what`. True: a kept
     // chunk no longer viewed, forgotten here, which the caller releases now.
     [[nodiscard]] bool settle_kept_read_chunk(const char* what);
+    // Every read first too: the reader's acquire_read() block is open (`peeked`: its chunk not yet
+    // released, and the block's view alive) — a read from inside it, on this thread (the one-thread
+    // rule lets it in). RingcastError naming `what`: the next record is that chunk (a dequeue would
+    // refuse it as an acquire_write() message, a nested acquire_read would show it again and its
+    // release would free the bytes under the outer view). A chunk peeked whose views are all gone is
+    // not refused: the GPU path's retry of a failed copy shows it again.
+    void refuse_if_read_block_open(bool peeked, const char* what) const;
 
 private:
     py::object obj_;

@@ -114,11 +114,6 @@ py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
     Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("acquire_read");
     settle_raw_chunk("acquire_read");
-    // An acquire_read() block of this queue is open, its view alive: peek would show its chunk again,
-    // and the inner block's release would free the bytes the outer view shows. (A chunk peeked and
-    // not released whose views are all gone is shown again: the GPU path's retry of a failed copy.)
-    if (raw_peeked_ && raw_chunk_.viewed())
-        throw Failure{g_ringcast_error, "acquire_read: an acquire_read() block of this queue is open; end it first"};
     if (assembly_.active())
         throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received; "
                                         "finish it with dequeue()"};
@@ -137,6 +132,7 @@ py::memoryview PyReader::peek_raw(std::optional<double> timeout) {
 }
 
 void PyReader::settle_raw_chunk(const char* what) {
+    raw_chunk_.refuse_if_read_block_open(raw_peeked_, what);
     if (!raw_chunk_.settle_kept_read_chunk(what)) return;
     raw_peeked_ = false;
     reader_->release();

@@ -206,8 +206,6 @@ public:
         Busy busy(*this);
         check_usable("acquire_read");
         settle_raw_chunk("acquire_read");
-        if (raw_peeked_ && raw_chunk_.viewed())  // an acquire_read() block is open (PyReader::peek_raw)
-            throw Failure{g_ringcast_error, "acquire_read: an acquire_read() block of this queue is open; end it first"};
         if (assembly_.active())
             throw Failure{g_ringcast_error, "acquire_read: a message sent with enqueue() is partly received"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
@@ -312,7 +310,8 @@ private:
     bool raw_peeked_ = false;
     RawChunk raw_chunk_;  // the chunk of the last acquire_read (kept while a view outlives its block)
 
-    void settle_raw_chunk(const char* what) {
+    void settle_raw_chunk(const char* what) {  // as PyReader's
+        raw_chunk_.refuse_if_read_block_open(raw_peeked_, what);
         if (!raw_chunk_.settle_kept_read_chunk(what)) return;
         raw_peeked_ = false;
         reader_->release();
