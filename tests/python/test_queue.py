@@ -452,6 +452,39 @@ def test_a_corrupt_message_in_the_ring_raises_segment_error():
         q.shutdown()
 
 
+def test_a_message_whose_records_end_early_is_reported_at_that_record_by_every_read():
+    """A three-record message whose first record announces the length of two (its part length cut by
+    the last record's): the middle record then ends it. That is reported before the record is taken,
+    so a dequeue_many stopped by it delivers what came before, and every read after names the same
+    record the same way (it stays at the head) — not the next record, as a corruption of another."""
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    try:
+        q.enqueue("a", timeout=5)
+        q.enqueue("x" * 80_000, timeout=5)
+        with open(f"/dev/shm/{q.export_handle().name}", "r+b") as f:
+            capacity, total_size = struct.unpack("<QQ", f.read(32)[HEADER_CAPACITY:32])
+            data = total_size - capacity
+            records, pos = [], 0
+            for _ in range(4):  # "a", then the first, middle and last records of the long message
+                f.seek(data + pos)
+                length = struct.unpack("<I", f.read(4))[0]
+                records.append((pos, length))
+                pos += 16 + (length + 15) // 16 * 16
+            (first, _), (_, last_length) = records[1], records[3]
+            f.seek(data + first + 16 + 8)  # the first record's payload: magic, part count, part length
+            part = struct.unpack("<Q", f.read(8))[0]
+            f.seek(data + first + 16 + 8)
+            f.write(struct.pack("<Q", part - last_length))
+        assert r.dequeue_many(4, timeout=5) == ["a"]
+        for _ in range(2):
+            with pytest.raises(ringcast.SegmentError, match="message ended on a non-final record"):
+                r.dequeue(timeout=5)
+    finally:
+        r.shutdown()
+        q.shutdown()
+
+
 def test_custom_ranks_and_stale_handle():
     q = ringcast.MessageQueue(2, 2, local_reader_ranks=[4, 9], max_chunk_bytes=16 * 1024, max_chunks=4)
     h = q.export_handle()

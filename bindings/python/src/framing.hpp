@@ -157,6 +157,14 @@ std::vector<py::object> receive_framed(Gil& gil, Reassembly& assembly, bool drai
             case Frame::last:
                 if (!assembly.active()) break;  // rank (re-)attached mid-stream: skip the orphan
                 if (tag_seq(m.tag) != assembly.seq()) assembly.corrupt("record of another message inside a message");
+                // The end checks, before anything of the record is taken (scatter counts it): a record
+                // that ends the message too early or too late stays at the head, the assembly as it
+                // was, and every read reports it the same way (a burst stopped by it delivers what
+                // came before). A longer record than the rest: scatter's own first check.
+                if (f == Frame::middle && m.bytes.size() == assembly.remaining())
+                    assembly.corrupt("message ended on a non-final record");
+                if (f == Frame::last && m.bytes.size() < assembly.remaining())
+                    assembly.corrupt("last record before the announced length");
                 assembly.scatter(gil, m.bytes.data(), m.bytes.size());
                 break;
             case Frame::abort:
@@ -174,11 +182,9 @@ std::vector<py::object> receive_framed(Gil& gil, Reassembly& assembly, bool drai
             default: assembly.corrupt("unknown record kind " + std::to_string(static_cast<int>(f)));
         }
         release();
-        if (assembly.active() && assembly.remaining() == 0) {
-            if (f != Frame::whole && f != Frame::last) assembly.corrupt("message ended on a non-final record");
-            return assembly.take();  // moving py::objects needs no GIL
-        }
-        if (assembly.active() && f == Frame::last) assembly.corrupt("last record before the announced length");
+        // Complete only on a whole or last record: start() matched a whole record's length and found
+        // a first record's shorter than the message, and the checks above ended the rest.
+        if (assembly.active() && assembly.remaining() == 0) return assembly.take();  // moving py::objects needs no GIL
     }
 }
 
@@ -245,9 +251,8 @@ private:
 // an error after the first message ends the burst quietly: what was collected is delivered (it is off
 // the ring already: raising would lose it), and the next call reports the close or the error — a dead
 // writer's liveness check is due again at once, a corrupt or unallocatable record is still at the
-// head (receive_framed throws before it releases one; its two end-of-message checks run after the
-// release: the next record then fails as corrupt). Python exceptions other than MemoryError (a signal
-// handler's KeyboardInterrupt) are never held back. `receive(gil, deadline, drain)` gives one
+// head (receive_framed checks a record whole before it releases it). Python exceptions other than
+// MemoryError (a signal handler's KeyboardInterrupt) are never held back. `receive(gil, deadline, drain)` gives one
 // message's parts ({} when draining finds nothing); it returns with the GIL released or held, the
 // loop takes it back either way.
 template <class Receive>
