@@ -183,8 +183,7 @@ void Writer::check_lagging_readers() {
         }
         // Only a slot still claimed by that dead process is a death (not one re-claimed or left since).
         if (slot.owner.load(std::memory_order_acquire) != word) continue;
-        throw Error(ErrorCode::peer_dead, "reader rank " + std::to_string(r) + " (pid " + std::to_string(owner.pid) +
-                                              ") died without releasing; the writer cannot make progress" + kDeadPeerHint);
+        throw ReaderDiedError(r, owner.pid);
     }
 }
 

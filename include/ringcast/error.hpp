@@ -67,6 +67,27 @@ inline constexpr const char* kDeadPeerHint =
     " (killed processes leave their segments in /dev/shm: `ringcast gc`, or `python3 -m ringcast gc`, removes "
     "those nobody uses any more)";
 
+// peer_dead from a writer: a reader process died holding its rank (Writer's dead-reader check), with the
+// rank's index in the ring and the pid as data — for a caller that knows its readers by other names
+// (the Python binding's local_reader_ranks), which retells it without taking the message apart.
+class ReaderDiedError : public Error {
+public:
+    ReaderDiedError(std::uint32_t rank_index, std::int64_t pid)
+        : Error(ErrorCode::peer_dead, text("reader rank " + std::to_string(rank_index) + " (pid " + std::to_string(pid) + ")")),
+          rank_index_(rank_index),
+          pid_(pid) {}
+    [[nodiscard]] std::uint32_t rank_index() const noexcept { return rank_index_; }
+    [[nodiscard]] std::int64_t pid() const noexcept { return pid_; }
+    // The message, its reader named by `who` ("reader rank 1 (pid 4242)").
+    [[nodiscard]] static std::string text(const std::string& who) {
+        return who + " died without releasing; the writer cannot make progress" + kDeadPeerHint;
+    }
+
+private:
+    std::uint32_t rank_index_;
+    std::int64_t pid_;
+};
+
 // Throws Error(system) naming the call and strerror(errno_value).
 [[noreturn]] void throw_system_error(const char* call, int errno_value);
 

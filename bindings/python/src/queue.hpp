@@ -117,7 +117,7 @@ public:
     // The ring rank of the publisher to remote readers (MessageQueue sets it): a timeout names it as such.
     void set_remote_publisher_index(std::uint32_t index) noexcept { remote_publisher_index_ = index; }
     // The global rank of each local reader (MessageQueue's local_reader_ranks): a dead reader's error
-    // names it (in_callers_ranks).
+    // names it (rethrow_in_callers_ranks).
     void set_reader_ranks(std::vector<std::uint32_t> ranks) { reader_ranks_ = std::move(ranks); }
     // The dead-reader check of a blocked send, for an event loop (events.cpp): PeerDeadError in the
     // caller's ranks.
@@ -136,8 +136,8 @@ private:
     void send_whole(const py::bytes& data, std::optional<double> timeout);
     // "the slowest reader (rank index 1)": whom a timed-out wait for space waited for.
     [[nodiscard]] std::string slowest_readers_text() const;
-    [[nodiscard]] std::string in_callers_ranks(const std::string& core_text) const;
-    [[noreturn]] void rethrow_in_callers_ranks(const Error& e) const;  // peer_dead: in_callers_ranks' words
+    // The core's dead reader, named by ring index and by the caller's rank (PeerDeadError).
+    [[noreturn]] void rethrow_in_callers_ranks(const ReaderDiedError& e) const;
     // Tells the readers to drop the records of a message whose sending failed part-way (Frame::abort).
     // `what`: the call that writes it now (its TimeoutError / ClosedError name that call).
     void finish_broken_stream(detail::Gil& gil, Deadline deadline, const std::optional<double>& timeout,

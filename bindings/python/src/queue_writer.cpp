@@ -438,7 +438,7 @@ Reservation PyWriter::core_reserve(std::size_t n, std::chrono::nanoseconds t) {
     Reservation r;
     try {  // a zero-timeout one too runs a due dead-peer check
         r = writer_->reserve(n, t);
-    } catch (const Error& e) {
+    } catch (const ReaderDiedError& e) {
         rethrow_in_callers_ranks(e);
     }
     // shutdown() from another thread since: no record more (release_after_shutdown says why). The
@@ -447,35 +447,24 @@ Reservation PyWriter::core_reserve(std::size_t n, std::chrono::nanoseconds t) {
     return r;
 }
 
-void PyWriter::rethrow_in_callers_ranks(const Error& e) const {
-    if (e.code() != ErrorCode::peer_dead) throw e;
-    throw Error(ErrorCode::peer_dead, in_callers_ranks(e.what()));
+// The core names a dead reader by its index in the ring; a MessageQueue's caller knows its readers by
+// local_reader_ranks (set_reader_ranks), as the timeouts' "rank index" says: both are told.
+void PyWriter::rethrow_in_callers_ranks(const ReaderDiedError& e) const {
+    const std::uint32_t i = e.rank_index();
+    const std::string pid = "pid " + std::to_string(e.pid());
+    std::string who = "reader rank index " + std::to_string(i);
+    if (i == remote_publisher_index_) who += " (the remote publisher's " + pid + ")";
+    else if (i < reader_ranks_.size()) who += " (rank " + std::to_string(reader_ranks_[i]) + ", " + pid + ")";
+    else who += " (" + pid + ")";
+    throw Error(ErrorCode::peer_dead, ReaderDiedError::text(who));
 }
 
 void PyWriter::check_peers() {
     try {
         writer_->check_liveness();
-    } catch (const Error& e) {
+    } catch (const ReaderDiedError& e) {
         rethrow_in_callers_ranks(e);
     }
-}
-
-// The core names a dead reader by its index in the ring ("reader rank 1 (pid ..."); a MessageQueue's
-// caller knows its readers by local_reader_ranks (set_reader_ranks), as the timeouts' "rank index" says.
-std::string PyWriter::in_callers_ranks(const std::string& core_text) const {
-    constexpr std::string_view kPrefix = "reader rank ";
-    if (core_text.rfind(kPrefix, 0) != 0) return core_text;
-    std::size_t end = kPrefix.size();
-    while (end < core_text.size() && core_text[end] >= '0' && core_text[end] <= '9') ++end;
-    if (end == kPrefix.size() || core_text.compare(end, 6, " (pid ") != 0) return core_text;
-    const std::string index = core_text.substr(kPrefix.size(), end - kPrefix.size());
-    const std::size_t i = std::stoul(index);
-    std::string who = "reader rank index " + index;
-    if (i == remote_publisher_index_) who += " (the remote publisher's";
-    else if (i < reader_ranks_.size()) who += " (rank " + std::to_string(reader_ranks_[i]) + ",";
-    else who += " (";
-    const std::string rest = core_text.substr(end + 2);  // "pid ..."
-    return who + (who.back() == '(' ? "" : " ") + rest;
 }
 
 std::string PyWriter::slowest_readers_text() const {
