@@ -238,6 +238,11 @@ TEST(Processes, WriterBlockedOnADeadReaderFailsNamingIt) {
         EXPECT_EQ(e.code(), ErrorCode::peer_dead);
         EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find(std::to_string(doomed)), std::string::npos) << e.what();
+        // ... and as data, for a caller that names its readers otherwise (the Python binding)
+        const auto* died = dynamic_cast<const ReaderDiedError*>(&e);
+        ASSERT_NE(died, nullptr) << "a dead reader's error carries its rank index and pid";
+        EXPECT_EQ(died->rank_index(), 0u);
+        EXPECT_EQ(died->pid(), doomed);
     }
 }
 
