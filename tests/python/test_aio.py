@@ -411,6 +411,44 @@ def test_enqueue_async_timeout_withdraws_a_part_sent_message():
     q.shutdown()
 
 
+def test_an_enqueue_async_refused_by_a_dead_reader_before_its_first_record_leaves_nothing_pending():
+    """A part-sent message timed out (the writer owes its readers an abort record), then the reader
+    that blocked it died. The next enqueue_async fails in that abort record's reserve (PeerDeadError:
+    the due dead-reader check) and must give its message up: once a reader takes the dead rank's place,
+    enqueue and enqueue_async work again (they raised 'an enqueue_async of this queue is in progress'
+    for good)."""
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4, liveness_interval=0.2)
+    h = q.export_handle()
+    r_pid = os.fork()
+    if r_pid == 0:
+        try:
+            r = ringcast.MessageQueue.create_from_handle(h, 0)
+            time.sleep(60)  # attached, never reads
+            del r
+        finally:
+            os._exit(0)
+
+    async def main():
+        q.wait_until_ready(timeout=10)
+        with pytest.raises(TimeoutError, match="withdrawn"):
+            await q.enqueue_async(bytes(4_000_000), timeout=0.3)
+        os.kill(r_pid, signal.SIGKILL)
+        os.waitpid(r_pid, 0)
+        await asyncio.sleep(0.5)  # past the liveness interval: the next reserve checks the readers
+        with pytest.raises(ringcast.PeerDeadError, match="died"):
+            await q.enqueue_async(b"lost", timeout=1)
+        r = ringcast.MessageQueue.create_from_handle(h, 0)  # the dead rank's replacement, at its head
+        got = asyncio.ensure_future(r.dequeue_async(timeout=5))  # drops the withdrawn records on the way
+        await q.enqueue_async("after", timeout=5)
+        assert await got == "after"
+        q.enqueue("and after", timeout=5)
+        assert r.dequeue(timeout=5) == "and after"
+        r.shutdown()
+
+    run("default", main())
+    q.shutdown()
+
+
 def test_a_pending_enqueue_async_refuses_other_writes():
     q = ringcast.MessageQueue(1, 1, **QUEUE_KW)
     r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)

@@ -323,15 +323,15 @@ bool PyWriter::publish_pending(Gil& gil) {
         send_abandon();
         throw Closed{"enqueue: the queue was shut down"};
     };
-    if (broken_) {  // an earlier message stopped part-way: the readers drop its records first
-        if (!reserve_now(0)) return false;
-        writer_->commit(0, make_tag(seq_, Frame::abort));
-        broken_ = false;
-    }
     OutgoingMessage& msg = *pending_;
     const std::uint64_t total = msg.total();  // > 0: the stream header is part of it
     const std::size_t max_rec = writer_->max_reserve();
-    try {
+    try {  // every record's reserve may throw (the due dead-reader check): the abort record's too
+        if (broken_) {  // an earlier message stopped part-way: the readers drop its records first
+            if (!reserve_now(0)) return false;
+            writer_->commit(0, make_tag(seq_, Frame::abort));
+            broken_ = false;
+        }
         while (pending_sent_ < total) {
             const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(total - pending_sent_, max_rec));
             if (!reserve_now(chunk)) return false;  // pending: the loop waits for room (arm, wake_fd)
