@@ -150,7 +150,11 @@ EventfdSignaller::Fetch EventfdSignaller::fetch(std::uint32_t index) noexcept {
     const std::uint64_t holder = s.holder.load(std::memory_order_seq_cst);
     const std::uint32_t fd = s.fd.load(std::memory_order_seq_cst);
     if ((gen & 1u) != 0 || s.gen.load(std::memory_order_seq_cst) != gen) return Fetch::unavailable;  // changing
-    if (holder == 0) return Fetch::futex_mode;
+    if (holder == 0) {  // none registered now: a copy of an earlier registration goes (it kept that eventfd open)
+        if (c.fd >= 0) ::close(c.fd);
+        c = {};
+        return Fetch::futex_mode;
+    }
     if (c.holder == holder && c.gen == gen) return c.fd >= 0 ? Fetch::copied : Fetch::unavailable;
     if (c.fd >= 0) ::close(c.fd);  // a copy of an earlier registration
     c = {holder, gen, -1};

@@ -5,6 +5,7 @@ python3-uvloop is installed).
 """
 import asyncio
 import concurrent.futures
+import gc
 import os
 import pickle
 import random
@@ -548,6 +549,38 @@ def test_awaited_collect_async_survives_cancellation_and_times_out(loop_kind):
     assert 0.09 < waited < 2
     assert reap(pid) == 0
     g.close()
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_a_reader_shut_down_and_dropped_leaves_the_loop_idle(loop_kind):
+    """shutdown() signals the reader's eventfd, and the reader's object then goes before the loop runs
+    again: the fd the loop watches must still be removable then. (The loop watched the endpoint's own
+    fd, closed by then; the writer's copy kept the eventfd open, so epoll kept the registration and,
+    the counter signalled, the loop spun at 100 % CPU from then on.)"""
+    import resource
+    q = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    box = [ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)]
+
+    def cpu_s():
+        u = resource.getrusage(resource.RUSAGE_SELF)
+        return u.ru_utime + u.ru_stime
+
+    async def main():
+        r = box.pop()
+        got = asyncio.ensure_future(r.dequeue_async(timeout=5))
+        await asyncio.sleep(0.05)  # armed, asleep: the writer signals its eventfd (and keeps a copy)
+        q.enqueue("hello", timeout=5)
+        assert await got == "hello"
+        r.shutdown()  # signals the eventfd (cancel)
+        del r
+        gc.collect()
+        before = cpu_s()
+        await asyncio.sleep(0.5)
+        return cpu_s() - before
+
+    idle_cpu = run(loop_kind, main())
+    q.shutdown()
+    assert idle_cpu < 0.1, f"the idle loop burnt {idle_cpu:.2f} s of CPU in 0.5 s"
 
 
 def test_shutdown_ends_a_pending_enqueue_async_and_a_waiting_dequeue_async():

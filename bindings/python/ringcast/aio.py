@@ -86,7 +86,11 @@ class _Watch:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, liveness: float) -> None:
         self.loop = loop
-        self.fd = fd
+        # A duplicate of the endpoint's fd, ours until close(): the endpoint closes its own when it
+        # goes, before the finalizer that unregisters this one runs, and epoll cannot remove a closed
+        # fd — while another holder (the writer's copy, to signal it) keeps the eventfd open, the
+        # registration would stay, and a signalled counter nobody reads would make the loop spin.
+        self.fd = os.dup(fd)
         self.liveness = liveness  # seconds between dead-peer checks (the endpoint's liveness interval)
         self.watching = False  # fd registered with the loop (add_reader)
         self.fut: "Optional[asyncio.Future[None]]" = None
@@ -167,6 +171,9 @@ class _Watch:
         if self.watching and not self.loop.is_closed():
             self.loop.remove_reader(self.fd)
         self.watching = False
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 # core endpoint -> {loop: _Watch}; the registration goes with the endpoint (its fd closes with it).
@@ -191,7 +198,7 @@ def _watch(endpoint: _Endpoint, liveness: float) -> _Watch:
         table = _watches[endpoint] = {}
         weakref.finalize(endpoint, _drop_watches, table)
     for other in [lp for lp in table if lp.is_closed()]:
-        del table[other]
+        table.pop(other).close()
     w = table[loop] = _Watch(loop, _core.wake_fd(endpoint), liveness)
     return w
 
