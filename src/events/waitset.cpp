@@ -293,6 +293,16 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
     // restores the handshake: a publish before our 3a is seen by the re-check, one after it sees the
     // bit and wakes the kernel wait (the futex word's bump completes an io_uring FUTEX_WAIT of any
     // snapshot; the eventfd write makes the fd readable).
+    // A member armed on its futex word whose endpoint registered an eventfd since (its wake_fd(),
+    // called between two waits) is woken through that fd from then on: its wakers skip the futex wake
+    // when every announced sleeper has one, so the kernel wait in place would never end. Such a member
+    // (or one whose eventfd went) is abandoned here and armed again in (2), the way it is woken now.
+    for (std::size_t id = 0; id < members_.size(); ++id) {
+        Member* m = members_[id].get();
+        if (m == nullptr || !m->armed || m->armed_on_eventfd == (m->eventfd() != nullptr)) continue;
+        backend_->abandon(id, *m);
+        m->armed = false;
+    }
     bool any_armed = false;
     for (const auto& m : members_)
         if (m != nullptr && m->armed) {
@@ -311,8 +321,12 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
     for (std::size_t id = 0; id < members_.size(); ++id) {
         Member* m = members_[id].get();
         if (m == nullptr || m->armed || std::find(ready.begin(), ready.end(), id) != ready.end()) continue;
-        if (backend_->arm(id, *m)) ready.push_back(id);
-        else m->armed = true;
+        if (backend_->arm(id, *m)) {
+            ready.push_back(id);
+        } else {
+            m->armed = true;
+            m->armed_on_eventfd = m->eventfd() != nullptr;
+        }
     }
     // Some are ready already: one look (no sleep) at what the kernel has for the others too, so a
     // member that is always ready cannot starve the rest.

@@ -25,6 +25,7 @@ struct WaitSet::Member {
     std::vector<std::uint32_t> ranks;   // collector: the ranks whose replies it waits for
     std::uint64_t tag = 0;              // collector: the request those replies answer
     bool armed = false;                 // announced; a kernel wait (fd readiness / SQE) may report it
+    bool armed_on_eventfd = false;      // armed while its endpoint had an eventfd (else on its futex word)
     Deadline last_check{};              // when check_peer() last ran
 
     [[nodiscard]] SleepSite site() const noexcept;        // the waiter's view (its own bit)

@@ -84,6 +84,9 @@ public:
     [[nodiscard]] bool arm(std::size_t id, WaitSet::Member& m) override {
         if (id >= live_.size()) live_.resize(id + 1, 0);
         live_[id] = 0;
+        // Room for the linked pair first, before anything is announced: a pair cut in two would link
+        // the wait to whatever SQE comes next, and an announcement left behind would cost wakes.
+        reserve_sqes(2);
         io_uring_sqe* sqe = nullptr;
         if (EventfdWaiter* fd = m.eventfd()) {
             // An endpoint with an eventfd is woken through it only (its wakers skip the futex wake).
@@ -178,6 +181,16 @@ private:
         std::string why = std::string(what) + " failed: " + std::strerror(-rc);
         if (rc == -EEXIST) why += " (a WaitSet is used by one thread; this one was first used by another)";
         throw Error(ErrorCode::system, why);
+    }
+    // Makes room for `n` SQEs (submitting what is queued), or throws: the submit fails in a thread
+    // other than the ring's first submitter (EEXIST, named by fail()).
+    void reserve_sqes(unsigned n) {
+        if (io_uring_sq_space_left(&ring_) >= n) return;
+        enable();
+        const int rc = io_uring_submit(&ring_);
+        if (rc < 0) fail("io_uring_submit", rc);
+        pending_submit_ = false;
+        if (io_uring_sq_space_left(&ring_) < n) fail("io_uring_submit", -EBUSY);
     }
     io_uring_sqe* get_sqe() noexcept {
         io_uring_sqe* sqe = io_uring_get_sqe(&ring_);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <thread>
 #include <vector>
@@ -565,6 +566,60 @@ TEST_P(WaitSetTest, BuiltInOneThreadUsedInAnother) {
     EXPECT_TRUE(first.empty());
     ASSERT_EQ(second.size(), 1u);
     EXPECT_EQ(second[0], id);
+}
+
+// An endpoint that registers an eventfd while the set has it armed on its futex word (its wake_fd(),
+// handed to another loop between two waits): its wakers signal that fd from then on and skip the futex
+// wake, so the armed futex wait never ends. wait() re-arms such a member on the fd: the publish wakes it.
+TEST_P(WaitSetTest, AnEventfdRegisteredWhileArmedLosesNoWake) {
+    ScopedName name("ws-latefd");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    WaitSet set(options());
+    const std::size_t id = set.add(r);
+    EXPECT_TRUE(set.wait(10ms).empty());  // armed
+    ASSERT_GE(r.wake_fd(), 0);
+    std::thread late([&] {
+        std::this_thread::sleep_for(50ms);
+        (void)w.write(payload(0), 1s);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto ready = set.wait(3s);
+    late.join();
+    ASSERT_EQ(ready.size(), 1u) << "the wake was lost: the set slept through the message";
+    EXPECT_EQ(ready[0], id);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "woken by the re-check, not by the publish";
+}
+
+// Used from a second thread (a contract violation) with more members to arm than the submission queue
+// holds: the submit that makes room fails there (EEXIST), and wait() throws Error(system) saying so —
+// it wrote through the null SQE io_uring_get_sqe then returned (a crash).
+TEST_P(WaitSetTest, UsedByASecondThreadWithManyMembersThrowsNotCrashes) {
+    if (GetParam() != WaitSetBackend::io_uring) GTEST_SKIP() << "the epoll back end has no submission queue";
+    constexpr int kMembers = 200;  // > the ring's 128 SQEs
+    std::deque<ScopedName> names;  // (not movable: stays where it is made)
+    std::vector<Writer> writers;
+    std::vector<Reader> readers;
+    writers.reserve(kMembers);
+    readers.reserve(kMembers);
+    for (int i = 0; i < kMembers; ++i) {
+        names.emplace_back("ws-many-" + std::to_string(i));
+        writers.push_back(Writer::create(names.back(), {.readers = 1, .capacity = 64 * 1024}));
+        readers.push_back(Reader::attach(names.back(), 0));
+    }
+    WaitSet set(options());
+    (void)set.wait(1ms);  // this thread is the ring's issuer now
+    for (auto& r : readers) (void)set.add(r);
+    std::string error = "no error";
+    std::thread other([&] {
+        try {
+            (void)set.wait(10ms);
+        } catch (const Error& e) {
+            error = e.code() == ErrorCode::system ? e.what() : "another error code: " + std::string(e.what());
+        }
+    });
+    other.join();
+    EXPECT_NE(error.find("a WaitSet is used by one thread"), std::string::npos) << error;
 }
 
 // A member's own blocking call may run between two waits: it announces on the bit the set armed and
