@@ -119,6 +119,9 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
             return;
         }
         heartbeats();  // the other workers must not think the bridge died meanwhile
+        // ... which may have found this worker's connection gone and closed its ring (lose()): the
+        // reply goes with it (the collector sees the rank closed), never into a destroyed ring.
+        if (!w.present || !w.ring) return;
     }
 }
 

@@ -1027,6 +1027,48 @@ TEST(RemoteReplies, KilledRemoteWorkerEndsTheCollectWithItsRankMissing) {
     EXPECT_EQ(guard.wait(executor, 60s), 0);
 }
 
+// A remote worker whose reply does not fit its reply ring (the collector does not collect yet) dies
+// while the bridge retries the write: the bridge's heartbeats find the connection gone and close the
+// rank's ring under that retry. The retry must end there (it went on writing into the destroyed ring:
+// a crash of the executor, or a use after free). The collect then ends closed, the rank missing.
+TEST(RemoteReplies, WorkerLostWhileTheBridgeRetriesItsReplyEndsTheRetry) {
+    ScopedName gather("gather-lost-retry");
+    ChildGuard guard;
+    LinePipe endpoint, sent;
+    const pid_t executor = guard.add(fork_child([&] {
+        auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1, .capacity = 64 * 1024});
+        remote::RemoteReplyOptions ro;
+        ro.listen.ip = "127.0.0.1";
+        ro.ranks = {0};
+        ro.heartbeat_interval = 50ms;
+        auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
+        endpoint.send(bridge.endpoint());
+        ASSERT_EQ(bridge.wait_ready(30s), Status::ok);
+        const auto until = std::chrono::steady_clock::now() + 20s;  // not collecting: the bridge retries
+        while (bridge.lost_ranks().empty() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(10ms);
+        ASSERT_EQ(bridge.lost_ranks(), std::vector<std::uint32_t>{0});
+        std::this_thread::sleep_for(300ms);  // the retry loop's next slices, after the ring was closed
+        const GatherResult res = collector.collect_all(1, 5s);
+        EXPECT_EQ(res.status, Status::closed) << res.describe();
+        EXPECT_EQ(res.missing, std::vector<std::uint32_t>{0});
+    }));
+    const std::string ep = endpoint.receive();
+    ASSERT_FALSE(ep.empty());
+    const pid_t worker = guard.add(fork_child([&] {
+        auto g = remote::RemoteGatherWorker::connect(ep, 0);
+        ASSERT_EQ(g.wait_ready(10s), Status::ok);
+        const std::vector<std::byte> reply(1 << 20, std::byte{7});  // 16x the reply ring
+        ASSERT_EQ(g.reply(1, reply, 10s), Status::ok);
+        sent.send("ok");
+        ::pause();
+    }));
+    ASSERT_EQ(sent.receive(), "ok");
+    std::this_thread::sleep_for(500ms);  // the reply crosses to the bridge, whose ring write blocks
+    guard.kill_and_wait(worker);         // no bye: the connection drops
+    EXPECT_EQ(guard.wait(executor, 60s), 0);
+}
+
 // A remote reader SIGSTOPped under `block` (its kernel still answers, advertising a zero window) for
 // longer than connection_timeout is NOT dropped; resumed, it reads every message in order. (With
 // TCP_USER_TIMEOUT on the publisher's socket this fails — the reader is dropped and lost — which is
