@@ -306,11 +306,7 @@ void RemotePublisher::State::wait_control(std::chrono::nanoseconds timeout) {
     std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd, ZMQ_POLLIN, 0}};
     if (zap) items.push_back({zap->handle(), 0, ZMQ_POLLIN, 0});
     const auto ms = std::max<long>(1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(timeout).count()));
-    try {
-        (void)zmq::poll(items, std::chrono::milliseconds(ms));
-    } catch (const zmq::error_t& e) {
-        if (e.num() != EINTR) detail::throw_zmq("zmq_poll", e);
-    }
+    detail::poll(items, ms, "zmq_poll");
     if ((items[1].revents & ZMQ_POLLIN) != 0) {  // drain()/stop() asked: the caller's loop looks now
         std::uint64_t count = 0;
         [[maybe_unused]] const ssize_t n = ::read(wake_fd, &count, sizeof count);

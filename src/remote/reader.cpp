@@ -154,11 +154,7 @@ Status RemoteReader::State::pump(std::optional<Clock::time_point> deadline, bool
         auto wake = last_heard + options.liveness_interval;
         if (!welcomed) wake = std::min(wake, last_hello + options.liveness_interval / 4);
         if (deadline) wake = std::min(wake, *deadline);
-        try {
-            (void)zmq::poll(items, std::chrono::milliseconds(detail::poll_ms(wake)));
-        } catch (const zmq::error_t& e) {
-            if (e.num() != EINTR) detail::throw_zmq("remote reader: zmq_poll", e);
-        }
+        detail::poll(items, detail::poll_ms(wake), "remote reader: zmq_poll");
     }
 }
 

@@ -144,11 +144,7 @@ void RemoteReplyBridge::State::run() noexcept {
         const auto ms = std::max<long>(
             1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(options.heartbeat_interval).count()));
         while (!stop_requested.load(std::memory_order_acquire)) {
-            try {
-                (void)zmq::poll(items, std::chrono::milliseconds(ms));
-            } catch (const zmq::error_t& e) {
-                if (e.num() != EINTR) throw;
-            }
+            detail::poll(items, ms, "reply bridge: zmq_poll");
             if (zap) detail::answer_zap(*zap, options.listen.curve_allowed_clients);
             detail::Received r;
             while (detail::receive(router, true, r)) handle(r);
@@ -358,7 +354,7 @@ Status RemoteGatherWorker::wait_ready(std::chrono::nanoseconds timeout) {
         if (deadline && Clock::now() >= *deadline) return Status::timed_out;
         auto wake = std::min(s.last_heard + s.options.liveness_interval, s.last_hello + s.options.liveness_interval / 4);
         if (deadline) wake = std::min(wake, *deadline);
-        (void)zmq::poll(items, std::chrono::milliseconds(detail::poll_ms(wake)));
+        detail::poll(items, detail::poll_ms(wake), "remote gather worker: zmq_poll");
     }
 }
 
@@ -382,7 +378,7 @@ Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> b
         if (deadline && Clock::now() >= *deadline) return Status::timed_out;
         auto wake = s.last_heard + s.options.liveness_interval;
         if (deadline) wake = std::min(wake, *deadline);
-        (void)zmq::poll(items, std::chrono::milliseconds(detail::poll_ms(wake)));
+        detail::poll(items, detail::poll_ms(wake), "remote gather worker: zmq_poll");
     }
 }
 

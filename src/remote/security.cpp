@@ -229,4 +229,12 @@ long poll_ms(std::optional<Clock::time_point> deadline) {
     return static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
 }
 
+void poll(std::vector<zmq::pollitem_t>& items, long ms, const char* what) {
+    try {
+        (void)zmq::poll(items, std::chrono::milliseconds(ms));
+    } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) throw_zmq(what, e);
+    }
+}
+
 }  // namespace ringcast::remote::detail

@@ -69,4 +69,9 @@ void answer_zap(zmq::socket_t& zap, const std::vector<std::string>& allowed_z85)
 // A whole-milliseconds poll timeout (rounded up, so a wait never returns before its deadline); -1 = forever.
 [[nodiscard]] long poll_ms(std::optional<Clock::time_point> deadline);
 
+// zmq_poll of every wait here: a signal that interrupts it (EINTR) ends it like a wake — the caller's
+// loop looks again and checks its deadline (a Python caller runs its handlers between its slices);
+// any other failure throws Error(system) naming `what`.
+void poll(std::vector<zmq::pollitem_t>& items, long ms, const char* what);
+
 }  // namespace ringcast::remote::detail

@@ -290,3 +290,4 @@ def test_shutdown_of_an_empty_queue_does_not_wait_for_a_remote_rank_that_never_c
     with pytest.raises(ringcast.ClosedError):
         r2.dequeue(timeout=10)
     r2.shutdown()
+

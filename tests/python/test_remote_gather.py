@@ -6,6 +6,7 @@ reach the executor over ZeroMQ, as from another machine. Loopback (127.0.0.1) st
 """
 import copy
 import dataclasses
+import gc
 import hashlib
 import multiprocessing as mp
 import os
@@ -322,3 +323,72 @@ def test_remote_gather_example_runs():
                          text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [f"[{{'rank': 0, 'sum': {s}}}, {{'rank': 1, 'sum': {s}}}]" for s in (3, 6, 10)]
+
+
+def test_a_remote_workers_wait_runs_signal_handlers_and_goes_on():
+    """A signal whose Python handler returns, during a remote gather worker's wait (here for the
+    bridge's welcome, which never comes): the handler runs and the wait goes on to its own timeout. A
+    handler that raises ends the wait with its exception, as Ctrl-C does. (A zmq_poll interrupted by
+    the signal raised RuntimeError('Interrupted system call'), and the GIL-released wait never ran
+    the handlers.)"""
+    import signal
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    # nobody listens at port 9: no welcome ever comes
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1, remote_addr="tcp://127.0.0.1:9")
+    ran = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: ran.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError, match="no welcome"):
+            w.wait_until_ready(timeout=0.6)
+        assert ran and ran[0] - t0 < 0.4, "the handler did not run during the wait"
+        assert time.monotonic() - t0 >= 0.6
+
+        class Stop(Exception):
+            pass
+
+        def stop(*_):
+            raise Stop
+
+        signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        t0 = time.monotonic()
+        with pytest.raises(Stop):
+            w.wait_until_ready(timeout=10)
+        assert time.monotonic() - t0 < 2
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        g.close()
+
+
+def test_dropping_a_remote_worker_lets_other_threads_run():
+    """A remote worker dropped after its bridge went away waits out ZeroMQ's linger (its bye cannot
+    leave) without the GIL: another Python thread keeps running (it stalled for the whole ~2 s)."""
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    w.wait_until_ready(timeout=10)
+    w.reply(0, "r0")
+    assert g.collect(0, ranks=[1], timeout=10) == ["r0"]
+    g._bridge.stop()  # the executor's bridge goes (its host, say)
+    ticks, stop = [], threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.01)
+
+    th = threading.Thread(target=ticker)
+    th.start()
+    try:
+        time.sleep(0.1)
+        del w
+        gc.collect()
+        time.sleep(0.1)
+    finally:
+        stop.set()
+        th.join()
+    longest = max(b - a for a, b in zip(ticks, ticks[1:]))
+    assert longest < 0.5, f"another thread stalled {longest:.2f} s while the worker was dropped"
+    g.close()

@@ -62,6 +62,25 @@ std::chrono::nanoseconds seconds(double s) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
 }
 
+// A remote endpoint's blocking call in slices, the GIL released for each: the main thread runs its
+// signal handlers between slices (Ctrl-C within kSignalPollInterval; a handler's exception ends the
+// call), other threads' slices last `other_slice`. `attempt(t)` waits up to t; anything but timed_out
+// ends the call.
+template <class Attempt>
+Status sliced_wait(Gil& gil, Deadline deadline, std::chrono::nanoseconds other_slice, Attempt&& attempt) {
+    const bool main = in_main_thread();
+    const std::chrono::nanoseconds slice = main ? std::min(kSignalPollInterval, other_slice) : other_slice;
+    for (;;) {
+        const Deadline now = Clock::now();
+        if (now >= deadline) return Status::timed_out;
+        const Deadline until = std::min(deadline, now + slice);
+        gil.release();
+        const Status s = attempt(std::max(std::chrono::nanoseconds(until - now), std::chrono::nanoseconds(1)));
+        if (s != Status::timed_out) return s;
+        if (main) check_signals(gil);
+    }
+}
+
 // ---- publisher -------------------------------------------------------------------------------------
 class PyRemotePublisher {
 public:
@@ -265,17 +284,7 @@ private:
 
     template <class Attempt>
     Status sliced(Gil& gil, Deadline deadline, Attempt&& attempt) {
-        const bool main = in_main_thread();
-        const std::chrono::nanoseconds slice = main ? std::min(kSignalPollInterval, liveness_) : liveness_;
-        for (;;) {
-            const Deadline now = Clock::now();
-            if (now >= deadline) return Status::timed_out;
-            const Deadline until = std::min(deadline, now + slice);
-            gil.release();
-            const Status s = attempt(std::max(std::chrono::nanoseconds(until - now), std::chrono::nanoseconds(1)));
-            if (s != Status::timed_out) return s;
-            if (main) check_signals(gil);
-        }
+        return sliced_wait(gil, deadline, liveness_, std::forward<Attempt>(attempt));
     }
 
     Message next_record(Gil& gil, Deadline deadline, bool probe_only) {
@@ -365,28 +374,30 @@ class PyRemoteGatherWorker {
 public:
     PyRemoteGatherWorker(const std::string& endpoint, std::uint32_t rank, double liveness_s,
                          const std::string& curve_server_key)
-        : rank_(rank) {
+        : rank_(rank), liveness_(liveness_from(liveness_s)) {
         remote::RemoteWorkerOptions o;
-        o.liveness_interval = liveness_from(liveness_s);
+        o.liveness_interval = liveness_;
         o.security.curve_server_key = curve_server_key;
         worker_ = std::make_unique<remote::RemoteGatherWorker>(remote::RemoteGatherWorker::connect(endpoint, rank, o));
     }
+    // Both wait in slices (sliced_wait): Ctrl-C and the main thread's signal handlers are honoured.
     void wait_ready(std::optional<double> timeout) {
-        const auto t = to_timeout(timeout);
+        const Deadline deadline = deadline_after(to_timeout(timeout));
         Status s;
         {
-            py::gil_scoped_release release;
-            s = worker_->wait_ready(t);
+            Gil gil;
+            s = sliced_wait(gil, deadline, liveness_, [&](std::chrono::nanoseconds t) { return worker_->wait_ready(t); });
         }
         if (s != Status::ok) throw TimedOut{"remote gather worker: no welcome from the reply bridge within " + timeout_text(timeout)};
     }
     void reply(std::uint64_t tag, const py::buffer& data, std::optional<double> timeout) {
-        const auto t = to_timeout(timeout);
+        const Deadline deadline = deadline_after(to_timeout(timeout));
         PyBuf buf(data);
         Status s;
         {
-            py::gil_scoped_release release;
-            s = worker_->reply(tag, {buf.data(), buf.size()}, t);
+            Gil gil;
+            s = sliced_wait(gil, deadline, liveness_,
+                            [&](std::chrono::nanoseconds t) { return worker_->reply(tag, {buf.data(), buf.size()}, t); });
         }
         if (s == Status::closed) throw Closed{"reply(tag=" + std::to_string(tag) + "): this remote worker was closed"};
         if (s != Status::ok) throw TimedOut{"reply timed out after " + timeout_text(timeout)};
@@ -400,11 +411,21 @@ public:
         worker_->close();
     }
     ~PyRemoteGatherWorker() {
-        if (::getpid() != owner_pid_) (void)worker_.release();
+        if (::getpid() != owner_pid_) {
+            (void)worker_.release();
+            return;
+        }
+        // Its close flushes what is queued (the replies, the bye) for up to the linger, 2 s: without
+        // the GIL, as a remote reader's goodbye (the process's other threads run meanwhile).
+        std::unique_ptr<remote::RemoteGatherWorker> leaving = std::move(worker_);
+        PyThreadState* thread = PyEval_SaveThread();
+        leaving.reset();
+        PyEval_RestoreThread(thread);
     }
     PyRemoteGatherWorker(const PyRemoteGatherWorker&) = delete;
     PyRemoteGatherWorker& operator=(const PyRemoteGatherWorker&) = delete;
     std::uint32_t rank_;
+    std::chrono::nanoseconds liveness_;  // the slices of a call in another thread than the main one
     std::unique_ptr<remote::RemoteGatherWorker> worker_;
     pid_t owner_pid_ = ::getpid();
 };
