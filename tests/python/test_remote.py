@@ -291,3 +291,26 @@ def test_shutdown_of_an_empty_queue_does_not_wait_for_a_remote_rank_that_never_c
         r2.dequeue(timeout=10)
     r2.shutdown()
 
+
+
+def test_a_remote_reader_may_connect_by_another_address_than_the_handles():
+    """A writer bound to every interface exports the wildcard (no other machine can connect to it): a
+    remote reader passes the address it reaches the writer by (remote_addr=); a local rank refuses it."""
+    q = ringcast.MessageQueue(2, 1, connect_ip="0.0.0.0")
+    h = q.export_handle()
+    try:
+        assert h.remote_subscribe_addr.startswith("tcp://0.0.0.0:")
+        port = h.remote_subscribe_addr.rsplit(":", 1)[1]
+        with pytest.raises(ValueError, match="remote_addr is for a remote reader rank"):
+            ringcast.MessageQueue.create_from_handle(h, 0, remote_addr=f"tcp://127.0.0.1:{port}")
+        r = ringcast.MessageQueue.create_from_handle(h, 1, remote_addr=f"tcp://127.0.0.1:{port}")
+        local = ringcast.MessageQueue.create_from_handle(h, 0)
+        q.wait_until_ready(timeout=20)
+        r.wait_until_ready(timeout=20)
+        q.enqueue("over loopback", timeout=10)
+        assert r.dequeue(timeout=10) == "over loopback"
+        assert local.dequeue(timeout=10) == "over loopback"
+        r.shutdown()
+        local.shutdown()
+    finally:
+        q.shutdown()

@@ -331,7 +331,6 @@ def test_a_remote_workers_wait_runs_signal_handlers_and_goes_on():
     handler that raises ends the wait with its exception, as Ctrl-C does. (A zmq_poll interrupted by
     the signal raised RuntimeError('Interrupted system call'), and the GIL-released wait never ran
     the handlers.)"""
-    import signal
     g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
     # nobody listens at port 9: no welcome ever comes
     w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1, remote_addr="tcp://127.0.0.1:9")

@@ -386,7 +386,7 @@ class MessageQueue:
         return self.handle
 
     @staticmethod
-    def create_from_handle(handle: Handle, rank: int) -> "MessageQueue":
+    def create_from_handle(handle: Handle, rank: int, *, remote_addr: Optional[str] = None) -> "MessageQueue":
         """Attaches this process as the reader of global rank ``rank``.
 
         A late reader misses nothing: the writer keeps every message for a rank that has not
@@ -399,6 +399,10 @@ class MessageQueue:
             rank: an int (numpy's integers too), one of ``handle.local_reader_ranks`` (shared memory) or of
                 ``handle.remote_reader_ranks`` (ZeroMQ, from any machine that reaches
                 ``handle.remote_subscribe_addr``; call wait_until_ready() next).
+            remote_addr: remote ranks: the publisher endpoint to connect to ("tcp://IP:PORT"), when
+                this machine reaches the writer by another address than ``handle.remote_subscribe_addr``
+                (default) — a writer that bound every interface (connect_ip "0.0.0.0" or "::") exports
+                that wildcard, which no other machine can connect to.
 
         Returns:
             MessageQueue: the reader side (dequeue, dequeue_many, acquire_read, broadcast_object).
@@ -422,7 +426,9 @@ class MessageQueue:
         rank = int(rank)
         remote_ranks = list(vars(handle).get("remote_reader_ranks", []))
         if rank in remote_ranks:
-            return MessageQueue._attach_remote(handle, rank)
+            return MessageQueue._attach_remote(handle, rank, remote_addr)
+        if remote_addr is not None:
+            raise ValueError(f"remote_addr is for a remote reader rank; rank {rank} attaches through shared memory")
         if rank not in handle.local_reader_ranks:
             if remote_ranks:
                 readers = (f"local_reader_ranks={handle.local_reader_ranks}, attached through shared memory on "
@@ -462,11 +468,11 @@ class MessageQueue:
         return MessageQueue._reader_side(handle, reader, local_reader_rank=index, n_remote_reader=0)
 
     @staticmethod
-    def _attach_remote(handle: Handle, rank: int) -> "MessageQueue":
+    def _attach_remote(handle: Handle, rank: int, remote_addr: Optional[str]) -> "MessageQueue":
         # A reader rank on another machine: the same methods, over ZeroMQ (bindings/python/src/remote.cpp).
         if not getattr(_core, "HAVE_REMOTE", False):
             raise ImportError(f"rank {rank} is a remote reader, but this ringcast was built without ZeroMQ")
-        reader = _core.RemoteReader(handle.remote_subscribe_addr or "", rank, liveness_s=handle.liveness_interval,
+        reader = _core.RemoteReader(remote_addr or handle.remote_subscribe_addr or "", rank, liveness_s=handle.liveness_interval,
                                     curve_server_key=handle.remote_curve_public_key)
         return MessageQueue._reader_side(handle, reader, local_reader_rank=-1,
                                          n_remote_reader=len(handle.remote_reader_ranks))
@@ -918,10 +924,12 @@ class MessageQueue:
         """Closes this end; idempotent, callable from any thread.
 
         Writer: readers drain what was sent, then get ClosedError; the /dev/shm name is removed at
-        once (done too when the writer is garbage-collected). It returns at once; while an enqueue of
-        another thread is in progress, the queue is closed when that enqueue leaves (woken, or at its
-        next record, it stops): a message not yet fully out is withdrawn (that enqueue raises
-        ClosedError) and reaches no reader; one already out is read by every reader first. Reader: later calls raise ClosedError;
+        once (done too when the writer is garbage-collected). Without remote readers it returns at
+        once; with them it first hands the last messages to the remote readers, waiting up to 30 s
+        for slow ones (docs/remote.md). While an enqueue of another thread is in progress, the queue
+        is closed when that enqueue leaves (woken, or at its next record, it stops): a message not
+        yet fully out is withdrawn (that enqueue raises ClosedError) and reaches no reader; one
+        already out is read by every reader first. Reader: later calls raise ClosedError;
         its rank is released at once (the writer, or for a remote reader the publisher, stops
         waiting for it) — or, while a call of another thread is in progress, as that call leaves;
         an acquire_read() chunk still open keeps it until its with-block ends. A chunk of a device
