@@ -79,9 +79,9 @@ class MessageQueue(_RingcastQueue):
             self._send_object = self._writer.send_object
 
     @classmethod
-    def create_from_handle(cls, handle: Handle, rank: int) -> "MessageQueue":
+    def create_from_handle(cls, handle: Handle, rank: int, *, remote_addr: Optional[str] = None) -> "MessageQueue":
         """Attaches this process as reader ``rank`` (see ringcast.MessageQueue.create_from_handle)."""
-        queue = _RingcastQueue.create_from_handle(handle, rank)
+        queue = _RingcastQueue.create_from_handle(handle, rank, remote_addr=remote_addr)
         queue.__class__ = cls  # the base builds its own class; the reader state is the same
         return queue  # type: ignore[return-value]
 
