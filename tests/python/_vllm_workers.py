@@ -42,6 +42,14 @@ def two_node_rank(rank, world_size, port, other_node, standin, results):
         own.enqueue(("hello from", rank))
         gathered = [r.dequeue(timeout=30) for r in readers] if rank == 0 else None
         pg.barrier()
+        # The store lives in rank 0's process: rank 0 leaves only once every rank has read the
+        # barrier's keys (rank 0 may pass the barrier while another still reads them; it then got
+        # "Connection reset by peer" from a store that had gone).
+        if rank == 0:
+            for r in range(1, world_size):
+                pg.store.get(f"past_last_barrier/{r}")
+        else:
+            pg.store.set(f"past_last_barrier/{rank}", b"1")
         results.put((rank, kind, all(got), gathered, len(remote_queues),
                      queue.handle.remote_reader_ranks if rank == 0 else None))
         if rank == 0:
