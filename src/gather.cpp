@@ -523,6 +523,12 @@ Status GatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, 
     return writer_.write(bytes, timeout, tag);
 }
 
+Status GatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout,
+                           WriteProgress& progress) {
+    const std::span<const std::byte> parts[1] = {bytes};
+    return writer_.write_parts(parts, timeout, tag, &progress);
+}
+
 void GatherWorker::commit_reply(std::size_t used, std::uint64_t tag) { writer_.commit(used, tag); }
 
 }  // namespace ringcast

@@ -246,6 +246,12 @@ public:
     // while the collector sleeps.
     [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
                                std::chrono::nanoseconds timeout = kForever);
+    // Resumable, as Writer::write_parts with `progress`: a reply larger than the ring that times out
+    // stays open, and the same call with the same bytes and progress goes on where it stopped (a
+    // relay that serves several rings in bounded slices: the remote reply bridge). Any other reply
+    // first withdraws the open one.
+    [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout,
+                               WriteProgress& progress);
     // Zero-copy: reserve on the reply ring, then commit_reply(used, tag).
     [[nodiscard]] Reservation reserve(std::size_t n, std::chrono::nanoseconds timeout = kForever) {
         return writer_.reserve(n, timeout);

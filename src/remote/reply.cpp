@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -41,12 +42,21 @@ struct RemoteReplyBridge::State {
     zmq::socket_t router;
     std::optional<zmq::socket_t> zap;
     std::thread thread;
+    // A reply received that its ring has no room for yet (its rank is not being collected): kept, in
+    // arrival order, and written on as the collector makes room — resumed where it stopped when it is
+    // larger than the ring (`progress`), so that it never starts over.
+    struct Backlogged {
+        std::uint64_t tag = 0;
+        zmq::message_t body;
+        WriteProgress progress;
+    };
     struct Worker {
         std::optional<GatherWorker> ring;  // nullopt: closed after its connection was lost
         std::string routing_id;
         std::uint64_t nonce = 0;
         bool present = false;
         Clock::time_point last_sent{};
+        std::deque<Backlogged> backlog;  // its replies not yet (whole) in its ring; front: the one being written
     };
     std::map<std::uint32_t, Worker> workers;
 
@@ -54,6 +64,10 @@ struct RemoteReplyBridge::State {
     void handle(detail::Received& r);
     void heartbeats();
     void lose(std::uint32_t rank, Worker& w, bool clean);
+    // Writes `w`'s backlog into its ring, front first, each write waiting up to `slice`; false once
+    // one did not finish (no room yet: it stays at the front, its progress kept).
+    bool write_backlog(Worker& w, std::chrono::nanoseconds slice);
+    [[nodiscard]] bool any_backlog() const;
 };
 
 void RemoteReplyBridge::State::lose(std::uint32_t rank, Worker& w, bool clean) {
@@ -67,6 +81,23 @@ void RemoteReplyBridge::State::lose(std::uint32_t rank, Worker& w, bool clean) {
         w.ring->close();  // the collector sees `closed` for this rank instead of waiting forever
         w.ring.reset();
     }
+    w.backlog.clear();  // its replies not yet in the ring go with it (the collect sees the rank closed)
+}
+
+bool RemoteReplyBridge::State::write_backlog(Worker& w, std::chrono::nanoseconds slice) {
+    while (!w.backlog.empty() && w.ring) {
+        Backlogged& b = w.backlog.front();
+        const std::span<const std::byte> bytes{static_cast<const std::byte*>(b.body.data()), b.body.size()};
+        if (w.ring->reply(b.tag, bytes, slice, b.progress) != Status::ok) return false;
+        w.backlog.pop_front();
+        std::lock_guard lock(mutex);
+        ++replies;
+    }
+    return true;
+}
+
+bool RemoteReplyBridge::State::any_backlog() const {
+    return std::any_of(workers.begin(), workers.end(), [](const auto& kv) { return !kv.second.backlog.empty(); });
 }
 
 void RemoteReplyBridge::State::handle(detail::Received& r) {
@@ -108,19 +139,21 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
     }
     if (r.header.kind != wire::Kind::reply || it == workers.end() || !it->second.present) return;
     Worker& w = it->second;
-    const std::span<const std::byte> bytes{static_cast<const std::byte*>(r.body.data()), r.body.size()};
-    // Bounded slices, so stop() is honoured while a collector does not collect. A reply larger than
-    // the ring that times out half way is withdrawn by the ring (abort record) and written again.
-    while (!stop_requested.load(std::memory_order_acquire)) {
-        const Status s = w.ring->reply(r.header.tag, bytes, std::chrono::milliseconds(100));
-        if (s == Status::ok) {
-            std::lock_guard lock(mutex);
-            ++replies;
-            return;
-        }
-        heartbeats();  // the other workers must not think the bridge died meanwhile
-        // ... which may have found this worker's connection gone and closed its ring (lose()): the
-        // reply goes with it (the collector sees the rank closed), never into a destroyed ring.
+    // Written now if its ring has room (and nothing of this rank waits before it); else kept, and the
+    // loop (run) writes it on while it goes on serving the other ranks: a rank whose replies are not
+    // being collected holds up no other rank's, as with local workers.
+    w.backlog.push_back({r.header.tag, std::move(r.body), {}});
+    if (write_backlog(w, std::chrono::nanoseconds::zero())) return;
+    // More kept than the connection's own queue holds (high_water_mark): this rank's sender is far
+    // ahead of the collector. Wait for room here, in bounded slices (stop() is honoured; the other
+    // workers get their heartbeats), as the connection's queue would make it wait: what the bridge
+    // keeps stays bounded. Only this rank's excess waits: the rest of the backlog stays kept.
+    while (w.backlog.size() > static_cast<std::size_t>(std::max(1, options.high_water_mark)) &&
+           !stop_requested.load(std::memory_order_acquire)) {
+        if (write_backlog(w, std::chrono::milliseconds(100))) return;
+        heartbeats();
+        // ... which may have found this worker's connection gone and closed its ring (lose()): its
+        // replies go with it (the collector sees the rank closed), never into a destroyed ring.
         if (!w.present || !w.ring) return;
     }
 }
@@ -143,11 +176,17 @@ void RemoteReplyBridge::State::run() noexcept {
         if (zap) items.push_back({zap->handle(), 0, ZMQ_POLLIN, 0});
         const auto ms = std::max<long>(
             1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(options.heartbeat_interval).count()));
+        // A backlog is written on in slices of kBacklogSlice per rank (a write wakes at once when the
+        // collector makes room), the socket polled without waiting in between: the other ranks'
+        // replies are taken within about a slice per backlogged rank.
+        constexpr auto kBacklogSlice = std::chrono::milliseconds(1);
         while (!stop_requested.load(std::memory_order_acquire)) {
-            detail::poll(items, ms, "reply bridge: zmq_poll");
+            detail::poll(items, any_backlog() ? 0 : ms, "reply bridge: zmq_poll");
             if (zap) detail::answer_zap(*zap, options.listen.curve_allowed_clients);
             detail::Received r;
             while (detail::receive(router, true, r)) handle(r);
+            for (auto& [rank, w] : workers)
+                if (!w.backlog.empty()) (void)write_backlog(w, kBacklogSlice);
             heartbeats();
         }
     } catch (...) {

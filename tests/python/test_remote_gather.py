@@ -391,3 +391,30 @@ def test_dropping_a_remote_worker_lets_other_threads_run():
     longest = max(b - a for a, b in zip(ticks, ticks[1:]))
     assert longest < 0.5, f"another thread stalled {longest:.2f} s while the worker was dropped"
     g.close()
+
+
+def test_a_remote_rank_not_being_collected_holds_up_no_other_rank():
+    """Rank 1's reply does not fit its reply ring (8 MiB, the ring ~1 MiB) while the executor does not
+    collect rank 1: the bridge keeps it and goes on serving rank 2, whose reply a collect of rank 2
+    alone gets at once (it waited behind rank 1's for good: the bridge retried that write and read
+    nothing else). Then rank 1's replies come whole and in their order."""
+    g = ringcast.ReplyGather(3, remote_ranks=[1, 2], connect_ip="127.0.0.1")
+    h = _unmappable(g.export_handle())
+    w1 = ringcast.ReplyGather.create_from_handle(h, 1)
+    w2 = ringcast.ReplyGather.create_from_handle(h, 2)
+    w1.wait_until_ready(timeout=10)
+    w2.wait_until_ready(timeout=10)
+    g.wait_until_ready(timeout=10)
+    big = bytes(range(256)) * (8 << 12)  # 8 MiB
+    w1.reply(0, big)
+    w1.reply(1, "rank 1's second")
+    time.sleep(0.5)  # rank 1's big reply reached the bridge first
+    w2.reply(0, "rank 2")
+    t0 = time.monotonic()
+    assert g.collect(0, ranks=[2], timeout=10) == ["rank 2"]
+    assert time.monotonic() - t0 < 3, "rank 2's reply waited behind rank 1's"
+    assert g.collect(0, ranks=[1], timeout=20) == [big]
+    assert g.collect(1, ranks=[1], timeout=20) == ["rank 1's second"]
+    w1.close()
+    w2.close()
+    g.close()
