@@ -446,6 +446,9 @@ RemotePublisher RemotePublisher::start(std::string_view ring_name, std::uint32_t
         auto& s = state->router;
         s.set(zmq::sockopt::router_mandatory, 1);  // full / gone peers are reported, never silently skipped
         s.set(zmq::sockopt::router_handover, 1);   // a replacement reader of a rank takes its routing id
+        // Readers send control frames only (a header, a refusal's text): a peer that sends more is no
+        // reader of ours, and is disconnected before anything of it is allocated past this bound.
+        s.set(zmq::sockopt::maxmsgsize, std::int64_t{64} * 1024);
         s.set(zmq::sockopt::sndhwm, options.high_water_mark);
         s.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
         detail::set_keepalive(s, options.connection_timeout);

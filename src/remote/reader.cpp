@@ -149,7 +149,11 @@ Status RemoteReader::State::pump(std::optional<Clock::time_point> deadline, bool
                  "remote reader rank " + std::to_string(rank) + ": nothing from the publisher at " + endpoint +
                      " for " + std::to_string(std::chrono::duration<double>(now - last_heard).count()) +
                      " s (liveness interval " + std::to_string(std::chrono::duration<double>(options.liveness_interval).count()) +
-                     " s): it or its host is gone" + (welcomed ? "" : " (never answered this reader's hello)"));
+                     " s): it or its host is gone" +
+                     (welcomed ? ", or the connection to it dropped for a moment and the publisher gave this reader up "
+                                 "(a dropped connection is not resumed; the publisher lists the rank in its "
+                                 "stats' lost_ranks)"
+                               : " (never answered this reader's hello)"));
         if (deadline && now >= *deadline) return Status::timed_out;
         auto wake = last_heard + options.liveness_interval;
         if (!welcomed) wake = std::min(wake, last_hello + options.liveness_interval / 4);

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "ringcast/remote/publisher.hpp"
 #include "ringcast/remote/reader.hpp"
 #include "ringcast/remote/reply.hpp"
+#include "ringcast/remote/wire.hpp"
 #include "ringcast/gather.hpp"
 
 using namespace std::chrono_literals;
@@ -989,6 +991,25 @@ TEST(RemoteReplies, OneCollectOverLocalAndRemoteRanks) {
         })));
     for (const pid_t p : workers) EXPECT_EQ(guard.wait(p, 120s), 0);
     EXPECT_EQ(guard.wait(executor, 120s), 0);
+}
+
+// A frame's rank is 32 bits: hello, bye and reply frames whose value does not fit are no frames of
+// this protocol (a hello of 2^32 + 1 passed for rank 1, and its replies were taken as rank 1's).
+TEST(RemoteWire, ARankBeyond32BitsIsNoRank) {
+    namespace wire = remote::wire;
+    const auto frame = [](wire::Kind kind, std::uint64_t value) {
+        wire::Header h{.kind = kind, .value = value};
+        std::array<std::byte, sizeof h> bytes;
+        std::memcpy(bytes.data(), &h, sizeof h);
+        return wire::parse(bytes);
+    };
+    for (const wire::Kind kind : {wire::Kind::hello, wire::Kind::bye, wire::Kind::reply}) {
+        ASSERT_TRUE(frame(kind, 1).has_value());
+        EXPECT_EQ(frame(kind, 1)->value, 1u);
+        EXPECT_TRUE(frame(kind, 0xffffffffULL).has_value());
+        EXPECT_FALSE(frame(kind, (1ULL << 32) + 1).has_value()) << "kind " << static_cast<int>(kind);
+    }
+    EXPECT_TRUE(frame(wire::Kind::data, 1ULL << 40).has_value()) << "a data frame's value is a size";
 }
 
 // A remote worker killed while the collector waits for its reply: the collect ends (closed, that rank

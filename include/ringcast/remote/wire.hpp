@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -58,7 +59,7 @@ struct Header {
     std::uint8_t flags = 0;
     std::uint64_t seq = 0;
     std::uint64_t tag = 0;
-    std::uint64_t value = 0;  // data/reply: body size; hello/bye: rank
+    std::uint64_t value = 0;  // data: body size; hello, bye, reply: the sender's rank (< 2^32)
 };
 static_assert(sizeof(Header) == 32 && std::is_trivially_copyable_v<Header>,
               "the header is sent as raw bytes between hosts of the same byte order (x86-64, aarch64)");
@@ -70,6 +71,9 @@ static_assert(sizeof(Header) == 32 && std::is_trivially_copyable_v<Header>,
     std::memcpy(&h, frame.data(), sizeof h);
     if (h.magic != kMagic || h.version != kVersion) return std::nullopt;
     if (h.kind < Kind::hello || h.kind > Kind::reply) return std::nullopt;
+    // A rank is 32 bits wide: a larger value is no rank (2^32 + r must not pass for rank r).
+    const bool names_a_rank = h.kind == Kind::hello || h.kind == Kind::bye || h.kind == Kind::reply;
+    if (names_a_rank && h.value > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
     return h;
 }
 
