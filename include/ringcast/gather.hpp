@@ -258,6 +258,12 @@ public:
     }
     void commit_reply(std::size_t used, std::uint64_t tag);
     void close() noexcept { writer_.close(); }  // wakes the collector on the bell too
+    // Event loops: the reply ring's wait for room on an eventfd, as Writer's (wake_fd, arm_wake_fd,
+    // disarm_wake_fd: events/eventfd.hpp) — a relay waiting for room in several rings and on its
+    // sockets in one poll (the remote reply bridge).
+    [[nodiscard]] int wake_fd() { return writer_.wake_fd(); }
+    [[nodiscard]] bool arm_wake_fd(std::size_t reply_bytes) { return writer_.arm_wake_fd(reply_bytes); }
+    void disarm_wake_fd() noexcept { writer_.disarm_wake_fd(); }
     // Throws Error(peer_dead) if the collector (the reply ring's reader) died.
     void check_liveness() { writer_.check_liveness(); }
     void set_wait(const WaitOptions& wait) noexcept { writer_.set_wait(wait); }

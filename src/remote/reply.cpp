@@ -57,6 +57,7 @@ struct RemoteReplyBridge::State {
         bool present = false;
         Clock::time_point last_sent{};
         std::deque<Backlogged> backlog;  // its replies not yet (whole) in its ring; front: the one being written
+        bool room_by_fd = true;  // waits for room on its ring's eventfd (false: the collector cannot take it)
     };
     std::map<std::uint32_t, Worker> workers;
 
@@ -67,7 +68,17 @@ struct RemoteReplyBridge::State {
     // Writes `w`'s backlog into its ring, front first, each write waiting up to `slice`; false once
     // one did not finish (no room yet: it stays at the front, its progress kept).
     bool write_backlog(Worker& w, std::chrono::nanoseconds slice);
-    [[nodiscard]] bool any_backlog() const;
+    // Before the loop's poll: writes what has room now and arms the rest of each backlog for room
+    // (its ring's eventfd, in `items`, listed in `armed`); returns the poll's timeout, `ms` or shorter.
+    long arm_backlogs(std::vector<zmq::pollitem_t>& items, std::vector<Worker*>& armed, long ms);
+    // The reply rings' writer options: the bridge waits for room only for a rank whose replies are
+    // not being collected, in short slices (run), so a hybrid wait's spin stays fixed (spin_for): an
+    // adaptive one learns those slices as its waits and spins through every one of them (a core).
+    [[nodiscard]] WriterOptions ring_options() const {
+        WriterOptions wo = options.ring;
+        if (wo.wait.kind == WaitKind::hybrid) wo.wait.spin_max = std::min(wo.wait.spin_max, wo.wait.spin_for);
+        return wo;
+    }
 };
 
 void RemoteReplyBridge::State::lose(std::uint32_t rank, Worker& w, bool clean) {
@@ -96,8 +107,42 @@ bool RemoteReplyBridge::State::write_backlog(Worker& w, std::chrono::nanoseconds
     return true;
 }
 
-bool RemoteReplyBridge::State::any_backlog() const {
-    return std::any_of(workers.begin(), workers.end(), [](const auto& kv) { return !kv.second.backlog.empty(); });
+long RemoteReplyBridge::State::arm_backlogs(std::vector<zmq::pollitem_t>& items, std::vector<Worker*>& armed, long ms) {
+    // The wait for room of a backlog: the collector's release of ring space signals the ring's
+    // eventfd (the wake path of every event-loop writer, events/eventfd.hpp), so the bridge sleeps in
+    // its one poll until a worker's message or a ring's room — no CPU while a rank is not collected,
+    // and its reply goes on as soon as the collector reads. Cases:
+    long timeout = ms;
+    for (auto& [rank, w] : workers) {
+        if (w.backlog.empty() || !w.ring) continue;
+        if (!w.room_by_fd) {  // (1) no eventfd (the collector could not take it): room is looked for every 1 ms
+            (void)write_backlog(w, std::chrono::milliseconds(0));
+            if (!w.backlog.empty()) timeout = std::min(timeout, 1L);
+            continue;
+        }
+        bool room = false;
+        try {
+            room = w.ring->arm_wake_fd(w.backlog.front().body.size());
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::permission_denied) throw;
+            w.room_by_fd = false;  // (1) from now on
+            timeout = std::min(timeout, 1L);
+            continue;
+        }
+        if (!room) {  // (2) armed: the eventfd turns readable when the collector makes room
+            items.push_back({nullptr, w.ring->wake_fd(), ZMQ_POLLIN, 0});
+            armed.push_back(&w);
+            continue;
+        }
+        // (3) room now: write; what is left is looked at again at once — unless nothing moved (the
+        // room arm saw was not enough for the record the write needed): then in 1 ms, never a spin.
+        const std::size_t before = w.backlog.size();
+        const std::uint64_t written = w.backlog.front().progress.written;
+        (void)write_backlog(w, std::chrono::milliseconds(0));
+        const bool moved = w.backlog.size() != before || (!w.backlog.empty() && w.backlog.front().progress.written != written);
+        if (!w.backlog.empty()) timeout = std::min(timeout, moved ? 0L : 1L);
+    }
+    return timeout;
 }
 
 void RemoteReplyBridge::State::handle(detail::Received& r) {
@@ -118,8 +163,7 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
             w.nonce = r.header.tag;
             w.present = true;
             if (!w.ring) {  // a replacement after a lost connection: reopen the closed reply ring
-                WriterOptions wo = options.ring;
-                w.ring.emplace(GatherWorker::attach(gather_name, rank, wo));
+                w.ring.emplace(GatherWorker::attach(gather_name, rank, ring_options()));
             }
             std::lock_guard lock(mutex);
             connected.insert(rank);
@@ -140,8 +184,8 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
     if (r.header.kind != wire::Kind::reply || it == workers.end() || !it->second.present) return;
     Worker& w = it->second;
     // Written now if its ring has room (and nothing of this rank waits before it); else kept, and the
-    // loop (run) writes it on while it goes on serving the other ranks: a rank whose replies are not
-    // being collected holds up no other rank's, as with local workers.
+    // loop (run, arm_backlogs) writes it on as room comes while it goes on serving the other ranks: a
+    // rank whose replies are not being collected holds up no other rank's, as with local workers.
     w.backlog.push_back({r.header.tag, std::move(r.body), {}});
     if (write_backlog(w, std::chrono::nanoseconds::zero())) return;
     // More kept than the connection's own queue holds (high_water_mark): this rank's sender is far
@@ -176,17 +220,18 @@ void RemoteReplyBridge::State::run() noexcept {
         if (zap) items.push_back({zap->handle(), 0, ZMQ_POLLIN, 0});
         const auto ms = std::max<long>(
             1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(options.heartbeat_interval).count()));
-        // A backlog is written on in slices of kBacklogSlice per rank (a write wakes at once when the
-        // collector makes room), the socket polled without waiting in between: the other ranks'
-        // replies are taken within about a slice per backlogged rank.
-        constexpr auto kBacklogSlice = std::chrono::milliseconds(1);
+        const std::size_t sockets = items.size();
+        std::vector<Worker*> armed;
         while (!stop_requested.load(std::memory_order_acquire)) {
-            detail::poll(items, any_backlog() ? 0 : ms, "reply bridge: zmq_poll");
+            items.resize(sockets);
+            armed.clear();
+            const long timeout = arm_backlogs(items, armed, ms);
+            detail::poll(items, timeout, "reply bridge: zmq_poll");
+            for (Worker* w : armed)
+                if (w->ring) w->ring->disarm_wake_fd();  // (a ring a lose() closed meanwhile: gone)
             if (zap) detail::answer_zap(*zap, options.listen.curve_allowed_clients);
             detail::Received r;
             while (detail::receive(router, true, r)) handle(r);
-            for (auto& [rank, w] : workers)
-                if (!w.backlog.empty()) (void)write_backlog(w, kBacklogSlice);
             heartbeats();
         }
     } catch (...) {
@@ -228,7 +273,7 @@ RemoteReplyBridge RemoteReplyBridge::start(std::string_view gather_name, const R
     for (const auto rank : options.ranks) {
         auto [it, fresh] = s->workers.try_emplace(rank);
         if (!fresh) throw Error(ErrorCode::invalid_argument, "remote reply bridge: rank " + std::to_string(rank) + " listed twice");
-        it->second.ring.emplace(GatherWorker::attach(gather_name, rank, options.ring));
+        it->second.ring.emplace(GatherWorker::attach(gather_name, rank, s->ring_options()));
     }
     State* raw = s.get();
     s->thread = std::thread([raw] { raw->run(); });
