@@ -418,3 +418,29 @@ def test_a_remote_rank_not_being_collected_holds_up_no_other_rank():
     w1.close()
     w2.close()
     g.close()
+
+
+def test_a_remote_reply_waiting_for_room_costs_no_cpu():
+    """While rank 1's reply waits in the bridge for room in its ring (the rank not collected), the
+    bridge sleeps in its poll on the ring's eventfd: the executor process uses no CPU to speak of (a
+    first form that wrote on in 1 ms slices spun through them: a whole core). The reply then arrives whole."""
+    import resource
+
+    def cpu_s():
+        u = resource.getrusage(resource.RUSAGE_SELF)
+        return u.ru_utime + u.ru_stime
+
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    w1 = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
+    w1.wait_until_ready(timeout=10)
+    g.wait_until_ready(timeout=10)
+    big = bytes(8 << 20)  # the ring holds ~1 MiB
+    w1.reply(0, big)
+    time.sleep(0.5)  # it reached the bridge, which filled the ring and waits
+    before, t0 = cpu_s(), time.monotonic()
+    time.sleep(1.0)
+    used = (cpu_s() - before) / (time.monotonic() - t0)
+    assert used < 0.3, f"the executor process used {100 * used:.0f} % of a core while the reply waited"
+    assert g.collect(0, ranks=[1], timeout=30) == [big]
+    w1.close()
+    g.close()
