@@ -58,6 +58,7 @@ struct RemoteReplyBridge::State {
         Clock::time_point last_sent{};
         std::deque<Backlogged> backlog;  // its replies not yet (whole) in its ring; front: the one being written
         bool room_by_fd = true;  // waits for room on its ring's eventfd (false: the collector cannot take it)
+        bool close_when_written = false;  // gone (bye, or its connection lost): close the ring once the backlog is in
     };
     std::map<std::uint32_t, Worker> workers;
 
@@ -65,6 +66,7 @@ struct RemoteReplyBridge::State {
     void handle(detail::Received& r);
     void heartbeats();
     void lose(std::uint32_t rank, Worker& w, bool clean);
+    void close_if_written(Worker& w);  // a gone worker's ring, once nothing of it waits to be written
     // Writes `w`'s backlog into its ring, front first, each write waiting up to `slice`; false once
     // one did not finish (no room yet: it stays at the front, its progress kept).
     bool write_backlog(Worker& w, std::chrono::nanoseconds slice);
@@ -88,11 +90,19 @@ void RemoteReplyBridge::State::lose(std::uint32_t rank, Worker& w, bool clean) {
         (clean ? left : lost).push_back(rank);
         changed.notify_all();
     }
-    if (w.ring) {
-        w.ring->close();  // the collector sees `closed` for this rank instead of waiting forever
-        w.ring.reset();
-    }
-    w.backlog.clear();  // its replies not yet in the ring go with it (the collect sees the rank closed)
+    // The replies it sent that the bridge holds still reach the collector (a bye follows the replies
+    // before it on the connection; a local worker's published replies outlive it too); the ring
+    // closes once they are in — at once when none waits — so that a collect waiting for more from
+    // this rank sees `closed` instead of waiting forever. A replacement's hello meanwhile keeps it open.
+    w.close_when_written = true;
+    close_if_written(w);
+}
+
+void RemoteReplyBridge::State::close_if_written(Worker& w) {
+    if (!w.close_when_written || !w.backlog.empty() || !w.ring) return;
+    w.close_when_written = false;
+    w.ring->close();
+    w.ring.reset();
 }
 
 bool RemoteReplyBridge::State::write_backlog(Worker& w, std::chrono::nanoseconds slice) {
@@ -104,6 +114,7 @@ bool RemoteReplyBridge::State::write_backlog(Worker& w, std::chrono::nanoseconds
         std::lock_guard lock(mutex);
         ++replies;
     }
+    close_if_written(w);
     return true;
 }
 
@@ -162,6 +173,7 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
             w.routing_id = r.routing_id;
             w.nonce = r.header.tag;
             w.present = true;
+            w.close_when_written = false;  // a replacement: its replies follow the gone one's still kept
             if (!w.ring) {  // a replacement after a lost connection: reopen the closed reply ring
                 w.ring.emplace(GatherWorker::attach(gather_name, rank, ring_options()));
             }

@@ -444,3 +444,20 @@ def test_a_remote_reply_waiting_for_room_costs_no_cpu():
     assert g.collect(0, ranks=[1], timeout=30) == [big]
     w1.close()
     g.close()
+
+
+def test_a_remote_reply_larger_than_its_ring_then_a_close_reaches_the_collector():
+    """A remote worker replies with more than its reply ring holds and closes at once (its bye follows
+    the reply on the connection): the bridge holds what the ring had no room for, and the bye must not
+    drop it — the collect gets the whole reply, and only the next one sees the rank closed."""
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    w = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
+    w.wait_until_ready(timeout=10)
+    g.wait_until_ready(timeout=10)
+    big = bytes(range(256)) * (8 << 12)  # 8 MiB, the ring ~1 MiB
+    w.reply(0, big)
+    w.close()
+    assert g.collect(0, ranks=[1], timeout=20) == [big]
+    with pytest.raises(ringcast.ClosedError, match="rank"):
+        g.collect(1, ranks=[1], timeout=10)
+    g.close()

@@ -1049,10 +1049,11 @@ TEST(RemoteReplies, KilledRemoteWorkerEndsTheCollectWithItsRankMissing) {
 }
 
 // A remote worker whose reply does not fit its reply ring (the collector does not collect yet) dies
-// while the bridge retries the write: the bridge's heartbeats find the connection gone and close the
-// rank's ring under that retry. The retry must end there (it went on writing into the destroyed ring:
-// a crash of the executor, or a use after free). The collect then ends closed, the rank missing.
-TEST(RemoteReplies, WorkerLostWhileTheBridgeRetriesItsReplyEndsTheRetry) {
+// while the bridge holds the rest of it: the bridge's heartbeats find the connection gone. The reply it
+// sent still reaches the collector whole (as a local worker's published reply outlives it), and only
+// then does the ring close: the next collect of the rank ends closed, the rank missing. (A first form
+// went on writing into the ring it had closed and destroyed: the executor crashed.)
+TEST(RemoteReplies, AWorkerLostAfterItsReplyReachedTheBridgeStillDeliversIt) {
     ScopedName gather("gather-lost-retry");
     ChildGuard guard;
     LinePipe endpoint, sent;
@@ -1069,10 +1070,14 @@ TEST(RemoteReplies, WorkerLostWhileTheBridgeRetriesItsReplyEndsTheRetry) {
         while (bridge.lost_ranks().empty() && std::chrono::steady_clock::now() < until)
             std::this_thread::sleep_for(10ms);
         ASSERT_EQ(bridge.lost_ranks(), std::vector<std::uint32_t>{0});
-        std::this_thread::sleep_for(300ms);  // the retry loop's next slices, after the ring was closed
-        const GatherResult res = collector.collect_all(1, 5s);
-        EXPECT_EQ(res.status, Status::closed) << res.describe();
-        EXPECT_EQ(res.missing, std::vector<std::uint32_t>{0});
+        std::this_thread::sleep_for(300ms);  // the bridge's loop goes on after the loss
+        const GatherResult got = collector.collect_all(1, 10s);
+        ASSERT_EQ(got.status, Status::ok) << got.describe();
+        ASSERT_TRUE(got.replies[0].has_value());
+        EXPECT_EQ(got.replies[0]->size(), std::size_t{1} << 20);
+        const GatherResult after = collector.collect_all(2, 5s);
+        EXPECT_EQ(after.status, Status::closed) << after.describe();
+        EXPECT_EQ(after.missing, std::vector<std::uint32_t>{0});
     }));
     const std::string ep = endpoint.receive();
     ASSERT_FALSE(ep.empty());

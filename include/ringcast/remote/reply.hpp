@@ -18,10 +18,11 @@
 // Liveness: the bridge heartbeats each connected worker every heartbeat_interval; a worker whose
 // connection is gone (process died; a vanished host after connection_timeout: TCP keepalive and
 // TCP_USER_TIMEOUT, as heartbeats are in flight to it) is listed in lost_ranks() and THEN has its
-// reply ring closed, so a collect() waiting for it returns status closed with that rank in `missing`
-// (never a hang) and already finds it in lost_ranks(). A
-// worker that detaches cleanly (close(), or its destructor) says bye: listed in left_ranks(), ring
-// closed — as a local worker's close. A worker that reconnects (a replacement process) reopens its
+// reply ring closed — once the replies it sent that the bridge holds are in (a reply its ring had no
+// room for waits in the bridge, written on as the collector makes room) — so a collect() waiting for
+// more of it returns status closed with that rank in `missing` (never a hang) and already finds it in
+// lost_ranks(). A worker that detaches cleanly (close(), or its destructor) says bye: listed in
+// left_ranks(), ring closed after its replies — as a local worker's close. A worker that reconnects (a replacement process) reopens its
 // ring. A worker whose bridge went silent for its liveness_interval gets Error(peer_dead) from
 // reply() / check_liveness().
 #pragma once
