@@ -224,6 +224,16 @@ std::size_t WaitSet::size() const noexcept {
 }
 
 std::size_t WaitSet::add_member(Member member) {
+    // One member per endpoint: the announcement bit is the endpoint's own, so a second member of it
+    // would withdraw the first one's announcement when it is disarmed or removed (a lost wake until
+    // the re-check); and the epoll back end cannot watch one fd twice.
+    for (std::size_t other = 0; other < members_.size(); ++other) {
+        const Member* m = members_[other].get();
+        if (m != nullptr && m->reader == member.reader && m->writer == member.writer && m->collector == member.collector)
+            throw Error(ErrorCode::invalid_argument,
+                        "this endpoint is already WaitSet member " + std::to_string(other) +
+                            " (one member per endpoint: remove it first, or change its tag / message size)");
+    }
     const std::size_t id = members_.size();
     members_.push_back(std::make_unique<Member>(std::move(member)));
     try {

@@ -568,6 +568,28 @@ TEST_P(WaitSetTest, BuiltInOneThreadUsedInAnother) {
     EXPECT_EQ(second[0], id);
 }
 
+// One member per endpoint (its announcement bit is its own: a second member's disarm would withdraw the
+// first's announcement), for both back ends alike; removed, it may be added again.
+TEST_P(WaitSetTest, AnEndpointIsAddedOnceAtATime) {
+    ScopedName name("ws-twice");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    WaitSet set(options());
+    const std::size_t id = set.add(r);
+    try {
+        (void)set.add(r);
+        ADD_FAILURE() << "a second member of the same reader was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+        EXPECT_NE(std::string(e.what()).find("already WaitSet member " + std::to_string(id)), std::string::npos) << e.what();
+    }
+    const std::size_t space = set.add_space(w, 64);
+    EXPECT_THROW((void)set.add_space(w, 64), Error);
+    set.remove(id);
+    EXPECT_NO_THROW((void)set.add(r));
+    (void)space;
+}
+
 // An endpoint that registers an eventfd while the set has it armed on its futex word (its wake_fd(),
 // handed to another loop between two waits): its wakers signal that fd from then on and skip the futex
 // wake, so the armed futex wait never ends. wait() re-arms such a member on the fd: the publish wakes it.

@@ -65,7 +65,8 @@ public:
     WaitSet& operator=(const WaitSet&) = delete;
     ~WaitSet();  // withdraws every announcement (and cancels io_uring waits)
 
-    // Members; each returns an id for wait()'s results and remove().
+    // Members; each returns an id for wait()'s results and remove(). One member per endpoint (its
+    // announcement bit is its own): adding one twice throws Error(invalid_argument).
     [[nodiscard]] std::size_t add(Reader& reader);
     // A writer waiting for room for a message of `message_bytes` (Writer::arm_wake_fd).
     [[nodiscard]] std::size_t add_space(Writer& writer, std::size_t message_bytes);
