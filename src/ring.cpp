@@ -537,11 +537,15 @@ int Writer::wake_fd() {
     return space_eventfd_->fd();
 }
 
-bool Writer::arm_wake_fd(std::size_t message_bytes) {
+bool Writer::arm_wake_fd(std::size_t message_bytes, const WriteProgress* progress) {
     (void)wake_fd();
-    // Room for the first record the next write needs: an owed abort record, or the message's first
-    // (only) record, after a padding record if it would cross the ring's end (reserve_record).
-    const std::uint64_t payload = stream_broken_ ? 0 : std::min<std::uint64_t>(message_bytes, max_payload_);
+    // Room for the first record the next write needs: the next fragment of the open stream it resumes
+    // (write_stream: no prefix after the first), else an owed abort record, or the message's first
+    // (only) record — after a padding record if it would cross the ring's end (reserve_record).
+    const bool resume = progress != nullptr && progress->started() && progress->stream == stream_serial_ && stream_broken_;
+    const std::uint64_t payload =
+        resume ? std::min<std::uint64_t>(message_bytes - std::min<std::uint64_t>(progress->written, message_bytes), max_payload_)
+               : (stream_broken_ ? 0 : std::min<std::uint64_t>(message_bytes, max_payload_));
     const std::uint64_t rec = layout::record_size(payload);
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);
     const std::uint64_t need = rec > to_end ? to_end + rec : rec;

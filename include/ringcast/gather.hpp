@@ -262,7 +262,9 @@ public:
     // disarm_wake_fd: events/eventfd.hpp) — a relay waiting for room in several rings and on its
     // sockets in one poll (the remote reply bridge).
     [[nodiscard]] int wake_fd() { return writer_.wake_fd(); }
-    [[nodiscard]] bool arm_wake_fd(std::size_t reply_bytes) { return writer_.arm_wake_fd(reply_bytes); }
+    [[nodiscard]] bool arm_wake_fd(std::size_t reply_bytes, const WriteProgress* progress = nullptr) {
+        return writer_.arm_wake_fd(reply_bytes, progress);
+    }
     void disarm_wake_fd() noexcept { writer_.disarm_wake_fd(); }
     // Throws Error(peer_dead) if the collector (the reply ring's reader) died.
     void check_liveness() { writer_.check_liveness(); }

@@ -244,8 +244,9 @@ public:
     // fragment). true: room now, or this Writer is cancelled (cancel()), nothing armed — write (a
     // cancelled write with no room returns Status::cancelled). false: armed; watch wake_fd(), then
     // disarm_wake_fd() and retry the write with a zero timeout. Throws Error(permission_denied) when a
-    // reader cannot take the fd.
-    [[nodiscard]] bool arm_wake_fd(std::size_t message_bytes);
+    // reader cannot take the fd. With the `progress` of a resumable write that stopped part way
+    // (write_parts), the room is that of its next fragment.
+    [[nodiscard]] bool arm_wake_fd(std::size_t message_bytes, const WriteProgress* progress = nullptr);
     void disarm_wake_fd() noexcept;
 
 private:

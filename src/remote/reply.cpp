@@ -2,6 +2,8 @@
 // remote worker (DEALER).
 #include "ringcast/remote/reply.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -64,7 +66,12 @@ struct RemoteReplyBridge::State {
 
     void run() noexcept;
     void handle(detail::Received& r);
-    void heartbeats();
+    // Heartbeats every worker whose line was quiet; one found unreachable is lost (lose) if `may_lose`,
+    // i.e. once the socket was read up to now (what it sent before it went is handled first).
+    void heartbeats(bool may_lose = true);
+    // handle()'s wait for room for `w`'s backlog: on its ring's eventfd up to 100 ms, else 1 ms.
+    // `moved`: the last write took something (room that took nothing is not looked at again at once).
+    void wait_for_room(Worker& w, bool moved);
     void lose(std::uint32_t rank, Worker& w, bool clean);
     void close_if_written(Worker& w);  // a gone worker's ring, once nothing of it waits to be written
     // Writes `w`'s backlog into its ring, front first, each write waiting up to `slice`; false once
@@ -133,7 +140,7 @@ long RemoteReplyBridge::State::arm_backlogs(std::vector<zmq::pollitem_t>& items,
         }
         bool room = false;
         try {
-            room = w.ring->arm_wake_fd(w.backlog.front().body.size());
+            room = w.ring->arm_wake_fd(w.backlog.front().body.size(), &w.backlog.front().progress);
         } catch (const Error& e) {
             if (e.code() != ErrorCode::permission_denied) throw;
             w.room_by_fd = false;  // (1) from now on
@@ -201,26 +208,53 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
     w.backlog.push_back({r.header.tag, std::move(r.body), {}});
     if (write_backlog(w, std::chrono::nanoseconds::zero())) return;
     // More kept than the connection's own queue holds (high_water_mark): this rank's sender is far
-    // ahead of the collector. Wait for room here, in bounded slices (stop() is honoured; the other
-    // workers get their heartbeats), as the connection's queue would make it wait: what the bridge
-    // keeps stays bounded. Only this rank's excess waits: the rest of the backlog stays kept.
+    // ahead of the collector. Wait for room here, in slices of up to 100 ms (stop() is honoured; the
+    // other workers get their heartbeats), as the connection's queue would make it wait: what the
+    // bridge keeps stays bounded. Only this rank's excess waits: the rest of the backlog stays kept.
+    const auto at = [](const Worker& x) { return std::pair(x.backlog.size(), x.backlog.empty() ? 0 : x.backlog.front().progress.written); };
     while (w.backlog.size() > static_cast<std::size_t>(std::max(1, options.high_water_mark)) &&
-           !stop_requested.load(std::memory_order_acquire)) {
-        if (write_backlog(w, std::chrono::milliseconds(100))) return;
-        heartbeats();
-        // ... which may have found this worker's connection gone and closed its ring (lose()): its
-        // replies go with it (the collector sees the rank closed), never into a destroyed ring.
-        if (!w.present || !w.ring) return;
+           !stop_requested.load(std::memory_order_acquire) && w.ring) {
+        const auto before = at(w);
+        (void)write_backlog(w, std::chrono::nanoseconds::zero());
+        wait_for_room(w, at(w) != before);
+        // The socket is not read meanwhile: a worker found unreachable here may have sent replies and
+        // its bye before it went, still queued; the loop reads them first and judges it then.
+        heartbeats(false);
     }
 }
 
-void RemoteReplyBridge::State::heartbeats() {
+void RemoteReplyBridge::State::wait_for_room(Worker& w, bool moved) {
+    // Never the ring writer's own blocking wait: once the ring has an eventfd it sleeps there, and a
+    // collector that cannot take the fd would make it throw (permission_denied) out of the bridge.
+    if (w.backlog.empty() || !w.ring) return;
+    if (w.room_by_fd) {
+        bool room = false;
+        try {
+            room = w.ring->arm_wake_fd(w.backlog.front().body.size(), &w.backlog.front().progress);
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::permission_denied) throw;
+            w.room_by_fd = false;
+        }
+        if (w.room_by_fd && room && moved) return;  // write on at once
+        if (w.room_by_fd && !room) {
+            pollfd fd{w.ring->wake_fd(), POLLIN, 0};
+            (void)::poll(&fd, 1, 100);  // the collector's release signals it; EINTR: a wake as any
+            w.ring->disarm_wake_fd();
+            return;
+        }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // no fd, or room that took nothing: look again
+}
+
+void RemoteReplyBridge::State::heartbeats(bool may_lose) {
     const auto now = Clock::now();
     for (auto& [rank, w] : workers) {
         if (!w.present || now - w.last_sent < options.heartbeat_interval) continue;
         switch (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat}, nullptr)) {
             case SendResult::sent: w.last_sent = now; break;
-            case SendResult::unreachable: lose(rank, w, false); break;
+            case SendResult::unreachable:
+                if (may_lose) lose(rank, w, false);
+                break;
             case SendResult::full: break;
         }
     }

@@ -67,8 +67,9 @@ public:
     // Until every remote rank has connected: ok or timed_out (missing_ranks() names them).
     [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
     [[nodiscard]] std::vector<std::uint32_t> missing_ranks() const;
-    [[nodiscard]] std::vector<std::uint32_t> lost_ranks() const;  // connection gone; ring closed
-    [[nodiscard]] std::vector<std::uint32_t> left_ranks() const;  // said bye (clean close); ring closed
+    // Connection gone / said bye (clean close); the ring closes once the replies it sent are in.
+    [[nodiscard]] std::vector<std::uint32_t> lost_ranks() const;
+    [[nodiscard]] std::vector<std::uint32_t> left_ranks() const;
     [[nodiscard]] std::uint64_t replies() const;                 // replies written into the rings
     void stop() noexcept;  // closes the remote ranks' reply rings; idempotent
 
