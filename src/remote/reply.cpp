@@ -3,10 +3,13 @@
 #include "ringcast/remote/reply.hpp"
 
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -38,6 +41,16 @@ struct RemoteReplyBridge::State {
     std::exception_ptr failure;
     bool finished = false;
     std::atomic<bool> stop_requested{false};
+    // stop()'s poke: the thread's poll watches it, so stop() returns at once rather than after up to a
+    // heartbeat interval (liveness_interval / 5: seconds, for a long liveness interval). Never drained:
+    // once written the thread only leaves.
+    int stop_fd = -1;
+    State() : stop_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+        if (stop_fd < 0) throw Error(ErrorCode::system, std::string("eventfd failed: ") + std::strerror(errno));
+    }
+    ~State() { ::close(stop_fd); }
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
 
     // the thread's own
     zmq::context_t context;
@@ -262,7 +275,7 @@ void RemoteReplyBridge::State::heartbeats(bool may_lose) {
 
 void RemoteReplyBridge::State::run() noexcept {
     try {
-        std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}};
+        std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, stop_fd, ZMQ_POLLIN, 0}};
         if (zap) items.push_back({zap->handle(), 0, ZMQ_POLLIN, 0});
         const auto ms = std::max<long>(
             1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(options.heartbeat_interval).count()));
@@ -375,6 +388,8 @@ std::uint64_t RemoteReplyBridge::replies() const {
 void RemoteReplyBridge::stop() noexcept {
     if (!state_ || !state_->thread.joinable()) return;
     state_->stop_requested.store(true, std::memory_order_release);
+    const std::uint64_t one = 1;  // after the flag: the thread woken by it sees the flag
+    [[maybe_unused]] const ssize_t n = ::write(state_->stop_fd, &one, sizeof one);
     state_->thread.join();
     state_->workers.clear();
     state_->zap.reset();

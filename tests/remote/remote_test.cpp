@@ -993,6 +993,22 @@ TEST(RemoteReplies, OneCollectOverLocalAndRemoteRanks) {
     EXPECT_EQ(guard.wait(executor, 120s), 0);
 }
 
+// stop() wakes the bridge's thread at once: it waited out its poll, up to a heartbeat interval (which
+// is liveness_interval / 5 from Python: 12 s for a 60 s liveness interval).
+TEST(RemoteReplies, StopReturnsAtOnceWhateverTheHeartbeatInterval) {
+    ScopedName gather("gather-stop");
+    auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
+    remote::RemoteReplyOptions ro;
+    ro.listen.ip = "127.0.0.1";
+    ro.ranks = {0};
+    ro.heartbeat_interval = 10s;
+    auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
+    std::this_thread::sleep_for(100ms);  // the thread is in its poll
+    const auto t0 = std::chrono::steady_clock::now();
+    bridge.stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
 // A frame's rank is 32 bits: hello, bye and reply frames whose value does not fit are no frames of
 // this protocol (a hello of 2^32 + 1 passed for rank 1, and its replies were taken as rank 1's).
 TEST(RemoteWire, ARankBeyond32BitsIsNoRank) {
