@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <string_view>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -34,7 +35,8 @@ namespace {
     char target[64] = {};
     std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     const ssize_t n = ::readlink(path, target, sizeof target - 1);
-    return n > 0 && std::strncmp(target, "anon_inode:[eventfd]", static_cast<std::size_t>(n)) == 0;
+    constexpr std::string_view kEventfd = "anon_inode:[eventfd]";  // the whole target (a prefix of it passed)
+    return n == static_cast<ssize_t>(kEventfd.size()) && std::string_view(target, kEventfd.size()) == kEventfd;
 }
 
 }  // namespace
