@@ -85,6 +85,14 @@ struct RemoteReplyBridge::State {
     // handle()'s wait for room for `w`'s backlog: on its ring's eventfd up to 100 ms, else 1 ms.
     // `moved`: the last write took something (room that took nothing is not looked at again at once).
     void wait_for_room(Worker& w, bool moved);
+    // Arms `w`'s backlog front for room on its ring's eventfd: room now (nothing armed), armed, or no
+    // fd (the collector cannot take it: from then on room is looked for every 1 ms).
+    enum class Room : std::uint8_t { now, armed, no_fd };
+    [[nodiscard]] Room arm_for_room(Worker& w);
+    // How far `w`'s backlog got (replies left, bytes of the front one written): whether a write moved.
+    [[nodiscard]] static std::pair<std::size_t, std::uint64_t> backlog_position(const Worker& w) {
+        return {w.backlog.size(), w.backlog.empty() ? 0 : w.backlog.front().progress.written};
+    }
     void lose(std::uint32_t rank, Worker& w, bool clean);
     void close_if_written(Worker& w);  // a gone worker's ring, once nothing of it waits to be written
     // Writes `w`'s backlog into its ring, front first, each write waiting up to `slice`; false once
@@ -146,32 +154,18 @@ long RemoteReplyBridge::State::arm_backlogs(std::vector<zmq::pollitem_t>& items,
     long timeout = ms;
     for (auto& [rank, w] : workers) {
         if (w.backlog.empty() || !w.ring) continue;
-        if (!w.room_by_fd) {  // (1) no eventfd (the collector could not take it): room is looked for every 1 ms
-            (void)write_backlog(w, std::chrono::milliseconds(0));
-            if (!w.backlog.empty()) timeout = std::min(timeout, 1L);
-            continue;
-        }
-        bool room = false;
-        try {
-            room = w.ring->arm_wake_fd(w.backlog.front().body.size(), &w.backlog.front().progress);
-        } catch (const Error& e) {
-            if (e.code() != ErrorCode::permission_denied) throw;
-            w.room_by_fd = false;  // (1) from now on
-            timeout = std::min(timeout, 1L);
-            continue;
-        }
-        if (!room) {  // (2) armed: the eventfd turns readable when the collector makes room
+        const Room room = arm_for_room(w);
+        if (room == Room::armed) {  // (2) the eventfd turns readable when the collector makes room
             items.push_back({nullptr, w.ring->wake_fd(), ZMQ_POLLIN, 0});
             armed.push_back(&w);
             continue;
         }
-        // (3) room now: write; what is left is looked at again at once — unless nothing moved (the
-        // room arm saw was not enough for the record the write needed): then in 1 ms, never a spin.
-        const std::size_t before = w.backlog.size();
-        const std::uint64_t written = w.backlog.front().progress.written;
+        // (1) no eventfd (the collector could not take it): room is looked for every 1 ms. (3) room
+        // now: write; what is left is looked at again at once — unless nothing moved (the room arm
+        // saw was not enough for the record the write needed): then in 1 ms, never a spin.
+        const auto before = backlog_position(w);
         (void)write_backlog(w, std::chrono::milliseconds(0));
-        const bool moved = w.backlog.size() != before || (!w.backlog.empty() && w.backlog.front().progress.written != written);
-        if (!w.backlog.empty()) timeout = std::min(timeout, moved ? 0L : 1L);
+        if (!w.backlog.empty()) timeout = std::min(timeout, room == Room::now && backlog_position(w) != before ? 0L : 1L);
     }
     return timeout;
 }
@@ -224,15 +218,25 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
     // ahead of the collector. Wait for room here, in slices of up to 100 ms (stop() is honoured; the
     // other workers get their heartbeats), as the connection's queue would make it wait: what the
     // bridge keeps stays bounded. Only this rank's excess waits: the rest of the backlog stays kept.
-    const auto at = [](const Worker& x) { return std::pair(x.backlog.size(), x.backlog.empty() ? 0 : x.backlog.front().progress.written); };
     while (w.backlog.size() > static_cast<std::size_t>(std::max(1, options.high_water_mark)) &&
            !stop_requested.load(std::memory_order_acquire) && w.ring) {
-        const auto before = at(w);
+        const auto before = backlog_position(w);
         (void)write_backlog(w, std::chrono::nanoseconds::zero());
-        wait_for_room(w, at(w) != before);
+        wait_for_room(w, backlog_position(w) != before);
         // The socket is not read meanwhile: a worker found unreachable here may have sent replies and
         // its bye before it went, still queued; the loop reads them first and judges it then.
         heartbeats(false);
+    }
+}
+
+RemoteReplyBridge::State::Room RemoteReplyBridge::State::arm_for_room(Worker& w) {
+    if (!w.room_by_fd) return Room::no_fd;
+    try {
+        return w.ring->arm_wake_fd(w.backlog.front().body.size(), &w.backlog.front().progress) ? Room::now : Room::armed;
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::permission_denied) throw;
+        w.room_by_fd = false;  // from now on
+        return Room::no_fd;
     }
 }
 
@@ -240,21 +244,13 @@ void RemoteReplyBridge::State::wait_for_room(Worker& w, bool moved) {
     // Never the ring writer's own blocking wait: once the ring has an eventfd it sleeps there, and a
     // collector that cannot take the fd would make it throw (permission_denied) out of the bridge.
     if (w.backlog.empty() || !w.ring) return;
-    if (w.room_by_fd) {
-        bool room = false;
-        try {
-            room = w.ring->arm_wake_fd(w.backlog.front().body.size(), &w.backlog.front().progress);
-        } catch (const Error& e) {
-            if (e.code() != ErrorCode::permission_denied) throw;
-            w.room_by_fd = false;
-        }
-        if (w.room_by_fd && room && moved) return;  // write on at once
-        if (w.room_by_fd && !room) {
-            pollfd fd{w.ring->wake_fd(), POLLIN, 0};
-            (void)::poll(&fd, 1, 100);  // the collector's release signals it; EINTR: a wake as any
-            w.ring->disarm_wake_fd();
-            return;
-        }
+    const Room room = arm_for_room(w);
+    if (room == Room::now && moved) return;  // write on at once
+    if (room == Room::armed) {
+        pollfd fd{w.ring->wake_fd(), POLLIN, 0};
+        (void)::poll(&fd, 1, 100);  // the collector's release signals it; EINTR: a wake as any
+        w.ring->disarm_wake_fd();
+        return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // no fd, or room that took nothing: look again
 }
