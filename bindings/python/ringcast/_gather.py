@@ -406,7 +406,8 @@ class ReplyGather:
             timeout: seconds; None (default) waits forever, 0 only takes what is there.
 
         Returns:
-            list: the unpickled replies, in the order of ``ranks``.
+            list: the unpickled replies, in the order of ``ranks`` (a rank given twice: its reply
+            in both places, unpickled for each).
 
         Raises:
             TimeoutError: the timeout passed; names the ranks that did not answer. The replies it
