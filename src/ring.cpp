@@ -119,6 +119,7 @@ void Writer::remove_name() noexcept {
 }
 
 void Writer::close() noexcept {
+    closed_ = true;
     auto& h = segment_.header();
     // The final tail was stored (release) before this; readers load flags (acquire) before the tail,
     // so a reader that sees closed also sees every published record (ring_inl.hpp wait_for_data).

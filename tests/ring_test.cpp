@@ -840,6 +840,59 @@ TEST(ScatterWrite, PartsArriveAsOneMessage) {
     }
 }
 
+// A message over kMaxMessage is refused before any of it is out: a reader refuses such a total as
+// corrupt, so first fragments already published would leave every reader stuck at them for good.
+TEST(ScatterWrite, AMessageOverTheReassemblyLimitIsRefusedWithNothingPublished) {
+    ScopedName name("too-large");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0);
+    const Writer::FillFn fill = [](void*, std::span<std::byte> dst, std::uint64_t) { std::memset(dst.data(), 7, dst.size()); };
+    WriteProgress progress;
+    for (WriteProgress* p : {static_cast<WriteProgress*>(nullptr), &progress}) {
+        try {
+            (void)w.write_filled(kMaxMessage + 4096, fill, nullptr, 100ms, 0, p);
+            ADD_FAILURE() << "a message over kMaxMessage was accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::message_too_large);
+            EXPECT_NE(std::string(e.what()).find("largest a reader reassembles"), std::string::npos) << e.what();
+        }
+    }
+    std::vector<std::byte> got;
+    EXPECT_EQ(r.read(got, 0ns), Status::timed_out) << "nothing of the refused message was published";
+    const auto next = make(100, 3);
+    ASSERT_EQ(w.write(next, 1s), Status::ok);
+    ASSERT_EQ(r.read(got, 1s), Status::ok) << "the queue goes on";
+    EXPECT_EQ(got, next);
+}
+
+// After close() a Writer publishes nothing more: a reader that already got `closed` would miss what
+// a reader still draining gets. Every way to write says closed.
+TEST(ScatterWrite, EveryWriteAfterCloseSaysClosedAndPublishesNothing) {
+    ScopedName name("after-close");
+    auto w = Writer::create(name, SegmentOptions{.readers = 2, .capacity = 1 << 16});
+    auto r0 = Reader::attach(name, 0);
+    auto r1 = Reader::attach(name, 1);
+    const auto before = make(100, 1);
+    ASSERT_EQ(w.write(before, 1s), Status::ok);
+    w.close();
+    std::vector<std::byte> got;
+    ASSERT_EQ(r0.read(got, 1s), Status::ok);
+    ASSERT_EQ(r0.read(got, 1s), Status::closed);
+    const auto small = make(100, 2);
+    const auto large = make(40'000, 2);  // fragmented in a 64 KiB ring
+    const std::span<const std::byte> parts[] = {large};
+    const Writer::FillFn fill = [](void*, std::span<std::byte> dst, std::uint64_t) { std::memset(dst.data(), 9, dst.size()); };
+    EXPECT_EQ(w.write(small, 1s), Status::closed);
+    EXPECT_EQ(w.write(large, 1s), Status::closed);
+    EXPECT_EQ(w.write_parts(parts, 1s), Status::closed);
+    EXPECT_EQ(w.write_filled(100, fill, nullptr, 1s), Status::closed);
+    EXPECT_EQ(w.reserve(64, 1s).status, Status::closed);
+    EXPECT_EQ(r0.read(got, 0ns), Status::closed) << "the reader that had drained sees nothing new";
+    ASSERT_EQ(r1.read(got, 1s), Status::ok);
+    EXPECT_EQ(got, before);
+    EXPECT_EQ(r1.read(got, 1s), Status::closed) << "nor does the one still draining";
+}
+
 // A fragmented message written in short slices resumes where it stopped: the reader gets it once,
 // whole, and no abort record is published between the slices.
 TEST(ScatterWrite, ATimedOutFragmentedWriteResumesWithItsProgress) {

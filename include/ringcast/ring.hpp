@@ -150,7 +150,9 @@ public:
     // Copies `message` into the ring (fragmented when larger than max_reserve()). Blocks for space
     // up to `timeout`. On timed_out/cancelled nothing of a small message is visible; of a fragmented
     // message the fragments already published are withdrawn by an abort record at the next write().
-    // Throws Error(peer_dead) for a dead lagging reader (unless evicting).
+    // Throws Error(peer_dead) for a dead lagging reader (unless evicting). Every write throws
+    // Error(message_too_large), publishing nothing, for a message over kMaxMessage (what a reader
+    // reassembles), and returns Status::closed after close().
     [[nodiscard]] Status write(std::span<const std::byte> message, std::chrono::nanoseconds timeout = kForever,
                                std::uint64_t tag = 0);
 
@@ -196,7 +198,10 @@ public:
     // Thread-safety: any thread (its state is atomic), also while another publishes.
     bool wake_ahead() noexcept;
 
-    // Readers drain what was published, then get Status::closed. Idempotent.
+    // Readers drain what was published, then get Status::closed. Idempotent. Every later write,
+    // reserve or abort_write of this Writer returns Status::closed and publishes nothing: a message
+    // after the close would reach a reader that is still draining and not one that already got
+    // `closed` (reopen with Writer::open and WriterOptions::reopen_closed instead).
     void close() noexcept;
     [[nodiscard]] bool closed() const noexcept;
     // Unlinks the segment's name now if it still leads to this segment (a newer queue created under
@@ -265,6 +270,7 @@ private:
     // The start of write_parts/write_filled: resume `progress` if it is the open stream, else withdraw
     // an open stream first. ok: go on writing.
     [[nodiscard]] Status begin_message(Timeout& timeout, WriteProgress* progress);
+    void check_message_size(std::uint64_t total) const;  // Error(message_too_large) over kMaxMessage
     void check_lagging_readers();
     static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
 
@@ -285,6 +291,7 @@ private:
     std::uint64_t reserved_size_ = 0;    // payload bytes reserved; 0 with !has_reservation_
     bool has_reservation_ = false;
     bool stream_broken_ = false;         // a fragmented write stopped half way: abort it first
+    bool closed_ = false;                // close() ran: every later write returns Status::closed
     std::uint64_t stream_serial_ = 1;    // numbers fragmented streams, so a stale WriteProgress is not resumed
     detail::Taken<bool> owns_name_;
     std::uint64_t owner_word_ = 0;       // our claim in the header's writer_owner

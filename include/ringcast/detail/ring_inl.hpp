@@ -99,6 +99,7 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
 // Makes room for one record of `payload` bytes at tail_ (after a padding record if it would cross the
 // ring's end). Sets reserved_pos_. Nothing is visible to readers until commit_record().
 inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
+    if (closed_) [[unlikely]] return Status::closed;  // every write, reserve and abort comes here first
     const std::uint64_t rec = layout::record_size(payload);
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);  // >= kRecordAlign: tail_ stays aligned
     const std::uint64_t pad = rec > to_end ? to_end : 0;
@@ -208,10 +209,21 @@ inline Status Writer::write(std::span<const std::byte> message, std::chrono::nan
         bump_counter(line_->messages);
         return Status::ok;
     }
+    check_message_size(message.size());
     const std::span<const std::byte> one[1] = {message};
     detail::PartsFill gather{one};
     WriteProgress progress;
     return write_stream(&detail::PartsFill::fill, &gather, message.size(), timeout, tag, progress, false);
+}
+
+// A reader refuses a fragmented message whose announced total exceeds kMaxMessage (a corrupt total,
+// as far as it can tell): a writer that published the first fragments of one would leave every reader
+// calling the segment corrupt at it, for good. Refused before any record of it is reserved.
+inline void Writer::check_message_size(std::uint64_t total) const {
+    if (total > kMaxMessage)
+        throw Error(ErrorCode::message_too_large, "a message of " + std::to_string(total) +
+                                                      " bytes exceeds the largest a reader reassembles (" +
+                                                      std::to_string(kMaxMessage) + " bytes, 1 TiB)");
 }
 
 inline Status Writer::begin_message(Timeout& timeout, WriteProgress* progress) {
@@ -229,6 +241,7 @@ inline Status Writer::write_parts(std::span<const std::span<const std::byte>> pa
     Timeout timeout(timeout_ns);
     std::uint64_t total = 0;
     for (const auto& p : parts) total += p.size();
+    if (total > max_payload_) check_message_size(total);  // before anything of it, or an owed abort, goes out
     if (const Status s = begin_message(timeout, progress); s != Status::ok) return s;
     if (total <= max_payload_) {
         if (const Status s = reserve_record(total, timeout); s != Status::ok) return s;
@@ -250,6 +263,7 @@ inline Status Writer::write_parts(std::span<const std::span<const std::byte>> pa
 inline Status Writer::write_filled(std::uint64_t total, FillFn fill, void* context, std::chrono::nanoseconds timeout_ns,
                                    std::uint64_t tag, WriteProgress* progress) {
     has_reservation_ = false;
+    if (total > max_payload_) check_message_size(total);  // before anything of it, or an owed abort, goes out
     Timeout timeout(timeout_ns);
     if (const Status s = begin_message(timeout, progress); s != Status::ok) return s;
     if (total <= max_payload_) {
