@@ -65,6 +65,12 @@ def _check_timeout(timeout: Optional[float]) -> None:
 
 _UNSET: Any = object()
 
+# The largest ring the core makes (layout::kMaxCapacity in include/ringcast/layout.hpp: 1 TiB); a ring's
+# largest record is a quarter of it, less 16 bytes of header.
+MAX_CAPACITY = 1 << 40
+# Ranks travel to the core as uint32.
+MAX_RANK = 2**32 - 1
+
 
 def raise_in_callers_terms(e: TypeError, method: str, *, tag: Any = _UNSET, timeout: Any = _UNSET) -> NoReturn:
     """Raises what the binding call `method`'s refusal of its arguments means to the caller; called in
@@ -88,11 +94,16 @@ def raise_in_callers_terms(e: TypeError, method: str, *, tag: Any = _UNSET, time
     raise  # noqa: PLE0704 (re-raises `e`, the exception being handled)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
+def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = None, why: str = "") -> int:
+    """``value`` as an int argument ``name`` takes it: TypeError unless an int (not a bool), ValueError
+    below ``minimum`` or above ``maximum`` (``why``: what the limit is, said after it)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is None:
+        if value < minimum:
+            raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    elif not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be in {minimum}..{maximum}{f' ({why})' if why else ''}, got {value}")
     return value
 
 

@@ -21,7 +21,8 @@ from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Un
 
 from ringcast import _core
 from ringcast._core import SegmentError
-from ringcast._args import _check_timeout, check_handle_version, require_remote, raise_in_callers_terms, retold
+from ringcast._args import (MAX_CAPACITY, _check_int, _check_timeout, check_handle_version, require_remote,
+                            raise_in_callers_terms, retold)
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
@@ -134,7 +135,7 @@ class ReplyGather:
     once (GIL released) until any pending rank answers, instead of one wait per rank.
 
     Args:
-        n_ranks: worker ranks 0..n_ranks-1 (>= 1).
+        n_ranks: worker ranks 0..n_ranks-1 (1..1024).
         max_reply_bytes: sizes each rank's reply ring (the next power of two >= 4 x (max_reply_bytes
             + 64), at least 64 KiB); larger replies still work, in fragments. Default 256 KiB.
         method: how the executor sleeps: 'doorbell' (default; one shared doorbell line) or
@@ -168,9 +169,10 @@ class ReplyGather:
             carries the public key.
 
     Raises:
-        TypeError: n_ranks not an int.
-        ValueError: n_ranks < 1, an unknown method or wait, a negative spin,
-            liveness_interval <= 0, futex_waitv with more than 128 ranks, a bad or used name, a
+        TypeError: n_ranks, max_reply_bytes, mode or remote_port not an int.
+        ValueError: n_ranks not in 1..1024, max_reply_bytes not in 0..2**38-64, mode not in
+            0..0o777, remote_port not in 0..65535, an unknown method or wait, a negative,
+            non-finite or too long spin, liveness_interval not in (0, 1 day], futex_waitv with more than 128 ranks, a bad or used name, a
             world-writable mode; remote ranks out of range, repeated or without connect_ip, a
             connect_ip that is not a literal address, a remote_port in use.
         ImportError: remote ranks in a ringcast built without ZeroMQ (``_core.HAVE_REMOTE``).
@@ -208,11 +210,20 @@ class ReplyGather:
             raise TypeError(f"n_ranks must be an int, got {type(n_ranks).__name__}")
         if n_ranks < 1:
             raise ValueError(f"n_ranks must be an int >= 1, got {n_ranks!r}")
+        if n_ranks > _core.MAX_READERS:  # the binding takes a uint32, the core at most MAX_READERS
+            raise ValueError(f"n_ranks must be at most {_core.MAX_READERS} (a gather's worker ranks), got {n_ranks}")
+        # The binding takes the sizes as uint64 and the mode as uint32: out of range, it would refuse
+        # them in its own terms ("incompatible function arguments"), and a negative or fractional size
+        # would pass unnoticed.
+        _check_int("max_reply_bytes", max_reply_bytes, 0, MAX_CAPACITY // 4 - 64,
+                   "4 x (max_reply_bytes + 64) sizes a reply ring, at most 1 TiB")
+        _check_int("mode", mode, 0, 0o777, "permission bits, 0o777")
         remote = _ranks_list([] if remote_ranks is None else remote_ranks, n_ranks)
         if len(set(remote)) != len(remote):
             raise ValueError(f"remote_ranks has duplicates: {remote}")
         if remote:
             require_remote(f"remote ranks {remote}", connect_ip, "the remote workers", "the reply bridge")
+            _check_int("remote_port", remote_port, 0, 65535)
         if sweep_abandoned:
             sweep_generated_names()
         capacity = max(4 * (max_reply_bytes + 64), _core.MIN_CAPACITY)

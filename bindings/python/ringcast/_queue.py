@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Iterator, List, Optional, Tuple
 
 from ringcast import _core, _gpu
-from ringcast._args import (_check_int, _check_timeout, _in_python_terms, check_handle_version,
-                            raise_in_callers_terms, require_remote, retold)
+from ringcast._args import (MAX_CAPACITY, MAX_RANK, _check_int, _check_timeout, _in_python_terms,
+                            check_handle_version, raise_in_callers_terms, require_remote, retold)
 from ringcast._core import RingcastError
 from ringcast._blocks import end_block
 from ringcast._cpus import usable_cpus
@@ -40,6 +40,10 @@ OOB_THRESHOLD = 4096
 # caches), 64 MiB messages 1.4 GB/s with every size. 16 MiB keeps room for ~16 MiB of steps in flight.
 DEFAULT_MAX_CHUNK_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_CHUNKS = 8
+# The most remote readers a queue takes (n_reader - n_local_reader): each is a TCP connection that the
+# publisher's one thread serves every message; the bound refuses a count that would take minutes (or all
+# memory) to list before anything failed.
+MAX_REMOTE_READERS = 65536
 _REMOTE_DRAIN_S = 30.0  # shutdown(): how long slow remote readers may take to be handed the last messages
 
 
@@ -154,9 +158,11 @@ class MessageQueue:
     Args:
         n_reader: total reader ranks (vLLM: local and remote). The ranks of range(n_reader) that are
             not in local_reader_ranks are remote readers: they attach over ZeroMQ from other machines
-            (``create_from_handle`` there) and need ``connect_ip``. See docs/remote.md.
+            (``create_from_handle`` there) and need ``connect_ip``; at most MAX_REMOTE_READERS
+            (65536) of them. See docs/remote.md.
         n_local_reader: reader ranks on this machine, attached through shared memory (at most
-            1024); each gets its own cursor in the ring, and the writer waits for the slowest one,
+            1024, ``_core.MAX_READERS``; 1023 with remote readers, whose publisher takes one of the
+            ring's ranks); each gets its own cursor in the ring, and the writer waits for the slowest one,
             including ranks that have not attached yet.
         local_reader_ranks: the global rank of each local reader (default ``range(n_local_reader)``):
             n_local_reader distinct ints; ``create_from_handle`` takes one of them.
@@ -166,7 +172,8 @@ class MessageQueue:
             128 MiB): measured, a bigger ring is not faster (1 MiB messages: 8.0 GB/s to each of 2
             readers with 16 MiB, 4.5 GB/s with 128 MiB; 64 MiB messages 1.4 GB/s with any size,
             16-core machine). Also the default size of
-            acquire_write(). It does not cap a message: a larger one is split into records of at
+            acquire_write(). At most 2**38 - 16 (a record of the largest ring, 1 TiB), and
+            max_chunk_bytes * max_chunks at most 1 TiB. It does not cap a message: a larger one is split into records of at
             most capacity/4 - 16 bytes that stream through the ring.
         max_chunks: see max_chunk_bytes: the ring holds about max_chunks messages of
             max_chunk_bytes before the writer waits for the slowest reader.
@@ -224,9 +231,11 @@ class MessageQueue:
 
     Raises:
         TypeError: a count or rank that is not an int.
-        ValueError: a count < 1, n_local_reader > n_reader, local_reader_ranks of the wrong length
-            or with duplicates, an unknown wait, a negative spin, liveness_interval <= 0, a bad
-            name or one already in use.
+        ValueError: a count < 1 or above its limit (n_local_reader, the remote readers,
+            max_chunk_bytes and max_chunks: see above; a rank above 2**32-1), n_local_reader >
+            n_reader, local_reader_ranks of the wrong length or with duplicates, an unknown wait, a
+            negative, non-finite or too long spin, liveness_interval not in (0, 1 day], a bad name
+            or one already in use.
         ValueError: remote readers without connect_ip, or a connect_ip that is not a literal address
             (or a remote_port in use: already_exists).
         ImportError: remote readers in a ringcast built without ZeroMQ (``_core.HAVE_REMOTE``).
@@ -293,10 +302,34 @@ class MessageQueue:
         _check_int("max_chunks", max_chunks, 1)
         if n_local_reader > n_reader:
             raise ValueError(f"n_local_reader ({n_local_reader}) exceeds n_reader ({n_reader})")
+        # The limits before anything is built from the counts (a list of n_reader ranks would take
+        # minutes, or all memory, before the core refused them).
+        n_remote = n_reader - n_local_reader
+        if n_remote and n_local_reader > _core.MAX_READERS - 1:
+            raise ValueError(f"n_local_reader must be at most {_core.MAX_READERS - 1} when the queue has remote "
+                             f"readers (n_reader={n_reader} > n_local_reader): the publisher that serves them takes "
+                             f"one of the ring's {_core.MAX_READERS} reader ranks; got {n_local_reader}")
+        _check_int("n_local_reader", n_local_reader, 0, _core.MAX_READERS, "the reader ranks of a ring")
+        if n_remote > MAX_REMOTE_READERS:
+            raise ValueError(f"n_reader must be at most n_local_reader + {MAX_REMOTE_READERS} (at most "
+                             f"{MAX_REMOTE_READERS} remote readers), got n_reader={n_reader} with n_local_reader="
+                             f"{n_local_reader}: {n_remote} remote readers")
+        if 4 * (max_chunk_bytes + 16) > MAX_CAPACITY:
+            raise ValueError(f"max_chunk_bytes must be at most {MAX_CAPACITY // 4 - 16} (acquire_write's chunk is "
+                             f"a record of the ring, at most a quarter of the largest ring, 1 TiB, less 16 bytes), "
+                             f"got {max_chunk_bytes}")
+        if max_chunk_bytes * max_chunks > MAX_CAPACITY:
+            raise ValueError(f"max_chunk_bytes * max_chunks must be at most {MAX_CAPACITY} (1 TiB, the largest "
+                             f"ring), got {max_chunk_bytes} * {max_chunks}")
+        if n_remote:  # before the remote ranks are listed: without ZeroMQ or connect_ip they are refused
+            require_remote(f"{n_remote} remote reader(s) (n_reader={n_reader} > n_local_reader="
+                           f"{n_local_reader})", connect_ip, "the remote readers", "the publisher")
+            _check_int("remote_port", remote_port, 0, 65535)
+            _check_int("remote_high_water_mark", remote_high_water_mark, 1, 2**31 - 1)
         if local_reader_ranks is None:
             local_reader_ranks = list(range(n_local_reader))
         else:
-            local_reader_ranks = [_check_int("local_reader_ranks[i]", r, 0) for r in local_reader_ranks]
+            local_reader_ranks = [_check_int("local_reader_ranks[i]", r, 0, MAX_RANK) for r in local_reader_ranks]
             if len(local_reader_ranks) != n_local_reader:
                 raise ValueError(f"local_reader_ranks has {len(local_reader_ranks)} entries, "
                                  f"n_local_reader is {n_local_reader}")
@@ -310,16 +343,13 @@ class MessageQueue:
         if remote_reader_ranks is None:
             remote_ranks = [r for r in range(n_reader + n_local_reader) if r not in local_set][:n_reader - n_local_reader]
         else:
-            remote_ranks = [_check_int("remote_reader_ranks[i]", r, 0) for r in remote_reader_ranks]
+            remote_ranks = [_check_int("remote_reader_ranks[i]", r, 0, MAX_RANK) for r in remote_reader_ranks]
             if len(remote_ranks) != n_reader - n_local_reader:
                 raise ValueError(f"remote_reader_ranks has {len(remote_ranks)} entries, n_reader - n_local_reader "
                                  f"is {n_reader - n_local_reader}")
             if len(set(remote_ranks)) != len(remote_ranks) or local_set & set(remote_ranks):
                 raise ValueError(f"remote_reader_ranks {remote_ranks} has duplicates or ranks of local_reader_ranks "
                                  f"{local_reader_ranks}")
-        if remote_ranks:
-            require_remote(f"{len(remote_ranks)} remote reader(s) (n_reader={n_reader} > n_local_reader="
-                           f"{n_local_reader})", connect_ip, "the remote readers", "the publisher")
         if spin_max_us is None:  # the publisher's thread, a reader of the ring too, counts as a process
             spin_max_us = default_spin_max_us(n_local_reader + (1 if remote_ranks else 0))
 
@@ -696,10 +726,10 @@ class MessageQueue:
                 A later object that fails to unpickle ends the burst before it; the next read
                 raises its error. Nothing of a burst is lost: what a call took and did not return
                 comes first in the next read.
-            TypeError, ValueError: max_n not an int >= 1, a negative timeout.
+            TypeError, ValueError: max_n not an int in 1..2**64-1, a negative timeout.
         """
         self._require_reader("dequeue_many")
-        _check_int("max_n", max_n, 1)
+        _check_int("max_n", max_n, 1, 2**64 - 1)
         _check_timeout(timeout)
         if self._gpu_pending is not None:
             return [_gpu.resume(self, timeout)]
@@ -859,7 +889,13 @@ class MessageQueue:
             raise TypeError(f"acquire_write: size must be an int, got {type(size).__name__}")
         elif size < 0:
             raise ValueError(f"acquire_write: size must be >= 0, got {size}")
-        buf = self._writer.reserve_raw(int(size), timeout)
+        try:
+            buf = self._writer.reserve_raw(int(size), timeout)
+        except TypeError as e:  # the binding takes a size_t: a larger size is refused there
+            if str(e).startswith("reserve_raw(): incompatible function arguments") and size > self._writer.max_reserve:
+                raise ValueError(f"acquire_write: size must be at most {self._writer.max_reserve} (the ring's largest "
+                                 f"record: capacity/4 - 16), got {size}") from None
+            raise
         ok = False
         try:
             yield buf

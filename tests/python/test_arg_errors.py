@@ -1,0 +1,101 @@
+"""Bad arguments are refused at once, in the caller's terms: ValueError (out of range) or TypeError (wrong
+type) naming the argument and its limit, never pybind11's "incompatible function arguments", a hang, an
+empty MemoryError or a silently taken value."""
+import time
+
+import pytest
+
+import ringcast
+from ringcast import _core
+
+np = pytest.importorskip("numpy")
+
+
+def refused(exc, call, *words):
+    """`call()` raises `exc` at once (< 2 s) with every word of `words` in its message."""
+    start = time.monotonic()
+    with pytest.raises(exc) as info:
+        call()
+    took = time.monotonic() - start
+    text = str(info.value)
+    assert "incompatible" not in text  # pybind11's "incompatible function/constructor arguments"
+    for w in words:
+        assert w in text, f"{w!r} not in {text!r}"
+    assert took < 2.0, f"took {took:.1f} s before refusing: {text}"
+    return text
+
+
+# ---- 1, 2: reader counts ---------------------------------------------------------------------------
+
+def test_huge_reader_counts_refused_at_once():
+    refused(ValueError, lambda: ringcast.MessageQueue(10**9, 1), "n_reader", "65536")
+    refused(ValueError, lambda: ringcast.MessageQueue(10**9, 1, connect_ip="127.0.0.1"), "n_reader", "65536")
+    refused(ValueError, lambda: ringcast.MessageQueue(2**33, 2**33), "n_local_reader", "1024")
+    refused(ValueError, lambda: ringcast.MessageQueue(10**7, 10**7), "n_local_reader", "1024")
+    refused(ValueError, lambda: ringcast.MessageQueue(1025, 1025), "n_local_reader", "0..1024")
+
+
+def test_local_reader_limit_with_remote_readers_names_n_local_reader():
+    # The publisher of the remote readers takes one of the ring's MAX_READERS ranks.
+    text = refused(ValueError, lambda: ringcast.MessageQueue(1025, 1024, connect_ip="127.0.0.1"),
+                   "n_local_reader", str(_core.MAX_READERS - 1), "remote")
+    assert "1025" not in text.split("got")[-1]
+
+
+def test_rank_beyond_uint32_refused():
+    refused(ValueError, lambda: ringcast.MessageQueue(1, 1, local_reader_ranks=[2**40]),
+            "local_reader_ranks", str(2**32 - 1))
+
+
+# ---- 3: C++ integer ranges, in the caller's terms ------------------------------------------------
+
+@pytest.mark.parametrize("size", [2**40, 2**62, 2**70])
+def test_max_chunk_bytes_too_large(size):
+    refused(ValueError, lambda: ringcast.MessageQueue(1, 1, max_chunk_bytes=size), "max_chunk_bytes",
+            str(2**38 - 16))
+
+
+def test_ring_too_large_names_max_chunks():
+    refused(ValueError, lambda: ringcast.MessageQueue(1, 1, max_chunk_bytes=2**20, max_chunks=2**21),
+            "max_chunk_bytes * max_chunks", "1 TiB")
+    refused(ValueError, lambda: ringcast.MessageQueue(1, 1, max_chunk_bytes=1, max_chunks=2**64), "max_chunks")
+
+
+def test_acquire_write_size_beyond_size_t(queue_pair):
+    q, _ = queue_pair(1)
+    for size in (2**64, 2**80):
+        with pytest.raises(ValueError, match=r"size must be at most \d+") as info:
+            with q.acquire_write(size=size):
+                pass
+        assert "incompatible" not in str(info.value)
+
+
+def test_dequeue_many_max_n_beyond_size_t(queue_pair):
+    q, (r,) = queue_pair(1)
+    refused(ValueError, lambda: r.dequeue_many(2**64, timeout=0), "max_n", str(2**64 - 1))
+    q.enqueue(1)
+    assert r.dequeue_many(2**64 - 1, timeout=5) == [1]
+
+
+@pytest.mark.parametrize("mode", [-1, 2**32, 0o1000])
+def test_gather_mode_out_of_range(mode):
+    refused(ValueError, lambda: ringcast.ReplyGather(1, mode=mode), "mode", "511")
+
+
+def test_gather_mode_type():
+    refused(TypeError, lambda: ringcast.ReplyGather(1, mode=0o600 * 1.0), "mode")
+
+
+def test_gather_n_ranks_out_of_range():
+    refused(ValueError, lambda: ringcast.ReplyGather(2**40), "n_ranks", "at most 1024")
+
+
+@pytest.mark.parametrize("size", [2**40, 2**64])
+def test_max_reply_bytes_too_large(size):
+    refused(ValueError, lambda: ringcast.ReplyGather(1, max_reply_bytes=size), "max_reply_bytes", str(2**38 - 64))
+
+
+def test_max_reply_bytes_negative_or_fractional():
+    refused(ValueError, lambda: ringcast.ReplyGather(1, max_reply_bytes=-5), "max_reply_bytes", "0..")
+    refused(TypeError, lambda: ringcast.ReplyGather(1, max_reply_bytes=1.5), "max_reply_bytes")
+    refused(TypeError, lambda: ringcast.ReplyGather(1, max_reply_bytes=True), "max_reply_bytes")
