@@ -1,6 +1,7 @@
 """Bad arguments are refused at once, in the caller's terms: ValueError (out of range) or TypeError (wrong
 type) naming the argument and its limit, never pybind11's "incompatible function arguments", a hang, an
 empty MemoryError or a silently taken value."""
+import dataclasses
 import time
 
 import pytest
@@ -99,3 +100,24 @@ def test_max_reply_bytes_negative_or_fractional():
     refused(ValueError, lambda: ringcast.ReplyGather(1, max_reply_bytes=-5), "max_reply_bytes", "0..")
     refused(TypeError, lambda: ringcast.ReplyGather(1, max_reply_bytes=1.5), "max_reply_bytes")
     refused(TypeError, lambda: ringcast.ReplyGather(1, max_reply_bytes=True), "max_reply_bytes")
+
+
+# ---- 4: a handle whose name no segment can have --------------------------------------------------
+
+def test_queue_handle_with_invalid_name(queue_pair):
+    q, _ = queue_pair(1)
+    bad = dataclasses.replace(q.export_handle(), name="a/b")
+    text = refused(ValueError, lambda: ringcast.MessageQueue.create_from_handle(bad, 0), "'a/b'",
+                   "not a valid segment name")
+    assert "stale" not in text
+
+
+def test_gather_handle_with_invalid_name():
+    g = ringcast.ReplyGather(1)
+    try:
+        bad = dataclasses.replace(g.export_handle(), name="a/b")
+        text = refused(ValueError, lambda: ringcast.ReplyGather.create_from_handle(bad, 0), "'a/b'",
+                       "not a valid segment name")
+        assert "stale" not in text
+    finally:
+        g.close()

@@ -78,7 +78,10 @@ def _ring0_created(name: str) -> Optional[int]:
         return int(_core.segment_info(f"{name}.r0")["creation_time_ns"])
     except SegmentError as e:  # there, but not ringcast's as it is: corrupt or foreign, not stale
         raise retold(e, f"cannot attach to gather '{name}': {e}") from None
-    except ValueError:  # none of that name (PermissionError goes up: another user's gather is not stale)
+    except ValueError as e:  # none of that name (PermissionError goes up: another user's gather is not stale)
+        if str(e).startswith("segment name "):  # no gather could have it: not stale, a bad handle
+            raise ValueError(f"cannot attach to gather {name!r}: its name is not a valid segment name ({e}), so "
+                             "no executor made it: use the handle its executor's export_handle() returned") from None
         return None
 
 

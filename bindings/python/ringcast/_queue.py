@@ -438,7 +438,8 @@ class MessageQueue:
             MessageQueue: the reader side (dequeue, dequeue_many, acquire_read, broadcast_object).
 
         Raises:
-            ValueError: not a Handle, a handle from another ringcast version, a rank in neither
+            ValueError: not a Handle, a handle from another ringcast version, a handle whose name is
+                not a valid segment name, a rank in neither
                 local_reader_ranks nor remote_reader_ranks (both are named), a stale handle (the queue
                 was shut down or re-created), a rank already attached by a live process or released
                 by a clean exit (Python has no keep_place: a released rank cannot come back).
@@ -473,6 +474,10 @@ class MessageQueue:
         try:
             info = _core.segment_info(handle.name)
         except ValueError as e:
+            if str(e).startswith("segment name "):  # no queue could have it: not stale, a bad handle
+                raise ValueError(f"cannot attach rank {rank}: the handle's name {handle.name!r} is not a valid "
+                                 f"segment name ({e}), so no writer made it: use the handle its writer's "
+                                 "export_handle() returned") from None
             path = os.path.join("/dev/shm", handle.name)
             if not os.path.exists(path):
                 raise ValueError(f"stale handle: {e} (its writer shut the queue down or exited, or its name "
