@@ -121,3 +121,56 @@ def test_gather_handle_with_invalid_name():
         assert "stale" not in text
     finally:
         g.close()
+
+
+# ---- 5: ReplyGather takes bools and numpy ints as MessageQueue does ------------------------------
+
+@pytest.fixture
+def gather_pair():
+    g = ringcast.ReplyGather(2)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    w1 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    yield g, w, w1
+    w.close()
+    w1.close()
+    g.close()
+
+
+def test_gather_numpy_rank():
+    g = ringcast.ReplyGather(2)
+    try:
+        # numpy's ints are ranks, as MessageQueue.create_from_handle takes them
+        w = ringcast.ReplyGather.create_from_handle(g.export_handle(), np.int64(0))
+        w1 = ringcast.ReplyGather.create_from_handle(g.export_handle(), np.uint8(1))
+        assert w.rank == 0 and type(w.rank) is int
+        assert w1.rank == 1 and type(w1.rank) is int
+        w.reply(3, "a")
+        w1.reply(3, "b")
+        assert g.collect(3, timeout=5) == ["a", "b"]
+        w.close()
+        w1.close()
+    finally:
+        g.close()
+
+
+def test_gather_bool_tags_refused(gather_pair):
+    g, w, _ = gather_pair
+    refused(TypeError, lambda: w.reply(True, "x"), "tag", "bool")
+    refused(TypeError, lambda: w.reply(False, "x"), "tag", "bool")
+    refused(TypeError, lambda: g.collect(True, 0, timeout=0), "tag", "bool")
+    refused(TypeError, lambda: g.collect_async(True, 0, timeout=0), "tag", "bool")
+
+
+def test_gather_bool_timeouts_refused(gather_pair):
+    g, w, _ = gather_pair
+    refused(TypeError, lambda: w.reply(1, "x", timeout=True), "timeout", "bool")
+    refused(TypeError, lambda: g.collect(1, 1, timeout=True), "timeout", "bool")  # not a 1 s wait
+    refused(TypeError, lambda: g.collect(1, 1, timeout=False), "timeout", "bool")
+    refused(TypeError, lambda: g.collect_async(1, 1, timeout=True), "timeout", "bool")
+
+
+def test_gather_numpy_tags_taken(gather_pair):
+    g, w, w1 = gather_pair
+    w.reply(np.uint64(7), "a")
+    w1.reply(np.int64(7), "b")
+    assert g.collect(np.int32(7), timeout=5) == ["a", "b"]

@@ -85,6 +85,14 @@ def _ring0_created(name: str) -> Optional[int]:
         return None
 
 
+def _refuse_bool(tag: Any, timeout: Any) -> None:
+    """TypeError for a bool tag or timeout, which the binding would take as 1 / 0 (MessageQueue refuses
+    a bool timeout the same way). The hot paths call it only when one is a bool (an identity test)."""
+    if tag is True or tag is False:
+        raise TypeError(f"tag must be an int, got {type(tag).__name__}")
+    _check_timeout(timeout)
+
+
 def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
     """The ranks asked for, checked: None is every rank, an empty iterable none. Any integer type
     counts (numpy's too); bools do not."""
@@ -288,7 +296,7 @@ class ReplyGather:
 
         Args:
             handle: the executor's ``export_handle()``.
-            rank: 0..handle.n_ranks-1.
+            rank: 0..handle.n_ranks-1 (an int; numpy's integers too).
             remote_addr: remote ranks: the bridge endpoint to connect to, when this machine reaches
                 the executor by another address than ``handle.remote_reply_addr`` (default).
 
@@ -308,8 +316,10 @@ class ReplyGather:
         if not isinstance(handle, GatherHandle):
             raise ValueError(f"not a ReplyGather handle: {type(handle).__name__}")
         check_handle_version(handle)
-        if isinstance(rank, bool) or not isinstance(rank, int):
+        # 0.0 == 0 would attach rank 0; numpy's ints are ints (as MessageQueue.create_from_handle takes them)
+        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
             raise TypeError(f"rank must be an int, got {type(rank).__name__}")
+        rank = int(rank)
         if not 0 <= rank < handle.n_ranks:
             raise ValueError(f"rank {rank!r} out of range: the group has ranks 0..{handle.n_ranks - 1}")
         exported = vars(handle).get("creation_time_ns", 0)  # 0: a handle without it (built by hand, older)
@@ -391,8 +401,11 @@ class ReplyGather:
                 liveness intervals); remote: the executor was silent for liveness_interval.
             RuntimeError: called on the executor, or while another thread uses this worker.
             ValueError: a negative timeout, a tag outside 0..2**64-1. TypeError: a tag that is not
-                an int, a timeout that is not a number.
+                an int (a bool is not), a timeout that is not a number (nor a bool).
         """
+        # The binding would take a bool as 1 / 0: True is no tag 1, no "1 second" (an identity test per call).
+        if tag is True or tag is False or timeout is True or timeout is False:
+            _refuse_bool(tag, timeout)
         if self._remote is not None:
             self._remote.reply(tag, pickle.dumps(obj, protocol=5), timeout)
             return
@@ -442,12 +455,15 @@ class ReplyGather:
                 thread uses this gather, or from the unpickling of an early reply of this gather.
             Exception: what unpickling a reply raised (the first in the order of ``ranks``), once
                 every reply is in; the replies are consumed.
-            ValueError: a rank out of range, a negative timeout. TypeError: a rank that is not an
-                int.
+            ValueError: a rank out of range, a negative timeout, a tag outside 0..2**64-1.
+            TypeError: a rank or tag that is not an int (a bool is not), a timeout that is not a
+                number (nor a bool).
         """
         if self._collector is None:
             raise RuntimeError("collect: only the executor side (the constructor's) collects")
         # One binding call that waits, copies and unpickles; None asks for every rank, [] for none.
+        if tag is True or tag is False or timeout is True or timeout is False:
+            _refuse_bool(tag, timeout)
         wanted = None if ranks is None else _ranks_list(ranks, self.n_ranks)
         try:
             return self._collector.collect_objects(tag, wanted, timeout)
@@ -498,6 +514,8 @@ class ReplyGather:
         """
         if self._collector is None:
             raise RuntimeError("collect_async: only the executor side (the constructor's) collects")
+        if tag is True or tag is False or timeout is True or timeout is False:
+            _refuse_bool(tag, timeout)
         wanted = _ranks_list(ranks, self.n_ranks)
         try:
             collect_id = self._collector.collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
