@@ -2,6 +2,7 @@
 type) naming the argument and its limit, never pybind11's "incompatible function arguments", a hang, an
 empty MemoryError or a silently taken value."""
 import dataclasses
+import math
 import time
 
 import pytest
@@ -174,3 +175,33 @@ def test_gather_numpy_tags_taken(gather_pair):
     w.reply(np.uint64(7), "a")
     w1.reply(np.int64(7), "b")
     assert g.collect(np.int32(7), timeout=5) == ["a", "b"]
+
+
+# ---- 6: spins and liveness intervals that no integer of nanoseconds holds ------------------------
+
+BAD_FLOATS = [math.inf, -math.inf, math.nan, 1e300]
+
+
+@pytest.mark.parametrize("value", BAD_FLOATS)
+@pytest.mark.parametrize("arg", ["spin_us", "spin_max_us"])
+def test_spin_not_finite_or_huge(arg, value):
+    refused(ValueError, lambda: ringcast.MessageQueue(1, 1, **{arg: value}), arg)
+    refused(ValueError, lambda: ringcast.ReplyGather(1, **{arg: value}), arg)
+
+
+@pytest.mark.parametrize("value", BAD_FLOATS + [86400.5])
+def test_liveness_not_finite_or_huge(value):
+    refused(ValueError, lambda: ringcast.MessageQueue(1, 1, liveness_interval=value), "liveness_interval")
+    refused(ValueError, lambda: ringcast.ReplyGather(1, liveness_interval=value), "liveness_interval")
+
+
+def test_spin_and_liveness_limits_still_taken(queue_pair):
+    # The largest values taken: a one-hour spin, a one-day liveness interval; and the small ones.
+    q, (r,) = queue_pair(1, spin_us=3.6e9, spin_max_us=3.6e9, liveness_interval=86400.0)
+    q.enqueue("x")
+    assert r.dequeue(timeout=5) == "x"
+    q2, (r2,) = queue_pair(1, spin_us=0.0, spin_max_us=0, liveness_interval=1e-3)
+    q2.enqueue("y")
+    assert r2.dequeue(timeout=5) == "y"
+    g = ringcast.ReplyGather(1, spin_us=3.6e9, spin_max_us=0.0, liveness_interval=86400)
+    g.close()

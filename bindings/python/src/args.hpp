@@ -18,9 +18,16 @@ namespace ringcast::python::detail {
 std::chrono::nanoseconds to_timeout(const std::optional<double>& seconds);
 // "<seconds> s" or "forever", for timeout messages.
 std::string timeout_text(const std::optional<double>& seconds);
-// wait: "hybrid", "futex", "spin" or "spin_yield"; the GIL probe is installed as before_sleep.
+// The longest spin_us / spin_max_us taken: one hour (a spin is meant for microseconds to milliseconds;
+// the bound keeps the conversion to integer nanoseconds defined).
+inline constexpr double kMaxSpinUs = 3600.0 * 1e6;
+// The longest liveness interval taken: one day (a dead peer is noticed within two intervals).
+inline constexpr double kMaxLivenessS = 86400.0;
+
+// wait: "hybrid", "futex", "spin" or "spin_yield"; the GIL probe is installed as before_sleep. Raises
+// ValueError naming spin_us / spin_max_us unless each is finite and in 0..kMaxSpinUs.
 WaitOptions wait_options(const std::string& wait, double spin_us, double spin_max_us);
-// Raises ValueError unless > 0.
+// Raises ValueError unless > 0 and <= kMaxLivenessS (NaN and infinities included).
 std::chrono::nanoseconds liveness_from(double seconds);
 
 // A buffer exported by a Python object, released (with the GIL) when destroyed.
