@@ -140,6 +140,15 @@ public:
     // and the destructor no more; what is mapped stays usable. Workers attached keep their rings;
     // a later attach finds no group. Idempotent; not thread-safe against the destructor.
     void remove_names() noexcept;
+    // Gives every reply ring back now, as the destructor does: a worker replying afterwards never
+    // waits for this collector (its ring has no reader left to wait for). For an executor done
+    // before its object goes (the Python binding's close()). Afterwards only cancel(),
+    // remove_names(), check_liveness(), name(), ranks() and the destructor may be called: collect
+    // would release records of rings it no longer reads. Idempotent; as every call, not while
+    // another call is in progress.
+    void detach_readers() noexcept {
+        for (auto& rd : readers_) rd.detach();
+    }
     // The check collect() runs every liveness_interval, for callers that wait in their own slices:
     // throws Error(peer_dead) naming a dead worker among `ranks` (empty: all).
     void check_liveness(std::span<const std::uint32_t> ranks);
@@ -258,6 +267,9 @@ public:
     }
     void commit_reply(std::size_t used, std::uint64_t tag);
     void close() noexcept { writer_.close(); }  // wakes the collector on the bell too
+    // A reply blocked for room in another thread returns Status::cancelled now, as every later one
+    // that has to wait (Writer::cancel). Safe from any thread.
+    void cancel() noexcept { writer_.cancel(); }
     // Event loops: the reply ring's wait for room on an eventfd, as Writer's (wake_fd, arm_wake_fd,
     // disarm_wake_fd: events/eventfd.hpp) — a relay waiting for room in several rings and on its
     // sockets in one poll (the remote reply bridge).

@@ -131,3 +131,17 @@ def idle_cpu_reader(handle, burst, results):
     cpu0, wall0 = time.process_time(), time.monotonic()
     q.dequeue(timeout=30)
     results.put((time.process_time() - cpu0, time.monotonic() - wall0))
+
+
+def gather_replies_after_executor_closed(handle, attached, closed, n, size):
+    """Attaches, says so, waits for the executor's close, then replies n times (size bytes each, 5 s
+    timeout each): exit code 0 when every reply went through, 3 on the first TimeoutError."""
+    g = ringcast.ReplyGather.create_from_handle(handle, 0)
+    attached.set()
+    closed.wait(30)
+    for i in range(n):
+        try:
+            g.reply(i, b"x" * size, timeout=5)
+        except TimeoutError:
+            os._exit(3)
+    g.close()

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import ringcast
-from _workers import gather_worker, gather_worker_dies, np, pattern
+from _workers import gather_replies_after_executor_closed, gather_worker, gather_worker_dies, np, pattern
 
 METHODS = ["doorbell", "futex_waitv"]
 
@@ -151,6 +151,66 @@ def test_close_removes_the_groups_names_at_once():
     w.close()
     with pytest.raises(ringcast.ClosedError, match="this ReplyGather was closed"):
         w.reply(1, "late")
+
+
+def test_an_executor_closed_before_its_object_goes_never_blocks_its_workers():
+    """close() gives the reply rings back at once, as the object's end does: a worker replying after
+    it never waits for room (it waited forever: the rings kept their reader while `g` was alive)."""
+    g = ringcast.ReplyGather(1, max_reply_bytes=1000)
+    ctx = mp.get_context("spawn")
+    attached, closed = ctx.Event(), ctx.Event()
+    p = ctx.Process(target=gather_replies_after_executor_closed,
+                    args=(g.export_handle(), attached, closed, 40, 5000))
+    p.start()
+    try:
+        assert attached.wait(60), "the worker did not attach"
+        g.close()
+        closed.set()
+        p.join(60)
+        assert p.exitcode == 0, f"worker exit code {p.exitcode} (3: a reply timed out after the executor's close)"
+    finally:
+        if p.is_alive():
+            p.kill()
+    with pytest.raises(ringcast.ClosedError, match="this ReplyGather was closed"):
+        g.collect(1, timeout=0)
+    del g
+
+
+def test_a_worker_closed_from_another_thread_wakes_its_blocked_reply_and_nothing_lands_after():
+    """A reply larger than a record waits once for its whole timeout: close() from another thread
+    wakes it (it waited the timeout out, then raised TimeoutError), and none of it lands."""
+    g = ringcast.ReplyGather(1, max_reply_bytes=1000)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    sent = 0
+    while True:  # fill the reply ring
+        try:
+            w.reply(sent, b"x" * 900, timeout=0)
+        except TimeoutError:
+            break
+        sent += 1
+    outcome = {}
+
+    def blocked_reply():
+        t0 = time.monotonic()
+        try:
+            w.reply(999, b"y" * 20_000, timeout=10)  # larger than a record: one wait for the whole timeout
+            outcome["got"] = "returned"
+        except Exception as e:  # noqa: BLE001 — the type is the assertion
+            outcome["got"] = e
+        outcome["after"] = time.monotonic() - t0
+
+    t = threading.Thread(target=blocked_reply)
+    t.start()
+    time.sleep(0.2)
+    w.close()
+    t.join(15)
+    assert isinstance(outcome.get("got"), ringcast.ClosedError), outcome
+    assert outcome["after"] < 3, outcome
+    for tag in range(sent):  # what was sent before the close is all there ...
+        assert g.collect(tag, [0], timeout=5) == [b"x" * 900]
+    with pytest.raises(ringcast.ClosedError):  # ... and the blocked reply never landed
+        g.collect(999, [0], timeout=1)
+    g.close()
 
 
 def test_bad_arguments():

@@ -32,6 +32,7 @@ PyGatherCollector::PyGatherCollector(const std::string& name, std::uint32_t rank
     o.liveness_interval = liveness_;
     collector_ = std::make_unique<GatherCollector>(GatherCollector::create(name, o));
     shut_text_ = "this ReplyGather was closed";
+    releases_on_shutdown_ = true;  // shutdown() gives the reply rings back (release_after_shutdown)
 }
 
 PyGatherCollector::~PyGatherCollector() {
@@ -94,6 +95,7 @@ bool PyGatherCollector::collect_done() {
     check_not_unpickling("done");
     if (!async_) return false;
     if (async_->status != Status::timed_out || async_->error) return true;
+    if (shut_.load(std::memory_order_acquire)) return true;  // result() raises ClosedError: the rings are given back
     Busy busy(*this);
     try {
         async_->status = attempt(*async_, 0ns, nullptr);  // the GIL is held
@@ -152,6 +154,7 @@ PyGatherCollector::Collect PyGatherCollector::result() {
     check_not_unpickling("result");
     if (!async_) throw Failure{PyExc_RuntimeError, "result(): no collect_async is pending"};
     Busy busy(*this);
+    check_usable("result");  // closed: its rings were given back (release_after_shutdown)
     std::unique_ptr<Collect> c = std::move(async_);
     if (c->error) std::rethrow_exception(c->error);
     Gil gil;
@@ -167,8 +170,17 @@ PyGatherCollector::Collect PyGatherCollector::result() {
 
 void PyGatherCollector::shutdown() {
     if (forked_child()) return;
-    if (shut_.exchange(true, std::memory_order_acq_rel)) return;
-    collector_->cancel();
+    if (shut_.exchange(true, std::memory_order_seq_cst)) return;  // seq_cst: pairs with Busy's (gil.hpp)
+    collector_->cancel();  // a collect blocked in another thread wakes and raises ClosedError
+    release_when_idle();   // the rings go back now, or when that call leaves
+}
+
+// Every later call that would read the rings is refused (check_usable) or ends at shut_ (collect_done,
+// result()); the event-loop helpers that skip Busy touch only the bell and the writers' claims.
+// Never in a forked child: the claims in the rings are the parent's.
+void PyGatherCollector::release_after_shutdown() noexcept {
+    if (forked_child()) return;
+    collector_->detach_readers();
 }
 
 // The group's names go at close(), as a MessageQueue's shutdown() removes its name: a worker attaching
@@ -387,6 +399,7 @@ PyGatherWorker::PyGatherWorker(const std::string& name, std::uint32_t rank, cons
     wo.liveness_interval = liveness_;
     worker_ = std::make_unique<GatherWorker>(GatherWorker::attach(name, rank, wo));
     shut_text_ = "this ReplyGather was closed";
+    releases_on_shutdown_ = true;  // close() from another thread closes the ring once a reply in it leaves
 }
 
 void PyGatherWorker::reply(std::uint64_t tag, py::buffer data, const std::optional<double>& timeout) {
@@ -446,7 +459,15 @@ void PyGatherWorker::reply_waiting(std::uint64_t tag, std::span<const std::byte>
 
 void PyGatherWorker::close() {
     if (forked_child()) return;
-    shut_.store(true, std::memory_order_release);
+    if (shut_.exchange(true, std::memory_order_seq_cst)) return;  // seq_cst: pairs with Busy's (gil.hpp)
+    worker_->cancel();   // a reply blocked in another thread wakes and raises ClosedError
+    release_when_idle();  // the close comes now, or when that reply leaves
+}
+
+// The core's close() only from the thread that replies (it is not cancel()): a reply that found room
+// between our cancel and its next record would otherwise land after the close.
+void PyGatherWorker::release_after_shutdown() noexcept {
+    if (forked_child()) return;
     worker_->close();
 }
 

@@ -87,6 +87,8 @@ public:
     // gather may collect again; the replies it took stay with the core for the next collect of the tag.
     void collect_abandon(std::uint64_t id) noexcept;
 
+    // A collect blocked in another thread wakes and raises ClosedError; the reply rings go back now,
+    // or when that call leaves (release_after_shutdown): workers replying later never block.
     void shutdown();
     void remove_names();  // GatherCollector::remove_names (not in a forked child)
     [[nodiscard]] const std::string& name() const { return name_; }
@@ -95,6 +97,8 @@ public:
     [[nodiscard]] GatherCollector& core() noexcept { return *collector_; }  // events.cpp: the wake fd
 
 private:
+    void release_after_shutdown() noexcept override;  // GatherCollector::detach_readers
+
     struct Collect {  // one collect in progress: what is asked, what came, what is left
         std::uint64_t id = 0;  // collect_start's number: a PendingReplies acts on its own collect only
         std::uint64_t tag = 0;
@@ -151,12 +155,17 @@ public:
     // reply in one call: pickles `obj` (protocol 5, in-band) here, then reply()'s path. The pickling
     // runs before the one-thread check (as a pickle made in Python would); nothing is sent if it raises.
     void reply_object(std::uint64_t tag, py::handle obj, const std::optional<double>& timeout);
+    // From any thread: a reply blocked in another thread wakes and raises ClosedError (one that finds
+    // room as it wakes completes, before the close); the ring closes now, or when that reply leaves
+    // (release_after_shutdown) — nothing lands after the close.
     void close();
     [[nodiscard]] std::uint32_t rank() const { return worker_->rank(); }
     // The cap of this worker's adaptive spin (its waits for room in the reply ring), in µs.
     [[nodiscard]] double spin_max_us() const { return static_cast<double>(worker_->wait_options().spin_max.count()) / 1e3; }
 
 private:
+    void release_after_shutdown() noexcept override;  // GatherWorker::close
+
     void reply_bytes(std::uint64_t tag, std::span<const std::byte> bytes, const std::optional<double>& timeout);
     void reply_waiting(std::uint64_t tag, std::span<const std::byte> bytes, const std::optional<double>& timeout);
 
