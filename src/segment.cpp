@@ -342,7 +342,9 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
 }
 
 std::optional<JudgedBell> read_bell(std::string_view name) {
-    const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    // O_NONBLOCK: a FIFO under the name would block a read-only open until some writer opened it (a
+    // create or a sweep hung on it); it opens at once, and fstat below says it is no bell.
+    const int fd = ::shm_open(shm_path(name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) return std::nullopt;
     std::uint64_t magic = 0;
     JudgedBell bell;

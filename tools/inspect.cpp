@@ -92,7 +92,8 @@ SegmentInfo inspect(const std::string& name) {
         return info;
     }
     const std::string path = "/" + name;
-    const int fd = ::shm_open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    // O_NONBLOCK: a FIFO's read-only open would wait for a writer; fstat below refuses it at once.
+    const int fd = ::shm_open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) {
         info.error = open_error(errno);
         return info;
@@ -212,7 +213,7 @@ Listing list_segments(const std::string& prefix) {
         if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         const bool bell_sized = st.st_size == static_cast<off_t>(sizeof(layout::DoorbellLine));
         if (st.st_size < static_cast<off_t>(sizeof(layout::SegmentHeader)) && !bell_sized) continue;
-        const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             if (errno == EACCES || errno == EPERM) ++out.unreadable;
             continue;

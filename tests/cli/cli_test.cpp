@@ -259,6 +259,13 @@ TEST(CliStat, ErrorsAreClear) {
     ::rmdir(("/dev/shm/" + dir).c_str());
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("not a ringcast segment (a directory)"), std::string::npos) << r.err;
+    // A FIFO: a read-only open of one waits for a writer that never comes (stat hung on it).
+    const std::string fifo = prefix + "fifo";
+    ASSERT_EQ(::mkfifo(("/dev/shm/" + fifo).c_str(), 0600), 0);
+    r = cli({"stat", fifo});
+    ::unlink(("/dev/shm/" + fifo).c_str());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("not a ringcast segment (not a regular file)"), std::string::npos) << r.err;
     r = cli({"stat"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("usage"), std::string::npos) << r.err;

@@ -213,6 +213,23 @@ def test_a_worker_closed_from_another_thread_wakes_its_blocked_reply_and_nothing
     g.close()
 
 
+def test_a_fifo_under_the_bells_name_is_refused_at_once():
+    """A FIFO where the doorbell goes blocked the create's read-only look at it forever (no writer
+    ever opens it); now it is refused at once, naming the object, and nothing of the group stays."""
+    import subprocess
+    import sys
+    name = f"fifo-bell-{os.getpid()}"
+    os.mkfifo(f"/dev/shm/{name}.bell")
+    try:
+        code = f"import ringcast\ntry:\n    ringcast.ReplyGather(1, name={name!r})\nexcept ValueError as e:\n    print(e)\n"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        assert f"{name}.bell' already exists and is not a ringcast doorbell" in out.stdout, out
+        assert sorted(n for n in os.listdir("/dev/shm") if n.startswith(name)) == [f"{name}.bell"]
+    finally:
+        os.unlink(f"/dev/shm/{name}.bell")
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError):
         ringcast.ReplyGather(0)
