@@ -492,6 +492,27 @@ def test_a_failed_device_copy_is_retried_by_the_next_dequeue(queue_pair, host_gp
     assert (got == source).all() and chunks > 1 and host_gpu.reads == chunks + 1  # the failed one twice
 
 
+def test_a_cancellable_vllm_dequeue_receives_a_device_message_across_its_slices(host_gpu):
+    """vLLM's worker loop reads with a cancel event (ringcast.vllm): a device message far larger than
+    the ring arrives chunk by chunk across that read's slices, whole, and the queue goes on."""
+    import threading
+    import ringcast.vllm as rv
+    q = rv.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4)
+    r = rv.MessageQueue.create_from_handle(q.export_handle(), 0)
+    try:
+        source = np.arange(100_000, dtype=np.uint32).view(np.uint8).copy()  # 400 KB through a 64 KiB ring
+        sender = threading.Thread(target=host_gpu.send, args=(q, source))
+        sender.start()
+        got = r.dequeue(timeout=30, cancel=threading.Event())["a"]
+        sender.join()
+        assert (got == source).all()
+        q.enqueue("after", timeout=5)
+        assert r.dequeue(timeout=5, cancel=threading.Event()) == "after"
+    finally:
+        q.shutdown()
+        r.shutdown()
+
+
 def test_a_device_message_in_a_dequeue_many_burst_is_a_read_of_its_own(queue_pair, host_gpu):
     """A burst that reaches a device message returns what came before it; the device message is the
     next read's, and one whose copy failed is resumed once — never received a second time."""

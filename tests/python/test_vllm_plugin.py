@@ -139,6 +139,20 @@ def test_cancel_event_interrupts_a_blocked_dequeue():
     r.shutdown()
 
 
+def test_a_cancellable_dequeue_receives_a_device_message():
+    """vLLM's worker loop reads with a cancel event: a message the writer sent as a device message (its
+    CUDA arrays' chunks after it; here none, so no GPU is needed) took the plain path there and failed
+    to unpickle ("unpickling stack underflow"); it is received as dequeue() receives it."""
+    from ringcast import _gpu
+    q, r = _pair()
+    q._writer.send([_gpu._MAGIC, pickle.dumps([]), pickle.dumps({"step": 1})])
+    assert r.dequeue(timeout=5, cancel=threading.Event()) == {"step": 1}
+    q.enqueue({"step": 2})
+    assert r.dequeue(timeout=5, cancel=threading.Event()) == {"step": 2}
+    q.shutdown()
+    r.shutdown()
+
+
 def test_cancel_slices_lose_no_part_of_a_long_message():
     # A message far larger than the ring streams in records; slices of the cancellable wait end in the
     # middle of it, and the reader keeps what it took.

@@ -97,9 +97,20 @@ class MessageQueue(_RingcastQueue):
         if cancel is None:
             return super().dequeue(timeout, indefinite)
         self._require_reader("dequeue")
-        if self._burst_left:  # what a dequeue_many took and left for the next read
+        if self._gpu_pending is None and self._burst_left:  # what a dequeue_many took and left for the next read
             return self._take_burst_left(1, timeout, None, "dequeue")[0]
-        return self._loads(self._until_cancelled(self._reader.recv, timeout, cancel))
+        if self._gpu_pending is None:
+            parts = self._until_cancelled(self._reader.recv, timeout, cancel)
+            if not _gpu.is_device_message(parts):
+                return self._loads(parts)
+            # CUDA arrays: their chunks follow in the ring. The first slice takes what is there; a
+            # slice that times out leaves the message half received (_gpu_pending) for the next.
+            try:
+                return _gpu.receive(self, parts, 0.0, None)
+            except TimeoutError:
+                pass
+        # A device message a slice (or a timed-out dequeue) left half received: resumed in slices.
+        return self._until_cancelled(lambda t: _gpu.resume(self, t), timeout, cancel)
 
     @contextlib.contextmanager
     def acquire_read(self, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None,  # type: ignore[override]
