@@ -278,6 +278,16 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
     return block_until(options_.wait, ctx, [&] { return any_pending_ready(pending); });
 }
 
+bool GatherCollector::take_other_tag(std::uint64_t tag, std::uint32_t r, std::optional<std::vector<std::byte>>& out) {
+    if (r >= other_tag_.size()) return false;
+    auto& kept = other_tag_[r];
+    const auto found = std::find_if(kept.begin(), kept.end(), [&](const TaggedReply& t) { return t.tag == tag; });
+    if (found == kept.end()) return false;
+    out = std::move(found->bytes);
+    kept.erase(found);
+    return true;
+}
+
 void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>& pending,
                                   std::vector<std::uint32_t>& closed_ranks, GatherResult& result) {
     for (auto it = pending.begin(); it != pending.end();) {
@@ -309,10 +319,17 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
         }
         if (m.tag != tag) {
             const std::uint64_t got = m.tag;
-            rd.release();  // consumed: the next collect() starts clean
+            // Out of the ring (the next collect() starts clean) and kept for a collect of its own tag.
+            if (other_tag_.empty()) other_tag_.resize(readers_.size());
+            auto& kept = other_tag_[*it];
+            if (kept.size() == kOtherTagKept) kept.erase(kept.begin());
+            kept.push_back({got, std::vector<std::byte>(m.bytes.begin(), m.bytes.end())});
+            rd.release();
             throw Error(ErrorCode::stale_reply, "gather '" + name_ + "': rank " + std::to_string(*it) +
                                                     " replied with tag " + std::to_string(got) +
-                                                    " while collecting tag " + std::to_string(tag));
+                                                    " while collecting tag " + std::to_string(tag) +
+                                                    " (that reply is kept: a collect of tag " + std::to_string(got) +
+                                                    " returns it)");
         }
         result.replies[*it].emplace(m.bytes.begin(), m.bytes.end());
         rd.release();
@@ -350,6 +367,13 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
             }
         } else {
             kept_.clear();  // another tag's: its collect did not finish and the caller moved on
+        }
+    }
+    // Replies to this tag that an earlier collect found while collecting another.
+    if (!other_tag_.empty()) {
+        for (auto it = pending.begin(); it != pending.end();) {
+            if (take_other_tag(tag, *it, result.replies[*it])) it = pending.erase(it);
+            else ++it;
         }
     }
     // An unfinished collect keeps what it took (released from the rings: nobody else has it any

@@ -149,10 +149,49 @@ TEST_P(Gather, StaleReplyIsAnErrorNamingRankAndBothTags) {
         EXPECT_NE(what.find("tag 5"), std::string::npos) << what;
         EXPECT_NE(what.find("tag 6"), std::string::npos) << what;
     }
-    // The stale reply was consumed; rank 0 answers request 6 now and the collect completes.
+    // The stale reply left its ring; rank 0 answers request 6 now and the collect completes.
     ASSERT_EQ(w0.reply(6, reply_bytes(0, 6)), Status::ok);
     const GatherResult res = c.collect_all(6, 1s);
     ASSERT_EQ(res.status, Status::ok) << res.describe();
+    // It was kept for a collect of its own tag.
+    const std::uint32_t rank0[] = {0};
+    const GatherResult late = c.collect(5, rank0, 0ns);
+    ASSERT_EQ(late.status, Status::ok) << late.describe();
+    EXPECT_EQ(*late.replies[0], reply_bytes(0, 5));
+}
+
+// A worker that went on to a later request (a replacement that never got the earlier one): the collect
+// of the earlier request finds its reply to the later one and says so, and the collect of the later
+// request gets it — it was lost, and that collect waited for it forever.
+TEST_P(Gather, AReplyToALaterRequestIsKeptForThatRequestsCollect) {
+    ScopedName name("gl");
+    auto c = GatherCollector::create(name, options(2));
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    ASSERT_EQ(w0.reply(4, reply_bytes(0, 4)), Status::ok);
+    ASSERT_EQ(w1.reply(5, reply_bytes(1, 5)), Status::ok);  // rank 1 never answered request 4
+    ASSERT_EQ(w0.reply(5, reply_bytes(0, 5)), Status::ok);
+    try {
+        (void)c.collect_all(4, 1s);
+        FAIL() << "rank 1's reply to request 5 was accepted for request 4";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::stale_reply);
+        EXPECT_NE(std::string(e.what()).find("a collect of tag 5 returns it"), std::string::npos) << e.what();
+    }
+    const GatherResult res = c.collect_all(5, 0ns);
+    ASSERT_EQ(res.status, Status::ok) << res.describe();
+    EXPECT_EQ(*res.replies[0], reply_bytes(0, 5));
+    EXPECT_EQ(*res.replies[1], reply_bytes(1, 5));
+    // Kept a few a rank: the oldest goes first.
+    for (std::uint64_t t = 10; t < 16; ++t) ASSERT_EQ(w1.reply(t, reply_bytes(1, t)), Status::ok);
+    const std::uint32_t rank1[] = {1};
+    for (int i = 0; i < 6; ++i) EXPECT_THROW((void)c.collect(9, rank1, 0ns), Error);
+    EXPECT_EQ(c.collect(10, rank1, 0ns).status, Status::timed_out) << "the oldest of more than it keeps was dropped";
+    for (std::uint64_t t = 12; t < 16; ++t) {
+        const GatherResult r = c.collect(t, rank1, 0ns);
+        ASSERT_EQ(r.status, Status::ok) << t << ": " << r.describe();
+        EXPECT_EQ(*r.replies[1], reply_bytes(1, t));
+    }
 }
 
 TEST_P(Gather, TimeoutNamesExactlyTheRanksThatDidNotAnswer) {

@@ -27,6 +27,7 @@
 // slices, never waits for a reply that already came; a collect of another tag drops them.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -206,10 +207,15 @@ private:
     // are empty until the next step; a reply kept for another tag is dropped by that collect, so its
     // rank is awaited) — or nothing is left to await (every rank's reply kept: collect now).
     [[nodiscard]] bool any_awaited_ready(std::uint64_t tag, const std::vector<std::uint32_t>& ranks) noexcept;
-    // Whether an unfinished collect of `tag` took rank r's reply and keeps it for the next one.
+    // Whether rank r's reply to `tag` was taken already and is kept for a collect of `tag`: by an
+    // unfinished collect of `tag`, or taken as another tag's reply (other_tag_).
     [[nodiscard]] bool kept_for(std::uint64_t tag, std::uint32_t r) const noexcept {
-        return kept_tag_ == tag && r < kept_.size() && kept_[r].has_value();
+        if (kept_tag_ == tag && r < kept_.size() && kept_[r].has_value()) return true;
+        if (r >= other_tag_.size()) return false;
+        return std::any_of(other_tag_[r].begin(), other_tag_[r].end(), [&](const TaggedReply& t) { return t.tag == tag; });
     }
+    // Moves rank r's reply to `tag` out of other_tag_ into `out`; false if none is kept there.
+    bool take_other_tag(std::uint64_t tag, std::uint32_t r, std::optional<std::vector<std::byte>>& out);
 
     // Whether this object removes the group's names when it dies: a move hands that over (the
     // defaulted move of GatherCollector moves this member with it), so a moved-from collector — every
@@ -230,6 +236,18 @@ private:
     // Replies taken by a collect() that did not finish: returned by the next collect(kept_tag_).
     std::vector<std::optional<std::vector<std::byte>>> kept_;
     std::uint64_t kept_tag_ = 0;
+    // Replies a collect found with another tag than its own (Error stale_reply), by rank, oldest first:
+    // released from the ring (a stale one would otherwise stop every later collect of the rank) and
+    // kept for a collect of their own tag — a worker that went on to a later request (a replacement
+    // that never got the earlier one) has its answer taken by that request's collect, not lost. At
+    // most kOtherTagKept a rank (the oldest goes), dropped as their rank's collects pass their tag
+    // never: a reply to a request nobody collects again stays until it is pushed out.
+    struct TaggedReply {
+        std::uint64_t tag;
+        std::vector<std::byte> bytes;
+    };
+    static constexpr std::size_t kOtherTagKept = 4;
+    std::vector<std::vector<TaggedReply>> other_tag_;
     SpinHistory reply_waits_;   // how long whole collects waited (adaptive hybrid)
     SpinHistory reply_spread_;  // how far a collect's last reply trailed its first: the later waits' spin
     // The later waits' cap (the stragglers behind a collect's first reply): a reader's (WaitOptions,

@@ -72,6 +72,21 @@ def test_stale_reply_is_an_error_naming_rank_and_tags(method):
     g.close()
 
 
+def test_a_reply_to_a_later_request_is_kept_for_that_requests_collect():
+    """A worker that answered request 5 and never request 4 (a replacement): collect(4) says so, and
+    collect(5) returns that answer — it was consumed as stale, and collect(5) waited for it forever."""
+    g = ringcast.ReplyGather(2)
+    w0 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    w1 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    w0.reply(4, "w0 to 4")
+    w1.reply(5, "w1 to 5")
+    w0.reply(5, "w0 to 5")
+    with pytest.raises(ringcast.StaleReplyError, match=r"rank 1 replied with tag 5 while collecting tag 4.*kept"):
+        g.collect(4, timeout=1)
+    assert g.collect(5, timeout=0) == ["w0 to 5", "w1 to 5"]
+    g.close()
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_timeout_names_the_missing_ranks(method):
     g = ringcast.ReplyGather(4, method=method)

@@ -441,9 +441,10 @@ class ReplyGather:
                 took are kept: a retry, collect() of the same tag, returns them and waits only for
                 the rest; a collect of another tag drops them (and a reply that arrives for the
                 abandoned tag later raises StaleReplyError there).
-            StaleReplyError: a rank replied with another tag (names the rank and both tags). The
-                stale reply is consumed; the good replies this collect took before it are kept for
-                the next collect of the same tag (a collect of another tag drops them).
+            StaleReplyError: a rank replied with another tag (names the rank and both tags). That
+                reply leaves the ring and is kept for a collect of its own tag (up to 4 a rank); the
+                good replies this collect took before it are kept for the next collect of the same
+                tag (a collect of another tag drops them).
             PeerDeadError: a pending worker died (names its rank and pid; within two liveness
                 intervals); a pending remote worker's connection dropped (names the rank).
             ClosedError: a pending worker closed its reply ring (names the ranks), or the gather
