@@ -229,6 +229,14 @@ bool reclaim_if_abandoned(std::string_view name, bool allowed) {
     }
     const std::string user = Segment::user_of(seg->base());
     if (!user.empty()) throw Error(ErrorCode::already_exists, taken + " and is in use: " + user);
+    // Abandoned, but another user's (readable to us: a group or world mode): a reclaim or a sweep
+    // removes only this user's objects, so the name stays taken — said so, not passed off as a race.
+    if (struct stat st {}; ::lstat(shm_file(name).c_str(), &st) == 0 && st.st_uid != ::geteuid())
+        throw Error(ErrorCode::already_exists,
+                    taken + "; nobody uses it any more, but it belongs to uid " + std::to_string(st.st_uid) +
+                        " (this process runs as uid " + std::to_string(::geteuid()) +
+                        "): only its owner reclaims it; its owner or root can remove it with `ringcast rm " +
+                        std::string(name) + "`");
     if (!allowed)
         throw Error(ErrorCode::already_exists, taken + "; nobody uses it any more (`ringcast gc` or `python3 -m "
                                                        "ringcast gc` removes such segments, or set reclaim_abandoned)");
@@ -452,6 +460,9 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     if (magic == 0)
         throw Error(ErrorCode::not_ringcast, std::string(kNoMagicYet) + " (not initialised: its creator is "
                                              "still creating it, died while creating it, or it is not ringcast's)");
+    if (magic == kDoorbellMagic)  // same offset: each object's magic is its first word
+        throw Error(ErrorCode::not_ringcast, "not a queue segment: a ringcast gather's doorbell (the '<group>.bell' "
+                                             "of a ReplyGather / GatherCollector); attach a gather through its handle");
     if (magic != kMagic) throw Error(ErrorCode::not_ringcast, "not a ringcast segment (foreign magic)");
     if (h.abi_version != kAbiVersion)
         throw Error(ErrorCode::version_mismatch,

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ringcast/gather.hpp"
 #include "ringcast/ring.hpp"
 #include "test_util.hpp"
 
@@ -203,6 +204,13 @@ TEST(Segment, AttachValidatesEverything) {
         std::vector<std::byte> junk(100000, std::byte{0x5a});
         make_raw(n.str(), junk);
         expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::not_ringcast, "foreign magic");
+    }
+    {
+        // A gather's doorbell is ringcast's own object: said so, not called foreign.
+        ScopedName group("bell-as-queue");
+        auto collector = GatherCollector::create(group, GatherOptions{.ranks = 1});
+        expect_error([&] { (void)Reader::attach(group.str() + ".bell", 0); }, ErrorCode::not_ringcast,
+                     "a ringcast gather's doorbell");
     }
     {
         ScopedName n("tiny");

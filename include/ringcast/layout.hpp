@@ -343,6 +343,8 @@ struct alignas(kLine) DoorbellLine {  // its own line: workers load collector_sl
     EventfdSlot collector_eventfd;                  // the collector's eventfd while it waits on one
 };
 static_assert(std::is_standard_layout_v<DoorbellLine> && sizeof(DoorbellLine) == kLine);
+// A queue's attach tells a doorbell from a foreign object by the magic at the same place.
+static_assert(offsetof(DoorbellLine, magic) == offsetof(SegmentHeader, magic));
 
 // ---- layout hash: any change of a size or offset changes it, so mismatched builds refuse ----------
 [[nodiscard]] constexpr std::uint32_t fnv1a_step(std::uint32_t h, std::uint64_t v) noexcept {

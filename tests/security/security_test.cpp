@@ -151,6 +151,21 @@ TEST(OtherUser, ARefusalSaysWhoseSegmentItIsAndAdvisesNoRemovalTheUserCannotMake
     EXPECT_EQ(rc2, 0);
 }
 
+// Another user's queue, abandoned (its writer killed): a create under its name cannot reclaim it (only
+// this user's objects are reclaimed) and says whose it is — it said "another process re-created it
+// just now".
+TEST(OtherUser, AnAbandonedSegmentOfAnotherUserIsSaidToBeTheirs) {
+    REQUIRE_ROOT();
+    ScopedName name("sec-abandoned");
+    const int rc = as_nobody([&] {
+        auto w = Writer::create(name, SegmentOptions{.readers = 1, .mode = 0644});
+        std::_Exit(0);  // as if killed (no destructor): the name stays, its writer is gone
+    });
+    ASSERT_EQ(rc, 0);
+    expect_code([&] { (void)Writer::create(name, SegmentOptions{.readers = 1}); }, ErrorCode::already_exists,
+                "nobody uses it any more, but it belongs to uid 65534");
+}
+
 TEST(Names, ADirectoryOfTheNameIsNamedAsOne) {
     ScopedName name("sec-dir");
     const std::string path = "/dev/shm/" + name.str();
