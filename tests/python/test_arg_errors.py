@@ -205,3 +205,34 @@ def test_spin_and_liveness_limits_still_taken(queue_pair):
     assert r2.dequeue(timeout=5) == "y"
     g = ringcast.ReplyGather(1, spin_us=3.6e9, spin_max_us=0.0, liveness_interval=86400)
     g.close()
+
+
+def test_numpy_integers_are_ints_for_the_constructors_too():
+    """python.md's error table: numpy's integers are ints — the counts and sizes of both constructors
+    took only int; the handles carry plain ints (a reader without numpy can unpickle them)."""
+    np = pytest.importorskip("numpy")
+    import pickle
+    q = ringcast.MessageQueue(np.int64(1), np.int32(1), max_chunk_bytes=np.int64(1 << 16), max_chunks=np.int8(4))
+    h = q.export_handle()
+    assert type(h.n_reader) is int and b"numpy" not in pickle.dumps(h)
+    q.shutdown()
+    g = ringcast.ReplyGather(np.int64(2), max_reply_bytes=np.int64(1000), mode=np.int64(0o600))
+    assert b"numpy" not in pickle.dumps(g.export_handle())
+    g.close()
+
+
+def test_a_queue_or_gather_passed_to_another_process_says_to_pass_its_handle():
+    import multiprocessing as mp
+    import pickle
+    q = ringcast.MessageQueue(1, 1)
+    g = ringcast.ReplyGather(1)
+    try:
+        for obj, cls in ((q, "MessageQueue"), (g, "ReplyGather")):
+            with pytest.raises(TypeError, match=f"{cls}.create_from_handle"):
+                pickle.dumps(obj)
+            p = mp.get_context("spawn").Process(target=print, args=(obj,))
+            with pytest.raises(TypeError, match="export_handle"):
+                p.start()
+    finally:
+        q.shutdown()
+        g.close()

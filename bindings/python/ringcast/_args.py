@@ -95,10 +95,12 @@ def raise_in_callers_terms(e: TypeError, method: str, *, tag: Any = _UNSET, time
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = None, why: str = "") -> int:
-    """``value`` as an int argument ``name`` takes it: TypeError unless an int (not a bool), ValueError
-    below ``minimum`` or above ``maximum`` (``why``: what the limit is, said after it)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """``value`` as an int argument ``name`` takes it, returned as a plain int: TypeError unless an
+    integer (an int or numpy's integers; not a bool), ValueError below ``minimum`` or above ``maximum``
+    (``why``: what the limit is, said after it)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = int(value)  # a numpy integer becomes an int: what handles carry must unpickle without numpy
     if maximum is None:
         if value < minimum:
             raise ValueError(f"{name} must be >= {minimum}, got {value}")

@@ -217,8 +217,10 @@ class ReplyGather:
                  mode: int = 0o600, sweep_abandoned: bool = True,
                  remote_ranks: Optional[Iterable[int]] = None, connect_ip: Optional[str] = None,
                  remote_port: int = 0, curve_secret_key: Optional[str] = None):
-        if isinstance(n_ranks, bool) or not isinstance(n_ranks, int):
-            raise TypeError(f"n_ranks must be an int, got {type(n_ranks).__name__}")
+        given: Any = n_ranks  # (typed int, which mypy does not count among numbers.Integral)
+        if isinstance(given, bool) or not isinstance(given, numbers.Integral):
+            raise TypeError(f"n_ranks must be an int, got {type(given).__name__}")
+        n_ranks = int(given)  # numpy's integers too; the handle carries a plain int
         if n_ranks < 1:
             raise ValueError(f"n_ranks must be an int >= 1, got {n_ranks!r}")
         if n_ranks > _core.MAX_READERS:  # the binding takes a uint32, the core at most MAX_READERS
@@ -226,9 +228,9 @@ class ReplyGather:
         # The binding takes the sizes as uint64 and the mode as uint32: out of range, it would refuse
         # them in its own terms ("incompatible function arguments"), and a negative or fractional size
         # would pass unnoticed.
-        _check_int("max_reply_bytes", max_reply_bytes, 0, MAX_CAPACITY // 4 - 64,
+        max_reply_bytes = _check_int("max_reply_bytes", max_reply_bytes, 0, MAX_CAPACITY // 4 - 64,
                    "4 x (max_reply_bytes + 64) sizes a reply ring, at most 1 TiB")
-        _check_int("mode", mode, 0, 0o777, "permission bits, 0o777")
+        mode = _check_int("mode", mode, 0, 0o777, "permission bits, 0o777")
         remote = _ranks_list([] if remote_ranks is None else remote_ranks, n_ranks)
         if len(set(remote)) != len(remote):
             raise ValueError(f"remote_ranks has duplicates: {remote}")
@@ -567,6 +569,11 @@ class ReplyGather:
             self._collector.remove_names()
 
     shutdown = close
+
+    def __reduce__(self) -> Any:
+        # As MessageQueue's: the endpoint is this process's; the handle travels.
+        raise TypeError("a ReplyGather cannot be pickled or passed to another process: pass its "
+                        "export_handle() and call ReplyGather.create_from_handle(handle, rank) there")
 
     def __repr__(self) -> str:
         side = ("executor" if self._collector is not None else

@@ -296,10 +296,10 @@ class MessageQueue:
         curve_allowed_clients: Optional[List[str]] = None,
         remote_reader_ranks: Optional[List[int]] = None,
     ):
-        _check_int("n_reader", n_reader, 1)
-        _check_int("n_local_reader", n_local_reader, 0)
-        _check_int("max_chunk_bytes", max_chunk_bytes, 1)
-        _check_int("max_chunks", max_chunks, 1)
+        n_reader = _check_int("n_reader", n_reader, 1)
+        n_local_reader = _check_int("n_local_reader", n_local_reader, 0)
+        max_chunk_bytes = _check_int("max_chunk_bytes", max_chunk_bytes, 1)
+        max_chunks = _check_int("max_chunks", max_chunks, 1)
         if n_local_reader > n_reader:
             raise ValueError(f"n_local_reader ({n_local_reader}) exceeds n_reader ({n_reader})")
         # The limits before anything is built from the counts (a list of n_reader ranks would take
@@ -992,6 +992,12 @@ class MessageQueue:
     def name(self) -> str:
         """The queue's /dev/shm name (``handle.name``)."""
         return self.handle.name
+
+    def __reduce__(self) -> Any:
+        # Passed to a spawned process (or pickled): the endpoint is this process's. Said in these terms
+        # instead of pickle's "cannot pickle 'ringcast._core.Writer' object".
+        raise TypeError("a MessageQueue cannot be pickled or passed to another process: pass its "
+                        "export_handle() and call MessageQueue.create_from_handle(handle, rank) there")
 
     def __repr__(self) -> str:
         role = "writer" if self._is_writer else (
