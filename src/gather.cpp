@@ -191,6 +191,19 @@ std::vector<std::uint32_t> GatherCollector::ranks_or_all(std::span<const std::ui
 
 void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) { check_pending_alive(ranks_or_all(ranks)); }
 
+// A worker's GatherWorker::attach claims the ring's writer role (Writer::open); its close keeps the
+// closed flag and its claim word is cleared only after the close (~Writer), so "closed, or a writer's
+// word set" is "a worker once had it" (as left_over_for in ring.cpp reads it).
+std::vector<std::uint32_t> GatherCollector::never_attached(std::span<const std::uint32_t> ranks) const {
+    std::vector<std::uint32_t> missing;
+    for (std::uint32_t r : ranks_or_all(ranks)) {
+        const auto& h = readers_[r].segment().header();
+        const bool closed = (h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
+        if (!closed && h.writer_owner.load(std::memory_order_acquire) == 0) missing.push_back(r);
+    }
+    return missing;
+}
+
 void GatherCollector::check_liveness(std::uint64_t tag, std::span<const std::uint32_t> ranks) {
     std::vector<std::uint32_t> which = ranks_or_all(ranks);
     std::erase_if(which, [&](std::uint32_t r) { return kept_for(tag, r); });

@@ -150,6 +150,11 @@ public:
     void detach_readers() noexcept {
         for (auto& rd : readers_) rd.detach();
     }
+    // Those of `ranks` (empty: all) whose worker never attached: no writer ever claimed the reply
+    // ring (one that attached and then closed, or died, did). A start-up waits for none to be left
+    // (the Python executor's wait_until_ready): a worker that failed before it attached would
+    // otherwise be waited for by every collect. One acquire load per ring.
+    [[nodiscard]] std::vector<std::uint32_t> never_attached(std::span<const std::uint32_t> ranks) const;
     // The check collect() runs every liveness_interval, for callers that wait in their own slices:
     // throws Error(peer_dead) naming a dead worker among `ranks` (empty: all).
     void check_liveness(std::span<const std::uint32_t> ranks);

@@ -145,3 +145,10 @@ def gather_replies_after_executor_closed(handle, attached, closed, n, size):
         except TimeoutError:
             os._exit(3)
     g.close()
+
+
+def gather_attach_unless(handle, rank, fail_rank):
+    """Attaches as `rank` and closes, unless rank == fail_rank: that one fails before it attaches."""
+    if rank == fail_rank:
+        raise SystemExit(5)
+    ringcast.ReplyGather.create_from_handle(handle, rank).close()

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import ringcast
-from _workers import gather_replies_after_executor_closed, gather_worker, gather_worker_dies, np, pattern
+from _workers import gather_attach_unless, gather_replies_after_executor_closed, gather_worker, gather_worker_dies, np, pattern
 
 METHODS = ["doorbell", "futex_waitv"]
 
@@ -243,6 +243,28 @@ def test_a_fifo_under_the_bells_name_is_refused_at_once():
         assert sorted(n for n in os.listdir("/dev/shm") if n.startswith(name)) == [f"{name}.bell"]
     finally:
         os.unlink(f"/dev/shm/{name}.bell")
+
+
+def test_wait_until_ready_waits_for_every_local_worker_and_names_one_that_never_attached():
+    """A worker that failed before it attached would be waited for by every collect (forever with the
+    default timeout): the executor's wait_until_ready bounds the start-up, as MessageQueue's does."""
+    ctx = mp.get_context("spawn")
+    g = ringcast.ReplyGather(3)
+    with pytest.raises(TimeoutError, match=r"local worker rank\(s\) 0, 1, 2 did not attach"):
+        g.wait_until_ready(timeout=0.05)
+    procs = [ctx.Process(target=gather_attach_unless, args=(g.export_handle(), r, 1)) for r in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"local worker rank\(s\) 1 did not attach to gather"):
+        g.wait_until_ready(timeout=0.5)
+    assert 0.4 < time.monotonic() - t0 < 5
+    w1 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    g.wait_until_ready(timeout=5)  # ranks 0 and 2 attached and closed: they count
+    w1.close()
+    g.close()
 
 
 def test_bad_arguments():

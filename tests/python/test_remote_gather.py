@@ -404,6 +404,7 @@ def test_a_remote_rank_not_being_collected_holds_up_no_other_rank():
     w2 = ringcast.ReplyGather.create_from_handle(h, 2)
     w1.wait_until_ready(timeout=10)
     w2.wait_until_ready(timeout=10)
+    w0 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)  # noqa: F841 — the local rank attached: the executor's wait_until_ready waits for it
     g.wait_until_ready(timeout=10)
     big = bytes(range(256)) * (8 << 12)  # 8 MiB
     w1.reply(0, big)
@@ -437,6 +438,7 @@ def test_a_remote_reply_waiting_for_room_costs_no_cpu(small_first):
     g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
     w1 = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
     w1.wait_until_ready(timeout=10)
+    w0 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)  # noqa: F841 — the local rank attached: the executor's wait_until_ready waits for it
     g.wait_until_ready(timeout=10)
     big = bytes(8 << 20)  # the ring holds ~1 MiB
     if small_first:
@@ -461,6 +463,7 @@ def test_a_remote_reply_larger_than_its_ring_then_a_close_reaches_the_collector(
     g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
     w = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
     w.wait_until_ready(timeout=10)
+    w0 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)  # noqa: F841 — the local rank attached: the executor's wait_until_ready waits for it
     g.wait_until_ready(timeout=10)
     big = bytes(range(256)) * (8 << 12)  # 8 MiB, the ring ~1 MiB
     w.reply(0, big)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numbers
 import os
 import pickle
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Union, cast
@@ -360,25 +361,43 @@ class ReplyGather:
         return self
 
     def wait_until_ready(self, timeout: Optional[float] = None) -> None:
-        """The handshake of remote ranks.
+        """The start-up handshake: every worker is there.
 
-        Executor: waits until every remote rank has connected (local ranks need no handshake: their
-        reply rings exist from the constructor on). Remote worker: waits for the bridge's welcome.
-        Local worker: returns at once.
+        Executor: waits until every remote rank has connected, then until every local rank's worker
+        has attached (ReplyGather.create_from_handle) — a worker that failed before it attached would
+        otherwise be waited for by every collect (forever with the default timeout). A worker that
+        attached and has since closed or died counts as attached (collect reports it). Remote worker:
+        waits for the bridge's welcome. Local worker: returns at once.
 
         Args:
-            timeout: seconds; None (default) waits forever. The GIL is released while waiting.
+            timeout: seconds, for the whole wait; None (default) waits forever. The GIL is released
+                while waiting (local ranks: looked at every few ms).
 
         Raises:
-            TimeoutError: names the remote ranks that never connected (executor) or says the bridge
-                never answered (remote worker).
+            TimeoutError: names the remote ranks that never connected or the local ranks whose worker
+                never attached (executor), or says the bridge never answered (remote worker).
             PeerDeadError: remote worker: the executor was silent for liveness_interval.
         """
         _check_timeout(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self._bridge is not None:
             self._bridge.wait_ready(timeout)
         elif self._remote is not None:
             self._remote.wait_ready(timeout)
+        if self._collector is None:
+            return
+        local = [r for r in range(self.n_ranks) if r not in self.remote_ranks]
+        pause = 0.001
+        while True:
+            missing = self._collector.never_attached(local) if local else []
+            if not missing:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"local worker rank(s) {', '.join(map(str, missing))} did not attach to gather "
+                                   f"'{self.name}' within {timeout} s (ReplyGather.create_from_handle(handle, "
+                                   "rank) was not called for them, or failed)")
+            time.sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.02)
 
     # ---- worker side ----------------------------------------------------------------------------
     def reply(self, tag: int, obj: Any, timeout: Optional[float] = None) -> None:

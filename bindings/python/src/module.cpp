@@ -281,7 +281,14 @@ PYBIND11_MODULE(_core, m) {
              "Forgets the pending collect_async (its PendingReplies was dropped); the replies it took stay\n"
              "for the next collect of the tag.")
         .def("shutdown", &PyGatherCollector::shutdown,
-             "Wakes a collect blocked in another thread (ClosedError); later calls raise ClosedError.")
+             "Wakes a collect blocked in another thread (ClosedError); later calls raise ClosedError; the\n"
+             "reply rings are given back (workers replying later never block).")
+        .def(
+            "never_attached",
+            [](PyGatherCollector& c, const std::vector<std::uint32_t>& ranks) { return c.core().never_attached(ranks); },
+            py::arg("ranks"),
+            "The ranks of `ranks` (empty: all) whose worker never attached (no worker ever claimed the reply\n"
+            "ring); one look each, no wait.")
         .def("remove_names", &PyGatherCollector::remove_names,
              "Removes the group's /dev/shm names now (the doorbell, then the reply rings), not when this\n"
              "object goes; what is mapped stays. ReplyGather.close() calls it after shutdown() and the reply\n"
