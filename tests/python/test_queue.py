@@ -1040,7 +1040,7 @@ def test_create_from_handle_takes_a_numpy_integer_rank():
         assert r.local_reader_rank == 1 and type(r.local_reader_rank) is int
         q.enqueue("x", timeout=1)
         assert r.dequeue(timeout=1) == "x"
-        with pytest.raises(TypeError, match="rank must be an int, got bool_"):
+        with pytest.raises(TypeError, match="rank must be an int, got bool"):  # numpy 2 names it bool, 1.x bool_
             ringcast.MessageQueue.create_from_handle(q.export_handle(), np.bool_(True))
     finally:
         r.shutdown()
@@ -1069,6 +1069,8 @@ def test_a_bool_is_not_a_timeout(queue_pair):
 
 
 def test_a_rank_that_is_no_reader_names_the_remote_ranks_too():
+    if not getattr(ringcast._core, "HAVE_REMOTE", False):
+        pytest.skip("ringcast built without ZeroMQ (remote readers)")
     q = ringcast.MessageQueue(4, 2, max_chunk_bytes=4096, max_chunks=4, connect_ip="127.0.0.1")
     try:
         h = q.export_handle()
