@@ -9,7 +9,7 @@
 //     the queue works again, every message of the successor delivered;
 //   * no sleeping bit stays set once everybody is done or dead and succeeded (C2 / E2 cleared it);
 //   * a survivor that waited while data was there was woken within kWakeBound (far below the
-//     liveness interval that rescues a lost wake).
+//     liveness interval that rescues a lost wake), not counting the time it then waited for a CPU.
 // Roles: writer (publish, padding, fragments, its sleep for space, its wakes, its claim), reader
 // (release, its sleep for data, its wake of the writer, claim C1/C2, detach D1; the writer evicting
 // or not), evicting writer (E1/E2), gather worker (the reply path with the doorbell, step 5).
@@ -44,7 +44,9 @@ using detail::CrashPoint;
 constexpr auto kInterval = 100ms;
 constexpr std::int64_t kBoundNs = 2 * std::chrono::duration_cast<std::chrono::nanoseconds>(kInterval).count();
 // A waiter woken by a publish is back in microseconds; a lost wake waits for the liveness tick
-// (kInterval). 30 ms leaves room for a descheduled process on a loaded 2-core machine.
+// (kInterval). 30 ms leaves room for a descheduled process on a loaded 2-core machine; what the waiter
+// spent runnable on a run queue is not counted against it (run_queue_wait_ns: a lost wake sleeps, it
+// is not runnable). A CI run once saw 169 ms with a compile on both CPUs beside the test.
 constexpr std::int64_t kWakeBoundNs = 30'000'000;
 constexpr std::uint64_t kCapacity = 64 << 10;  // max record 16 KiB: a 20-50 KB message is 2-4 fragments
 constexpr std::uint64_t kTotal = 300;           // messages of the victim's phase
@@ -75,7 +77,8 @@ struct Survivor {  // one reading process
     std::atomic<std::int64_t> last_ok_ns{0};
     std::atomic<std::int64_t> error_ns{0};    // first peer_dead
     std::atomic<int> result{0};               // 1 closed, <0 failure
-    std::atomic<std::int64_t> max_wake_ns{0};
+    std::atomic<std::int64_t> max_wake_ns{0};      // the longest, less its run-queue wait
+    std::atomic<std::int64_t> max_wake_queued_ns{0};  // that wake's run-queue wait (reported)
     std::atomic<std::uint64_t> slow_wakes{0};
     Text text;
 };
@@ -96,9 +99,16 @@ struct Trial {
     Survivor readers[2];
 };
 
-void note_wake(Survivor& s, std::int64_t waited_ns) {
-    if (waited_ns > s.max_wake_ns.load()) s.max_wake_ns = waited_ns;
-    if (waited_ns > kWakeBoundNs) s.slow_wakes.fetch_add(1);
+// `queued_ns`: the reader's run-queue wait over the whole peek (-1: unknown), bounded by the wait it
+// is taken from. It may include queueing before the data came; that only shortens the time counted.
+void note_wake(Survivor& s, std::int64_t waited_ns, std::int64_t queued_ns) {
+    const std::int64_t queued = std::clamp<std::int64_t>(queued_ns, 0, waited_ns);
+    const std::int64_t counted = waited_ns - queued;
+    if (counted > s.max_wake_ns.load()) {
+        s.max_wake_ns = counted;
+        s.max_wake_queued_ns = queued;
+    }
+    if (counted > kWakeBoundNs) s.slow_wakes.fetch_add(1);
 }
 
 // Reads and checks until closed. A peer_dead is recorded and reading goes on (a successor writer
@@ -120,6 +130,7 @@ void read_all(std::string_view name, std::uint32_t rank, Trial& t, Survivor& s, 
     for (std::uint64_t n = 0;; ++n) {
         if (n % 5 == 4) ::usleep(300);  // a slow reader now and then: the writer waits for space
         const std::int64_t start = now_ns();
+        const std::int64_t queued_before = run_queue_wait_ns();
         Message m{};
         try {
             m = r.peek(kCall);
@@ -133,6 +144,7 @@ void read_all(std::string_view name, std::uint32_t rank, Trial& t, Survivor& s, 
             continue;
         }
         const std::int64_t end = now_ns();
+        const std::int64_t queued_after = run_queue_wait_ns();
         if (m.status == Status::closed) {
             s.result = 1;
             return;
@@ -155,7 +167,8 @@ void read_all(std::string_view name, std::uint32_t rank, Trial& t, Survivor& s, 
         }
         if (seq < kTotal + kAfter) {  // how long the data was there while we waited for it
             if (const std::int64_t done = t.done_ns[seq].load(); done != 0 && done < end)
-                note_wake(s, end - std::max(start, done));
+                note_wake(s, end - std::max(start, done),
+                          queued_before < 0 || queued_after < 0 ? -1 : queued_after - queued_before);
         }
         r.release();
         s.received = ++seq;
@@ -249,8 +262,10 @@ std::string reap_victim(ChildGuard& kids, pid_t victim, Trial& t, CrashPoint p) 
 std::string check_wakes(const Survivor& s, const char* who) {
     if (s.slow_wakes.load() != 0)
         return std::string(who) + ": " + std::to_string(s.slow_wakes.load()) + " wake(s) took longer than " +
-               std::to_string(kWakeBoundNs / 1'000'000) + " ms with the data there (longest " +
-               std::to_string(s.max_wake_ns.load() / 1'000'000) + " ms): a lost wake rescued by a liveness tick";
+               std::to_string(kWakeBoundNs / 1'000'000) + " ms with the data there, not counting the waits for a CPU " +
+               "(longest " + std::to_string(s.max_wake_ns.load() / 1'000'000) + " ms, after " +
+               std::to_string(s.max_wake_queued_ns.load() / 1'000'000) + " ms on a run queue taken off): a lost " +
+               "wake rescued by a liveness tick";
     return {};
 }
 

@@ -12,7 +12,9 @@
 #include <new>
 #include <string>
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "test_util.hpp"
 
@@ -51,6 +53,24 @@ struct Text {
     }
     [[nodiscard]] std::string str() const { return buf; }
 };
+
+// How long the calling thread has waited on a run queue, runnable but without a CPU (the second field
+// of /proc/thread-self/schedstat, kept by the kernel's sched_info accounting); -1 where it is not kept.
+// A wake-latency check subtracts it: a waiter whose wake came in time but who then found both CPUs
+// busy (a compile beside the test on a 2-core machine) did not lose a wake — a lost wake sleeps, and
+// sleeping is not runnable.
+inline std::int64_t run_queue_wait_ns() noexcept {
+    const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[96];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    unsigned long long on_cpu = 0, queued = 0;
+    if (std::sscanf(buf, "%llu %llu", &on_cpu, &queued) != 2) return -1;
+    return static_cast<std::int64_t>(queued);
+}
 
 struct Rng {
     std::uint64_t state;

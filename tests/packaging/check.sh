@@ -13,7 +13,7 @@
 #   3. `python -m build --wheel --no-isolation` in WORK/src; the wheel goes into a second, bare venv
 #      (no system packages) after WORK/src is deleted, and a queue round trip runs there;
 #   4. the suite (a copy of tests/python, with the examples/ and bench/showdown/ scripts it runs; not
-#      the benchmark tools' tests nor the GIL rate check, see step 4) from WORK, against venv 1.
+#      the benchmark tools' tests nor the tests marked timing, see step 4) from WORK, against venv 1.
 # GPU interop is left out of this build (RINGCAST_CMAKE_ARGS) to keep the compile short: the build
 # tree's python_tests cover it.
 set -euo pipefail
@@ -97,10 +97,11 @@ fi
 
 # 4. the suite against the installed package, from outside the source tree: a copy of tests/python and of
 #    the scripts some of its tests run (examples/, bench/showdown/), without the package's sources. Left
-#    out: the tests of the benchmark tools under bench/python/ and the main thread's rate check
-#    (test_gil.py's test_main_thread_keeps_its_speed_while_two_threads_are_blocked, a timing) — tools
-#    and a timing of the same compiled sources, which python_tests runs against the build tree; every
-#    other test of the package's modules, the examples and the showdown runs here.
+#    out: the tests of the benchmark tools under bench/python/ and the tests marked timing (conftest.py:
+#    those that compare a wall or CPU clock, or probe the GIL) — tools, and timings of the same compiled
+#    sources, which python_tests runs against the build tree with the cores to itself; this suite runs
+#    beside other tests. Every other test of the package's modules, the examples and the showdown runs
+#    here.
 tree=$work/tests-tree
 rm -rf "$tree"
 mkdir -p "$tree/tests" "$tree/bench"
@@ -113,11 +114,11 @@ cd "$work"
 where=$("$venv/bin/python" -c 'import ringcast, sys; print(ringcast.__file__); assert ringcast.__file__.startswith(sys.prefix)') \
   || fail "venv's ringcast is not the installed one"
 echo "python_packaging: testing $where"
-# RINGCAST_PACKAGING_PYTEST_ARGS adds pytest options (e.g. -x; a -k of its own replaces this one).
+# RINGCAST_PACKAGING_PYTEST_ARGS adds pytest options (e.g. -x; a -m of its own replaces this one).
 # pytest's output goes to the log too.
 # shellcheck disable=SC2086
 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
-  -k "not test_main_thread_keeps_its_speed_while_two_threads_are_blocked" \
+  -m "not timing" \
   ${RINGCAST_PACKAGING_PYTEST_ARGS:-} "$tree/tests/python" 2>&1 | tee -a "$log" \
   || fail "pytest against the installed package"
 lap "pytest suite against the installed package"
