@@ -66,6 +66,8 @@ struct GatherOptions {
     mode_t mode = 0600;
     WaitOptions wait{.spin_max = kCollectSpinMax};  // the collect's wait: spin phase, then the kernel
     GatherWait method = GatherWait::doorbell;
+    // A blocked collect checks the pending workers this often. Zero turns the check off: a dead
+    // worker is then never reported (collect waits out its timeout; forever without one).
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
 };
 

@@ -67,7 +67,8 @@ inline constexpr std::uint64_t kMaxMessage = 1ULL << 40;
 
 struct WriterOptions {
     WaitOptions wait{};
-    // While blocked on space for this long, check whether the lagging readers are alive.
+    // While blocked on space for this long, check whether the lagging readers are alive. Zero turns
+    // the check off: a dead reader then holds write() until its timeout (forever without one).
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
     // A dead lagging reader: false → write() throws Error(peer_dead) naming it; true → the rank is
     // evicted (its head no longer holds the writer; it cannot re-attach) and the writer goes on.
@@ -82,7 +83,9 @@ struct WriterOptions {
 
 struct ReaderOptions {
     WaitOptions wait{};
-    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);  // check the writer this often
+    // Check the writer this often while blocked. Zero turns the check off: a dead writer is then
+    // never reported (peek() waits out its timeout; forever without one).
+    std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
     // attach() of a name that does not exist yet, or exists but is still being created (no magic
     // yet), waits this long for its writer to create it (a reader started before the writer), then
     // throws the last error (not_found, or not_ringcast for a foreign object). Zero: fail at once.

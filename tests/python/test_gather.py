@@ -245,6 +245,21 @@ def test_a_fifo_under_the_bells_name_is_refused_at_once():
         os.unlink(f"/dev/shm/{name}.bell")
 
 
+def test_a_second_worker_on_a_rank_is_told_in_the_gathers_words():
+    g = ringcast.ReplyGather(2)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    try:
+        with pytest.raises(ValueError) as info:
+            ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+        text = str(info.value)
+        assert text.startswith(f"cannot attach rank 1 to gather '{g.name}': rank 1 already has a live worker "
+                               f"(pid {os.getpid()}); one worker per rank"), text
+        assert ".r1'" not in text and "segment" not in text  # not the reply ring's internal name
+    finally:
+        w.close()
+        g.close()
+
+
 def test_wait_until_ready_waits_for_every_local_worker_and_names_one_that_never_attached():
     """A worker that failed before it attached would be waited for by every collect (forever with the
     default timeout): the executor's wait_until_ready bounds the start-up, as MessageQueue's does."""

@@ -393,6 +393,20 @@ def test_handles(queue_pair):
         ringcast.MessageQueue.create_from_handle("not a handle", 0)
 
 
+def test_a_rank_attached_twice_is_named_by_its_own_number():
+    # The core counts the ring's reader slots; rank 5 is slot 1 here, and the error is the caller's rank.
+    q = ringcast.MessageQueue(2, 2, local_reader_ranks=[3, 5], max_chunk_bytes=1 << 16, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 5)
+    try:
+        with pytest.raises(ValueError) as info:
+            ringcast.MessageQueue.create_from_handle(q.export_handle(), 5)
+        assert str(info.value) == (f"cannot attach rank 5 to queue '{q.name}': rank 5 is already attached by "
+                                   f"live pid {os.getpid()}")
+    finally:
+        r.shutdown()
+        q.shutdown()
+
+
 def test_an_overwritten_header_is_reported_as_corrupt_not_as_a_stale_handle():
     q = ringcast.MessageQueue(1, 1, max_chunk_bytes=16 * 1024, max_chunks=4)
     h = q.export_handle()

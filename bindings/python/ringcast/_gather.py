@@ -15,6 +15,7 @@ from __future__ import annotations
 import numbers
 import os
 import pickle
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -354,9 +355,19 @@ class ReplyGather:
                                                     liveness_s=handle.liveness_interval,
                                                     curve_server_key=getattr(handle, "remote_curve_public_key", ""))
         else:
-            self._worker = _core.GatherWorker(handle.name, rank, handle.wait, spin_us=handle.spin_us,
-                                              spin_max_us=self._spin_max_us,
-                                              liveness_s=handle.liveness_interval)
+            try:
+                self._worker = _core.GatherWorker(handle.name, rank, handle.wait, spin_us=handle.spin_us,
+                                                  spin_max_us=self._spin_max_us,
+                                                  liveness_s=handle.liveness_interval)
+            except ValueError as e:
+                # The core names the rank's reply ring ("segment 'g.r0' already has a live writer"): said
+                # in the gather's words, the rank's worker.
+                held = re.search(r"already has a live writer \(pid (\d+)\)", str(e))
+                if held is None:
+                    raise
+                raise retold(e, f"cannot attach rank {rank} to gather '{handle.name}': rank {rank} already has "
+                                f"a live worker (pid {held.group(1)}); one worker per rank — a replacement "
+                                "attaches once that process has exited or closed its ReplyGather") from None
         self.rank = rank
         return self
 

@@ -499,7 +499,10 @@ class MessageQueue:
             reader = _core.Reader(handle.name, index, wait=handle.wait, spin_us=handle.spin_us,
                                   spin_max_us=spin_max_us, liveness_s=handle.liveness_interval)
         except ValueError as e:
-            raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {_in_python_terms(e)}") from None
+            # The core counts the ring's reader slots ("rank 1 of segment 'q'"): the slot of global rank
+            # `rank` is `index`, which only equals it while local_reader_ranks is 0..n-1.
+            reason = _in_python_terms(e).replace(f"rank {index} of segment '{handle.name}'", f"rank {rank}")
+            raise retold(e, f"cannot attach rank {rank} to queue '{handle.name}': {reason}") from None
         return MessageQueue._reader_side(handle, reader, local_reader_rank=index, n_remote_reader=0)
 
     @staticmethod
