@@ -191,16 +191,12 @@ std::vector<std::uint32_t> GatherCollector::ranks_or_all(std::span<const std::ui
 
 void GatherCollector::check_liveness(std::span<const std::uint32_t> ranks) { check_pending_alive(ranks_or_all(ranks)); }
 
-// A worker's GatherWorker::attach claims the ring's writer role (Writer::open); its close keeps the
-// closed flag and its claim word is cleared only after the close (~Writer), so "closed, or a writer's
-// word set" is "a worker once had it" (as left_over_for in ring.cpp reads it).
+// A worker's GatherWorker::attach claims the ring's writer role (Writer::open): a ring no writer
+// ever had (Segment::writer_ever_attached) is a rank whose worker never attached.
 std::vector<std::uint32_t> GatherCollector::never_attached(std::span<const std::uint32_t> ranks) const {
     std::vector<std::uint32_t> missing;
-    for (std::uint32_t r : ranks_or_all(ranks)) {
-        const auto& h = readers_[r].segment().header();
-        const bool closed = (h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
-        if (!closed && h.writer_owner.load(std::memory_order_acquire) == 0) missing.push_back(r);
-    }
+    for (std::uint32_t r : ranks_or_all(ranks))
+        if (!readers_[r].segment().writer_ever_attached()) missing.push_back(r);
     return missing;
 }
 

@@ -144,9 +144,7 @@ bool Writer::wake_ahead() noexcept {
     return notify_sleepers(futex_sleepers, line_->wake_calls);
 }
 
-bool Writer::closed() const noexcept {
-    return (segment_.header().flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
-}
+bool Writer::closed() const noexcept { return segment_.closed_acquire(); }
 
 // Cancels the blocking call in progress and every later one until clear_cancel().
 void Writer::cancel() noexcept {
@@ -272,14 +270,13 @@ namespace {
 // A segment left over under its name, for a reader that may wait for its writer (Reader::attach):
 // nobody alive uses it, a writer once had it (a segment no writer ever had is a launcher's, waiting
 // for its Writer::open), and nothing in it is for `rank`: its writer died without closing it (a
-// killed run), or `rank` there can never be claimed again (left, evicted). ~Writer closes before it
-// clears its owner word, so "closed, or a writer's word still set" is "a writer once had it".
+// killed run), or `rank` there can never be claimed again (left, evicted). "A writer once had it":
+// Segment::writer_ever_attached.
 bool left_over_for(const Segment& segment, std::uint32_t rank) {
     const auto& h = segment.header();
     if (rank >= h.reader_count) return false;  // the constructor's invalid_argument says so at once
     if (!Segment::user_of(segment.base()).empty()) return false;
-    const bool closed = (h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
-    if (!closed) return h.writer_owner.load(std::memory_order_acquire) != 0;
+    if (!segment.closed_acquire()) return segment.writer_ever_attached();  // unclosed: a writer's claim
     const SlotState state = layout::unpack_owner(segment.reader_slot(rank).owner.load(std::memory_order_acquire)).state;
     return state == SlotState::left || state == SlotState::evicted;
 }

@@ -128,6 +128,17 @@ public:
         return base_ + layout::data_offset(header().reader_count);
     }
 
+    // The header's closed flag (acquire: what the writer published before close() is visible).
+    [[nodiscard]] bool closed_acquire() const noexcept {
+        return (header().flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0;
+    }
+    // Whether a writer ever had this ring: closed (close() sets the flag for good), or a writer's
+    // claim word set (Writer::create/open set it; ~Writer clears it only after its close, and a writer
+    // that died unclosed leaves it). A gather's reply ring: whether its worker ever attached.
+    [[nodiscard]] bool writer_ever_attached() const noexcept {
+        return closed_acquire() || header().writer_owner.load(std::memory_order_acquire) != 0;
+    }
+
     // Who still uses a segment image: "" when nobody (creator, writer and every reader dead or gone),
     // else e.g. "reader rank 3 is attached by live pid 812". The image must be a valid one.
     [[nodiscard]] static std::string user_of(const std::byte* image);
