@@ -410,3 +410,85 @@ def test_a_bool_is_not_a_timeout_with_a_cancel_event_either():
                 pass
     q.shutdown()
     r.shutdown()
+
+
+def test_a_set_cancel_event_still_takes_what_is_there():
+    """vLLM's queue looks at the cancel event only while it waits: a message or chunk already there is
+    returned even with the event set (its executor's reader passes its shutdown event)."""
+    q, r = _pair()
+    cancel = threading.Event()
+    cancel.set()
+    q.enqueue({"reply": 1})
+    assert r.dequeue(timeout=5, cancel=cancel) == {"reply": 1}
+    with pytest.raises(RuntimeError, match="cancelled"):  # nothing there: the set event ends the wait
+        r.dequeue(timeout=5, cancel=cancel)
+    with q.acquire_write(size=3) as buf:
+        buf[:] = b"abc"
+    with r.acquire_read(timeout=5, cancel=cancel) as view:
+        assert bytes(view) == b"abc"
+    with pytest.raises(RuntimeError, match="cancelled"):
+        with r.acquire_read(timeout=5, cancel=cancel):
+            pass
+    q.shutdown()
+    r.shutdown()
+
+
+def test_a_deadline_already_past_takes_what_is_there_as_vllm_does():
+    """vLLM's executor reads each reply queue with timeout=deadline - now, negative once the deadline
+    passed: its queue then returns a reply already there, else raises TimeoutError (never ValueError)."""
+    q, r = _pair()
+    for cancel in (None, threading.Event()):
+        q.enqueue(("SUCCESS", 1))
+        assert r.dequeue(timeout=-0.002, cancel=cancel) == ("SUCCESS", 1)
+        with pytest.raises(TimeoutError):
+            r.dequeue(timeout=-0.002, cancel=cancel)
+    with q.acquire_write(size=2) as buf:
+        buf[:] = b"ok"
+    with r.acquire_read(timeout=-1) as view:
+        assert bytes(view) == b"ok"
+    with pytest.raises(ValueError):  # NaN is no deadline
+        r.dequeue(timeout=float("nan"))
+    q.shutdown()
+    r.shutdown()
+
+
+def test_vllms_later_signature_without_the_cancel_event():
+    """vLLM since late 2025: dequeue(timeout=None, indefinite=False) and acquire_read(timeout, indefinite),
+    the cancel event gone (a shutdown() from another thread ends the wait)."""
+    q, r = _pair()
+    q.enqueue("first")
+    assert r.dequeue(5, True) == "first"  # positional: (timeout, indefinite)
+    with pytest.raises(TimeoutError):
+        r.dequeue(0.05, False)
+    with q.acquire_write(size=1) as buf:
+        buf[:] = b"x"
+    with r.acquire_read(5, True) as view:
+        assert bytes(view) == b"x"
+    threading.Timer(0.2, r.shutdown).start()
+    with pytest.raises(ringcast.ClosedError):
+        r.dequeue(indefinite=True)
+    q.shutdown()
+
+
+def test_a_remote_reader_attached_with_rank_minus_one_as_vllms_multi_node_executor_does():
+    """vLLM's queue takes every rank outside local_reader_ranks as a remote reader, and its multi-node
+    executor attaches the workers' single-reader reply queues with rank -1."""
+    if not getattr(ringcast._core, "HAVE_REMOTE", False):
+        pytest.skip("ringcast built without ZeroMQ (remote readers)")
+    q = rv.MessageQueue(1, 0, max_chunk_bytes=1 << 16, max_chunks=4, connect_ip="127.0.0.1")
+    r = rv.MessageQueue.create_from_handle(q.export_handle(), -1)
+    try:
+        r.wait_until_ready(timeout=10)
+        q.wait_until_ready(timeout=10)
+        q.enqueue({"from": "worker"})
+        assert r.dequeue(timeout=10) == {"from": "worker"}
+    finally:
+        r.shutdown()
+        q.shutdown()
+    # With more than one remote reader rank, -1 names none of them: refused, both lists named.
+    q2 = rv.MessageQueue(3, 1, max_chunk_bytes=1 << 16, max_chunks=4, connect_ip="127.0.0.1")
+    try:
+        with pytest.raises(ValueError, match=r"rank -1 is not a local reader .* nor a remote one"):
+            rv.MessageQueue.create_from_handle(q2.export_handle(), -1)
+    finally:
+        q2.shutdown()

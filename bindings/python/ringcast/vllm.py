@@ -15,9 +15,11 @@ ringcast's from shm_broadcast itself.
 
 The replacement (``ringcast.vllm.MessageQueue``) is ringcast.MessageQueue plus what vLLM calls beyond
 it: ``dequeue(timeout, cancel, indefinite)`` and ``acquire_read(timeout, cancel, indefinite)`` with
-vLLM's cancel event, ``create_from_process_group`` and ``create_from_process_group_single_reader``
-over a torch.distributed ProcessGroup or vLLM's StatelessProcessGroup, and CPU torch tensors sent
-out of band (their bytes go straight into the ring, never through the pickle).
+vLLM's cancel event (and vLLM's later ``(timeout, indefinite)`` without it), vLLM's reading of a
+negative timeout and of a reader rank outside both rank lists, ``create_from_process_group`` and
+``create_from_process_group_single_reader`` over a torch.distributed ProcessGroup or vLLM's
+StatelessProcessGroup, and CPU torch tensors sent out of band (their bytes go straight into the ring,
+never through the pickle).
 
 Groups that span machines (multi-node): ranks on the writer's machine read through shared memory,
 the others over ZeroMQ (ringcast's remote readers, docs/remote.md), exactly where vLLM's own queue uses
@@ -80,8 +82,14 @@ class MessageQueue(_RingcastQueue):
 
     @classmethod
     def create_from_handle(cls, handle: Handle, rank: int, *, remote_addr: Optional[str] = None) -> "MessageQueue":
-        """Attaches this process as reader ``rank`` (see ringcast.MessageQueue.create_from_handle)."""
-        queue = _RingcastQueue.create_from_handle(handle, rank, remote_addr=remote_addr)
+        """Attaches this process as reader ``rank`` (see ringcast.MessageQueue.create_from_handle).
+
+        vLLM's own queue takes any rank outside ``local_reader_ranks`` as a remote reader, and its
+        multi-node executor attaches the workers' reply queues with rank -1: a rank in neither
+        ``local_reader_ranks`` nor ``remote_reader_ranks``, on a handle with exactly one remote reader
+        rank, attaches as that rank.
+        """
+        queue = _RingcastQueue.create_from_handle(handle, _vllm_reader_rank(handle, rank), remote_addr=remote_addr)
         queue.__class__ = cls  # the base builds its own class; the reader state is the same
         return queue  # type: ignore[return-value]
 
@@ -89,11 +97,17 @@ class MessageQueue(_RingcastQueue):
     def dequeue(self, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None,  # type: ignore[override]
                 indefinite: bool = False) -> Any:
         """vLLM's dequeue: the next object; ``cancel`` (a threading.Event) set while waiting raises
-        RuntimeError('cancelled'), within CANCEL_POLL_S. Otherwise as ringcast.MessageQueue.dequeue.
+        RuntimeError('cancelled'), within CANCEL_POLL_S — a message already there is returned all the
+        same, as vLLM's queue looks at the event only while it waits. Otherwise as
+        ringcast.MessageQueue.dequeue, with vLLM's timeouts: a negative one (a deadline already past,
+        as vLLM's executor computes them) takes only what is there, as 0 does. vLLM's later signature,
+        ``dequeue(timeout, indefinite)`` without the event, works too, positional arguments included.
 
         A wait cut into slices loses nothing: a message taken in part stays with the reader for the
         next slice.
         """
+        cancel, indefinite = _vllm_cancel_and_indefinite(cancel, indefinite)
+        timeout = _vllm_timeout(timeout)
         if cancel is None:
             return super().dequeue(timeout, indefinite)
         self._require_reader("dequeue")
@@ -116,7 +130,10 @@ class MessageQueue(_RingcastQueue):
     def acquire_read(self, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None,  # type: ignore[override]
                      indefinite: bool = False) -> Iterator[memoryview]:
         """vLLM's acquire_read (a zero-copy view of the next acquire_write chunk) with its cancel event:
-        set while waiting, RuntimeError('cancelled'). Otherwise as ringcast.MessageQueue.acquire_read."""
+        set while waiting, RuntimeError('cancelled'); a chunk already there is taken all the same.
+        Otherwise as ringcast.MessageQueue.acquire_read, with vLLM's timeouts and signatures (dequeue)."""
+        cancel, indefinite = _vllm_cancel_and_indefinite(cancel, indefinite)
+        timeout = _vllm_timeout(timeout)
         if cancel is None:
             with super().acquire_read(timeout, indefinite) as view:
                 yield view
@@ -139,12 +156,14 @@ class MessageQueue(_RingcastQueue):
         _check_timeout(timeout)  # a bool, a string, a negative or NaN timeout: refused in its own words
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         while True:
-            if cancel.is_set():
-                raise RuntimeError("cancelled")
             left = None if deadline is None else deadline - time.monotonic()
+            wait = CANCEL_POLL_S if left is None else max(0.0, min(left, CANCEL_POLL_S))
             try:
-                return call(CANCEL_POLL_S if left is None else max(0.0, min(left, CANCEL_POLL_S)))
+                # With the event set, only what is there: vLLM's queue looks at the event while it waits.
+                return call(0.0 if cancel.is_set() else wait)
             except TimeoutError:
+                if cancel.is_set():
+                    raise RuntimeError("cancelled") from None
                 if left is not None and left <= CANCEL_POLL_S:
                     raise TimeoutError(f"timed out after {timeout} s (waiting with a cancel event)") from None
 
@@ -233,6 +252,34 @@ class MessageQueue(_RingcastQueue):
 
 
 # ---- CPU tensors: their bytes as one out-of-band buffer -------------------------------------------
+def _vllm_reader_rank(handle: Any, rank: Any) -> Any:
+    """The reader rank vLLM means: one in neither rank list, on a handle with exactly one remote
+    reader rank, is that rank (vLLM's queue takes every rank outside local_reader_ranks as remote,
+    and its multi-node executor attaches with -1). Anything else goes to the base as given."""
+    if not isinstance(handle, Handle) or isinstance(rank, bool) or not isinstance(rank, int):
+        return rank  # the base refuses it in its own words
+    remote = list(vars(handle).get("remote_reader_ranks", []))
+    if rank in handle.local_reader_ranks or rank in remote or len(remote) != 1:
+        return rank
+    return remote[0]
+
+
+def _vllm_timeout(timeout: Any) -> Any:
+    """vLLM's reads take a negative timeout (a deadline already past) as 0: what is there, else
+    TimeoutError. NaN, bools and non-numbers go on to be refused."""
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < 0:
+        return 0.0
+    return timeout
+
+
+def _vllm_cancel_and_indefinite(cancel: Any, indefinite: bool) -> Tuple[Optional[threading.Event], bool]:
+    """vLLM until late 2025: (timeout, cancel, indefinite); since: (timeout, indefinite), the event
+    gone. A bool in the event's place is the later signature's ``indefinite``."""
+    if isinstance(cancel, bool):
+        return None, cancel
+    return cancel, indefinite
+
+
 def _rebuild_cpu_tensor(data: Any, dtype: Any, shape: Tuple[int, ...]) -> Any:
     import torch
 
