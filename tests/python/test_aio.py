@@ -887,3 +887,88 @@ def test_after_a_dequeue_async_a_blocking_dequeue_in_a_thread_is_woken_promptly(
     assert not slow, f"{len(slow)} of {count} messages reached the blocking dequeue late (ms): {slow}"
     assert reap(pid) == 0
     r.shutdown()
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_a_forked_child_that_exits_normally_leaves_the_parents_loop_watching(loop_kind):
+    """A child inherits the loop's epoll instance, which it shares with the parent; its exit runs the
+    endpoints' finalizers, and a finalizer that unregistered the eventfd there unregistered it in the
+    parent: every later await waited for its liveness check (~1 s) instead of the message."""
+    def body(q):
+        for _ in range(4):
+            time.sleep(0.05)
+            q.enqueue(time.monotonic(), timeout=10)
+
+    if loop_kind == "uvloop":
+        loop = uvloop.new_event_loop()
+    else:
+        loop = asyncio.new_event_loop()
+    pid, r = spawn_writer(body)
+    try:
+        assert isinstance(loop.run_until_complete(r.dequeue_async(timeout=10)), float)  # the fd is watched now
+        child = os.fork()
+        if child == 0:  # a normal exit's clean-up (atexit runs weakref.finalize's), not os._exit's
+            import atexit
+            atexit._run_exitfuncs()
+            os._exit(0)
+        assert os.waitpid(child, 0)[1] == 0
+        lates = []
+        for _ in range(3):
+            sent = loop.run_until_complete(r.dequeue_async(timeout=10))
+            lates.append(time.monotonic() - sent)
+        assert max(lates) < 0.5, f"awaits came late after the child's exit: {[round(x, 3) for x in lates]} s"
+    finally:
+        loop.close()
+        r.shutdown()
+        assert reap(pid) == 0
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_a_timed_out_await_runs_its_timer_about_once(loop_kind):
+    """uvloop's clock moves in whole milliseconds and runs a timer up to a tick early: re-arming the
+    timer for a deadline less than a tick away made it fire again at once, dozens of times per
+    timed-out await (the loop spun until its clock caught up)."""
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    g = ringcast.ReplyGather(1)
+    fired = [0]
+    original = aio._Watch._timer_fired
+
+    def counted(self):
+        fired[0] += 1
+        original(self)
+
+    async def main():
+        timeouts = 0
+        for i in range(20):
+            for call in (lambda: r.dequeue_async(timeout=0.002 + i * 0.0007),
+                         lambda: g.collect_async(i, timeout=0.002 + i * 0.0007),
+                         lambda: aio.collect(g, 100 + i, [0], timeout=0.002 + i * 0.0007)):
+                try:
+                    await call()
+                except TimeoutError:
+                    timeouts += 1
+        return timeouts
+
+    aio._Watch._timer_fired = counted
+    try:
+        assert run(loop_kind, main()) == 60
+    finally:
+        aio._Watch._timer_fired = original
+        r.shutdown()
+        mq.shutdown()
+        g.close()
+    assert fired[0] <= 2 * 60, f"{fired[0]} timer callbacks for 60 timed-out awaits"
+
+
+def test_aio_collect_takes_one_rank_as_collect_does():
+    g = ringcast.ReplyGather(2)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    try:
+        w.reply(7, "from 1")
+        assert run("default", aio.collect(g, 7, 1, timeout=5)) == ["from 1"]
+        with pytest.raises(ValueError, match="out of range"):
+            run("default", aio.collect(g, 8, 5, timeout=5))
+    finally:
+        w.close()
+        g.close()

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Dict, Generator, Iterable, List, Optional
 
 from . import _core, _gpu
 from ._args import _check_timeout  # the blocking calls' rule
+from ._gather import _ranks_list  # a collect's ranks, as gather.collect reads them
 
 if TYPE_CHECKING:
     from ._gather import PendingReplies, ReplyGather
@@ -80,9 +81,17 @@ class _Watch:
     Deadlines cost no timer per wait: one loop timer per endpoint is kept at or before the current
     wait's deadline; when it fires early (it was set for an earlier wait) it is moved to the current
     one. A stream of waits with timeouts thus schedules a timer about once per timeout, not per
-    message."""
+    message. The timer of the current deadline itself counts as that deadline reached, whatever
+    loop.time() says then (reached()): uvloop's clock moves in whole milliseconds and runs a timer up
+    to one tick early, and re-arming it for a deadline less than a tick away made it fire again at
+    once — dozens of callbacks per timed-out wait.
 
-    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness")
+    Fork: a child inherits the loop's epoll instance (one kernel object, shared with the parent), so
+    a _Watch closed in a child — its finalizer at the child's exit — must not unregister the fd there:
+    that would unregister it in the parent, whose loop would then see no signal while its _Watch
+    still says `watching` (every later wait lasting until its liveness check)."""
+
+    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness", "fired_for", "pid")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, liveness: float) -> None:
         self.loop = loop
@@ -97,6 +106,8 @@ class _Watch:
         self.deadline: Optional[float] = None  # of the wait in progress (loop time); None: none/forever
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = 0.0
+        self.fired_for: Optional[float] = None  # the time the current wait's timer ended it at (loop time)
+        self.pid = os.getpid()  # the process whose loop registered the fd (see the class's Fork)
 
     def watch(self) -> None:
         """Registers the fd with the loop if it is not. Called before every arm, so a signal that
@@ -125,9 +136,10 @@ class _Watch:
         deadline = self.deadline
         if deadline is None:
             return
-        if self.loop.time() >= deadline:
+        if self.timer_at >= deadline or self.loop.time() >= deadline:  # this wait's own deadline: reached
             fut = self.fut
             if fut is not None and not fut.done():
+                self.fired_for = deadline
                 fut.set_result(None)
         else:  # set for an earlier wait: follow the current one
             self.timer_at = deadline
@@ -140,12 +152,18 @@ class _Watch:
         second future would orphan the first, which the callback and the timer would never see)."""
         fut = self.fut = self.loop.create_future()
         self.deadline = deadline
+        self.fired_for = None
         if deadline is not None and (self.timer is None or self.timer_at > deadline):
             if self.timer is not None:
                 self.timer.cancel()
             self.timer_at = deadline
             self.timer = self.loop.call_at(deadline, self._timer_fired)
         return fut
+
+    def reached(self, t: float) -> bool:
+        """Whether loop time `t` has come: by the clock, or by the timer that ended the last wait (the
+        loop ran it at `fired_for` or later by its own clock; see the class's note on uvloop)."""
+        return self.loop.time() >= t or (self.fired_for is not None and self.fired_for >= t)
 
     def done_waiting(self, endpoint: _Endpoint) -> None:
         """After every wait, cancellation included: forget the future, withdraw the announcement."""
@@ -163,12 +181,12 @@ class _Watch:
             await self.future(check_at if deadline is None else min(deadline, check_at))
         finally:
             self.done_waiting(endpoint)
-        return self.loop.time() >= check_at
+        return self.reached(check_at)
 
     def close(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
-        if self.watching and not self.loop.is_closed():
+        if self.watching and not self.loop.is_closed() and os.getpid() == self.pid:
             self.loop.remove_reader(self.fd)
         self.watching = False
         if self.fd >= 0:
@@ -265,7 +283,7 @@ async def _dequeue(mq: "MessageQueue", reader: _core.Reader, timeout: Optional[f
         deadline = None if timeout is None else loop.time() + timeout
         check_at = loop.time() + w.liveness  # the dead-peer check's clock, one per call
         while parts is None:
-            if deadline is not None and loop.time() >= deadline:
+            if deadline is not None and w.reached(deadline):
                 raise TimeoutError(f"dequeue timed out after {timeout} s")
             due = False
             w.watch()
@@ -304,7 +322,7 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
         deadline = None if timeout is None else loop.time() + timeout
         check_at = loop.time() + w.liveness
         while True:
-            if deadline is not None and loop.time() >= deadline:
+            if deadline is not None and w.reached(deadline):
                 raise TimeoutError(f"enqueue timed out after {timeout} s: the slowest reader did not free ring "
                                    "space (the message was withdrawn)")
             due = False
@@ -335,7 +353,8 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
     if core is None:
         raise RuntimeError("collect: this ReplyGather is a worker")
     _check_timeout(timeout)
-    wanted = None if ranks is None else list(ranks)
+    # As gather.collect reads them: None, one rank, or an iterable of ranks (checked there).
+    wanted = None if ranks is None else _ranks_list(ranks, gather.n_ranks)
     _claim(core, "collect", "ReplyGather")
     try:
         return await _collect(gather, core, tag, wanted, timeout)
@@ -357,7 +376,7 @@ async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int,
                 w = _watch(core, gather._liveness)
                 deadline = _deadline(w.loop, timeout)
                 check_at = w.loop.time() + w.liveness
-            if deadline is not None and w.loop.time() >= deadline:
+            if deadline is not None and w.reached(deadline):
                 # the poll's own "(timeout 0 s)" is not the caller's timeout
                 raise TimeoutError(re.sub(r"\(timeout [^)]*\)$", f"(timeout {timeout} s)", str(e))) from None
         if due:  # after the poll above took what came: a worker may have replied, then died
@@ -394,6 +413,10 @@ async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector)
         check_at = w.loop.time() + w.liveness
         due = False
         while pending._mine() and not pending._taken and not pending.done():  # done() takes what came first
+            if deadline is not None and w.reached(deadline):
+                # The loop's clock says the collect's time is up, the collector's (monotonic, finer)
+                # may be short of it by up to a tick of uvloop's: result() waits that out.
+                break
             if due:  # a dead pending worker ends the collect: done() turns true, result() raises
                 _core.check_pending_collect_peers(core)
                 check_at = w.loop.time() + w.liveness
