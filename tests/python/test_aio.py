@@ -972,3 +972,119 @@ def test_aio_collect_takes_one_rank_as_collect_does():
     finally:
         w.close()
         g.close()
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_blocking_calls_beside_a_pending_await_are_refused_and_its_cancellation_stays_one(loop_kind):
+    """A blocking read of a reader (another thread's, say) while a dequeue_async waits on it would take
+    the message or the wake-up that await waits for, and a cancellation arriving while the thread was
+    inside the endpoint came out of the await as RuntimeError ("already in use by another thread")
+    instead of CancelledError: such calls are refused while an aio call holds the endpoint."""
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    g = ringcast.ReplyGather(1)
+    refusals = []
+
+    def in_a_thread(call):
+        out = []
+        t = threading.Thread(target=lambda: out.append(_outcome(call)))
+        t.start()
+        t.join(10)
+        return out[0]
+
+    async def main():
+        task = asyncio.ensure_future(r.dequeue_async(timeout=30))
+        await asyncio.sleep(0.05)
+        refusals.append(in_a_thread(lambda: r.dequeue(timeout=0.2)))
+        refusals.append(in_a_thread(lambda: r.dequeue_many(4, timeout=0.2)))
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            refusals.append("cancelled")
+        collect = asyncio.ensure_future(aio.collect(g, 1, timeout=30))
+        await asyncio.sleep(0.05)
+        refusals.append(in_a_thread(lambda: g.collect(1, timeout=0.2)))
+        collect.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await collect
+        pending = g.collect_async(2, timeout=1.0)
+        awaited = asyncio.ensure_future(_await(pending))
+        await asyncio.sleep(0.05)
+        refusals.append(_outcome(pending.result))
+        awaited.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await awaited
+        return pending
+
+    pending = run(loop_kind, main())
+    try:
+        assert refusals[:2] == ["RuntimeError: dequeue: dequeue_async of this reader is in progress on an event loop",
+                                "RuntimeError: dequeue_many: dequeue_async of this reader is in progress on an "
+                                "event loop"]
+        assert refusals[2] == "cancelled"
+        assert refusals[3] == "RuntimeError: collect: collect of this ReplyGather is in progress on an event loop"
+        assert refusals[4] == ("RuntimeError: result(): await collect_async(...) of this ReplyGather is in progress "
+                               "on an event loop")
+        mq.enqueue("after")  # the endpoints work again once the awaits ended
+        assert r.dequeue(timeout=5) == "after"
+        with pytest.raises(TimeoutError):
+            pending.result()  # the cancelled await left the collect pending; nobody replies
+    finally:
+        r.shutdown()
+        mq.shutdown()
+        g.close()
+
+
+async def _await(pending):
+    return await pending
+
+
+def _outcome(call):
+    try:
+        return repr(call())
+    except Exception as e:  # noqa: BLE001 — the outcome is the test's subject
+        text = str(e)
+        return f"{type(e).__name__}: {text.split(';')[0]}"
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_a_call_left_on_a_closed_loop_gives_its_endpoint_back(loop_kind):
+    """A loop closed while an await of it was suspended never resumes it: the next call of the endpoint
+    takes the endpoint back (withdrawing that call's wait, and an enqueue's message) instead of being
+    refused for good as "already in progress"."""
+    new = uvloop.new_event_loop if loop_kind == "uvloop" else asyncio.new_event_loop
+    mq = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4)  # a 64 KiB ring
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    try:
+        def leave_on_a_closed_loop(coro):
+            loop = new()
+            task = loop.create_task(coro)
+            loop.run_until_complete(asyncio.sleep(0.05))
+            assert not task.done()
+            loop.close()  # without cancelling it (asyncio logs "Task was destroyed but it is pending")
+
+        leave_on_a_closed_loop(r.dequeue_async(timeout=30))
+        leave_on_a_closed_loop(mq.enqueue_async(b"x" * 200_000, timeout=30))  # more than the ring: pending
+        pending = g.collect_async(2, timeout=30)
+        leave_on_a_closed_loop(_await(pending))
+        w.reply(2, "two")
+        assert pending.result() == ["two"]  # the await taken back; the collect it awaited is the caller's
+        leave_on_a_closed_loop(aio.collect(g, 1, timeout=30))
+        with pytest.raises(TimeoutError):  # the withdrawn 200 KB message: none of it is delivered
+            r.dequeue(timeout=0.2)
+        mq.enqueue("blocking")  # the writer's pending message was withdrawn: room again
+        assert run(loop_kind, r.dequeue_async(timeout=5)) == "blocking"
+        run(loop_kind, mq.enqueue_async("async", timeout=5))
+        assert r.dequeue(timeout=5) == "async"
+        w.reply(1, "one")
+        assert run(loop_kind, aio.collect(g, 1, timeout=5)) == ["one"]
+        w.reply(3, "three")
+        assert g.collect(3, timeout=5) == ["three"]
+    finally:
+        w.close()
+        g.close()
+        r.shutdown()
+        mq.shutdown()

@@ -132,6 +132,12 @@ def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
     return out
 
 
+def _aio_refuse(owner: Any, endpoint: Any, what: str) -> None:
+    """As _queue.py's: a blocking call while a ringcast.aio call holds the endpoint."""
+    from ringcast import aio
+    aio.refuse_blocking_call(owner, endpoint, what)
+
+
 class ReplyGather:
     """Replies from N worker ranks to one executor, collected with one wait for all ranks.
 
@@ -212,6 +218,8 @@ class ReplyGather:
     _bridge: Any
     _remote: Any
     rank: Optional[int]
+    # The ringcast.aio collect in progress on this gather (aio._Claim), None when none (_queue.py's).
+    _aio_call: Any = None
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
                  wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_COLLECT_SPIN_MAX_US,
@@ -498,6 +506,12 @@ class ReplyGather:
         if tag is True or tag is False or timeout is True or timeout is False:
             _refuse_bool(tag, timeout)
         wanted = None if ranks is None else _ranks_list(ranks, self.n_ranks)
+        if self._aio_call is not None:  # an aio collect waits on this gather
+            _aio_refuse(self, self._collector, "collect")
+        return self._collect_now(tag, wanted, timeout)
+
+    def _collect_now(self, tag: int, wanted: Optional[List[int]], timeout: Optional[float]) -> List[Any]:
+        """collect() once its arguments are checked (ringcast.aio's polls come here directly)."""
         try:
             return self._collector.collect_objects(tag, wanted, timeout)
         except TypeError as e:
@@ -550,6 +564,8 @@ class ReplyGather:
         if tag is True or tag is False or timeout is True or timeout is False:
             _refuse_bool(tag, timeout)
         wanted = _ranks_list(ranks, self.n_ranks)
+        if self._aio_call is not None:
+            _aio_refuse(self, self._collector, "collect_async")
         try:
             collect_id = self._collector.collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
         except TypeError as e:
@@ -619,7 +635,7 @@ class PendingReplies:
     """
 
     __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None,
-                 "_on_closed": None, "_liveness": None, "_id": None, "_closed_by": None}
+                 "_on_closed": None, "_liveness": None, "_id": None, "_closed_by": None, "_aio_call": None}
 
     def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None,
                  liveness: float = 1.0, collect_id: int = 0):
@@ -630,6 +646,7 @@ class PendingReplies:
         self._closed_by: Optional[BaseException] = None  # the ClosedError (or PeerDeadError) that ended it
         self._on_closed = on_closed  # raises PeerDeadError instead when a remote rank's connection dropped
         self._liveness = liveness  # seconds between dead-worker checks of an await on a loop (aio)
+        self._aio_call: Any = None  # an await of this collect in progress on a loop (aio._Claim)
 
     def __del__(self) -> None:
         # Dropped without result(): the gather must not stay blocked by a collect nobody can finish
@@ -670,6 +687,12 @@ class PendingReplies:
                 pending and result() may be called again. A collect that a closed gather or ring
                 ended raises that error again, not this: the cause stays the one named.
         """
+        if self._aio_call is not None:  # an await of it waits on the loop (and would miss its wake)
+            _aio_refuse(self, self._collector, "result()")
+        return self._result()
+
+    def _result(self) -> List[Any]:
+        """result() past its check of an await in progress (ringcast.aio's own await ends here)."""
         if self._closed_by is not None:
             raise type(self._closed_by)(str(self._closed_by))
         if self._taken or not self._mine():

@@ -147,6 +147,13 @@ def _shutdown_writer(core_writer, publisher=None) -> None:  # weakref.finalize c
         publisher.stop()
 
 
+def _aio_refuse(owner: Any, endpoint: Any, what: str) -> None:
+    """A blocking call while a ringcast.aio call holds the endpoint (owner._aio_call set): refused,
+    unless that call's loop was closed (the endpoint is then taken back). aio is loaded: it set it."""
+    from ringcast import aio
+    aio.refuse_blocking_call(owner, endpoint, what)
+
+
 class MessageQueue:
     """One writer -> ``n_local_reader`` reader processes over a shared-memory ring.
 
@@ -601,6 +608,9 @@ class MessageQueue:
     # Messages a dequeue_many took off the ring but did not return, in order: (True, object) already
     # unpickled, (False, parts) not yet. Every read takes from here first (_take_burst_left).
     _burst_left: Optional[List[Tuple[bool, Any]]] = None
+    # The ringcast.aio call in progress on this queue's endpoint (aio._Claim), None when none: the
+    # blocking calls refuse to run beside it (aio.refuse_blocking_call), one attribute look per call.
+    _aio_call: Any = None
 
     @staticmethod
     def _loads(parts: list) -> Any:
@@ -646,6 +656,8 @@ class MessageQueue:
             self._require_writer("enqueue")
         if timeout is True or timeout is False:  # the binding would take a bool as 1.0 / 0.0 seconds
             _check_timeout(timeout)
+        if self._aio_call is not None:  # an enqueue_async's message is pending in the writer
+            _aio_refuse(self, self._writer, "enqueue")
         if self._send_object is not None:
             try:
                 device_message = self._send_object(obj, timeout)
@@ -693,6 +705,8 @@ class MessageQueue:
             self._require_reader("dequeue")
         if timeout is True or timeout is False:  # the binding would take a bool as 1.0 / 0.0 seconds
             _check_timeout(timeout)
+        if self._aio_call is not None:  # a dequeue_async waits on this reader
+            _aio_refuse(self, self._reader, "dequeue")
         if self._gpu_pending is not None:  # a device message a timed-out dequeue left half received
             return _gpu.resume(self, timeout)
         if self._burst_left:  # what a dequeue_many took and left for the next read
@@ -739,6 +753,8 @@ class MessageQueue:
         self._require_reader("dequeue_many")
         _check_int("max_n", max_n, 1, 2**64 - 1)
         _check_timeout(timeout)
+        if self._aio_call is not None:
+            _aio_refuse(self, self._reader, "dequeue_many")
         if self._gpu_pending is not None:
             return [_gpu.resume(self, timeout)]
         if not self._burst_left:
@@ -947,6 +963,8 @@ class MessageQueue:
         """
         self._require_reader("acquire_read")
         _check_timeout(timeout)
+        if self._aio_call is not None:
+            _aio_refuse(self, self._reader, "acquire_read")
         self._refuse_raw_read_while_objects_wait()
         buf = self._reader.peek_raw(timeout)
         ok = False

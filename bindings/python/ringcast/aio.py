@@ -36,7 +36,13 @@ the timeout to these calls instead.
 
 One coroutine at a time per endpoint (the endpoints' one-thread rule): a ``dequeue`` or ``collect``
 (or an await of a pending collect) called while another one of the same endpoint is in progress
-raises RuntimeError at once, as a second enqueue while one is pending does. Device (CUDA) arrays:
+raises RuntimeError at once, as a second enqueue while one is pending does; so does a blocking call
+of the endpoint (``mq.dequeue``, ``mq.dequeue_many``, ``mq.acquire_read``, ``mq.enqueue``,
+``gather.collect``, ``gather.collect_async``, ``pending.result()``) from another thread or coroutine
+while one of these is in progress (it would take the message, or the wake-up, the await waits for).
+A call whose loop was closed while it was suspended can never go on: the next call of its endpoint
+takes the endpoint back (withdraws that call's wait, and its message for an enqueue) instead of
+being refused. Device (CUDA) arrays:
 ``enqueue`` pickles them like any object (no DMA: use the blocking ``mq.enqueue``, docs/gpu.md); a
 device message a blocking writer sent is received by ``dequeue`` through the blocking path of
 docs/gpu.md (the loop waits for its chunks).
@@ -166,10 +172,13 @@ class _Watch:
         return self.loop.time() >= t or (self.fired_for is not None and self.fired_for >= t)
 
     def done_waiting(self, endpoint: _Endpoint) -> None:
-        """After every wait, cancellation included: forget the future, withdraw the announcement."""
+        """After every wait, cancellation included: forget the future, withdraw the announcement —
+        unless this _Watch was closed meanwhile: its call was taken back (_reclaim) and a later call
+        may be armed now, whose announcement is not this one's to withdraw."""
         self.fut = None
         self.deadline = None
-        _core.disarm(endpoint)
+        if self.fd >= 0:
+            _core.disarm(endpoint)
 
     async def wait(self, endpoint: _Endpoint, deadline: Optional[float], check_at: float) -> bool:
         """One wait of the armed endpoint: until its fd turns readable, `deadline`, or `check_at` (loop
@@ -221,29 +230,76 @@ def _watch(endpoint: _Endpoint, liveness: float) -> _Watch:
     return w
 
 
-# id(core endpoint) -> the call in progress on it ("dequeue_async", ...), from that call's start to its
-# end (finally: completed, failed or cancelled). An entry keeps its endpoint alive (the call's frame
+class _Claim:
+    """One call of this module in progress on an endpoint, from its start to its end (finally:
+    completed, failed or cancelled). `owner` (the MessageQueue, ReplyGather or PendingReplies) shows
+    it in `_aio_call`, which the owner's blocking calls look at (refuse_blocking_call)."""
+
+    __slots__ = ("call", "what", "loop", "owner", "revoked")
+
+    def __init__(self, call: str, what: str, loop: asyncio.AbstractEventLoop, owner: Any) -> None:
+        self.call, self.what, self.loop, self.owner = call, what, loop, owner
+        self.revoked = False  # taken back by _reclaim: its own clean-up must not touch the endpoint
+
+
+# id(core endpoint) -> the call in progress on it. An entry keeps its endpoint alive (the call's frame
 # holds it), so the id is not reused meanwhile.
-_waiters: Dict[int, str] = {}
+_waiters: Dict[int, _Claim] = {}
 
 
-def _claim(endpoint: _Endpoint, call: str, what: str) -> None:
+def _claim(endpoint: _Endpoint, call: str, what: str, owner: Any) -> _Claim:
     """Marks `endpoint` busy with `call` until _release(); RuntimeError if another call holds it.
     One coroutine at a time per endpoint (its one-thread rule): two waits would each arm and disarm
     the one announcement, and the one future per loop (_Watch.future) would orphan the first waiter,
     which then never completed. Refused at the call's start, not only when it would wait, so that a
     second call fails whether or not a message happens to be there; the loop is one thread, and no
-    suspension point lies between this check and the mark."""
+    suspension point lies between this check and the mark. A holder whose loop is closed is taken
+    back first (_reclaim)."""
     holder = _waiters.get(id(endpoint))
-    if holder is not None:
-        raise RuntimeError(f"{call}: {holder} of this {what} is already in progress in another coroutine; "
+    if holder is not None and not _reclaim(endpoint, holder):
+        raise RuntimeError(f"{call}: {holder.call} of this {what} is already in progress in another coroutine; "
                            "one coroutine at a time may wait on an endpoint (await or cancel that one first)")
-    _waiters[id(endpoint)] = call
+    claim = _waiters[id(endpoint)] = _Claim(call, what, asyncio.get_running_loop(), owner)
+    owner._aio_call = claim
+    return claim
 
 
-def _release(endpoint: _Endpoint) -> None:
-    """Ends the call _claim() marked (only that call gets here: a refused one raised before)."""
+def _release(endpoint: _Endpoint, claim: _Claim) -> None:
+    """Ends the call _claim() marked — if it still holds the endpoint (a call taken back does not)."""
+    if _waiters.get(id(endpoint)) is claim:
+        del _waiters[id(endpoint)]
+        claim.owner._aio_call = None
+
+
+def _reclaim(endpoint: _Endpoint, holder: _Claim) -> bool:
+    """Takes `endpoint` back from a call whose loop was closed while it was suspended (the loop will
+    never resume it): withdraws its wait, and for an enqueue its pending message (no reader gets any
+    of it), and closes its _Watch — which drops its future, so the suspended task can be collected,
+    and makes its done_waiting() leave the endpoint alone; the revoked flag does the same for its
+    _release and send_abandon. False (nothing done) while that loop is open."""
+    if not holder.loop.is_closed():
+        return False
+    holder.revoked = True
+    table = _watches.get(endpoint)
+    if table is not None and holder.loop in table:
+        table.pop(holder.loop).close()
     del _waiters[id(endpoint)]
+    holder.owner._aio_call = None
+    _core.disarm(endpoint)
+    if isinstance(endpoint, _core.Writer):  # an enqueue_async: its message is pending in the writer
+        _core.send_abandon(endpoint)
+    return True
+
+
+def refuse_blocking_call(owner: Any, endpoint: _Endpoint, what: str) -> None:
+    """For the owners' blocking calls, made while `owner._aio_call` is set: takes the endpoint back
+    from a call whose loop is closed, else raises RuntimeError (that call waits for the message, or
+    the wake-up, this one would take)."""
+    holder: _Claim = owner._aio_call
+    if _waiters.get(id(endpoint)) is holder and _reclaim(endpoint, holder):
+        return
+    raise RuntimeError(f"{what}: {holder.call} of this {holder.what} is in progress on an event loop; one call at "
+                       "a time per endpoint (await it, or cancel it, first)")
 
 
 def _deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[float]:
@@ -264,11 +320,11 @@ async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
         raise RuntimeError("dequeue_async: this MessageQueue is the writer" if reader is None else
                            "dequeue_async: a remote reader (over ZeroMQ) has no eventfd to await; use dequeue()")
     _check_timeout(timeout)
-    _claim(reader, "dequeue_async", "reader")
+    claim = _claim(reader, "dequeue_async", "reader", mq)
     try:
         return await _dequeue(mq, reader, timeout)
     finally:  # completed, failed or cancelled: the next call may wait
-        _release(reader)
+        _release(reader, claim)
 
 
 async def _dequeue(mq: "MessageQueue", reader: _core.Reader, timeout: Optional[float]) -> Any:
@@ -314,9 +370,13 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
     if writer is None:
         raise RuntimeError("enqueue_async: this MessageQueue is a reader")
     _check_timeout(timeout)
+    if mq._aio_call is not None:
+        refuse_blocking_call(mq, writer, "enqueue_async")
     if _core.send_nowait(writer, mq._dumps(obj)):
         return
-    try:  # the message (or its rest) is pending in the writer: publish it as readers make room
+    # The message (or its rest) is pending in the writer: publish it as readers make room.
+    claim = _claim(writer, "enqueue_async", "queue", mq)
+    try:
         w = _watch(writer, mq.handle.liveness_interval)
         loop = w.loop
         deadline = None if timeout is None else loop.time() + timeout
@@ -335,8 +395,11 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
                 _core.check_peers(writer)  # PeerDeadError: a lagging reader died
                 check_at = loop.time() + w.liveness
     except BaseException:  # cancelled, timed out, closed: no reader gets any of it
-        _core.send_abandon(writer)
+        if not claim.revoked:  # (taken back: _reclaim withdrew it, and a later message may be pending)
+            _core.send_abandon(writer)
         raise
+    finally:
+        _release(writer, claim)
 
 
 # ---- ReplyGather collector ----------------------------------------------------------------------
@@ -355,11 +418,11 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
     _check_timeout(timeout)
     # As gather.collect reads them: None, one rank, or an iterable of ranks (checked there).
     wanted = None if ranks is None else _ranks_list(ranks, gather.n_ranks)
-    _claim(core, "collect", "ReplyGather")
+    claim = _claim(core, "collect", "ReplyGather", gather)
     try:
         return await _collect(gather, core, tag, wanted, timeout)
     finally:  # completed, failed or cancelled: the next call may wait
-        _release(core)
+        _release(core, claim)
 
 
 async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int, wanted: Optional[List[int]],
@@ -370,7 +433,7 @@ async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int,
     due = False
     while True:
         try:
-            return gather.collect(tag, wanted, timeout=0)
+            return gather._collect_now(tag, wanted, 0)
         except TimeoutError as e:
             if w is None:
                 w = _watch(core, gather._liveness)
@@ -399,11 +462,11 @@ def await_pending(pending: "PendingReplies") -> Generator[Any, None, List[Any]]:
 
 async def _pending_result(pending: "PendingReplies") -> List[Any]:
     core = pending._collector
-    _claim(core, "await collect_async(...)", "ReplyGather")
+    claim = _claim(core, "await collect_async(...)", "ReplyGather", pending)
     try:
         return await _await_pending(pending, core)
     finally:  # completed, failed or cancelled: the next await may wait
-        _release(core)
+        _release(core, claim)
 
 
 async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector) -> List[Any]:
@@ -426,4 +489,4 @@ async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector)
             if not _core.arm_pending_collect(core):  # armed for exactly the ranks still missing
                 # (the loop timer ends it at the collect's own deadline)
                 due = await w.wait(core, deadline, check_at)
-    return pending.result()
+    return pending._result()
