@@ -969,6 +969,8 @@ def test_aio_collect_takes_one_rank_as_collect_does():
         assert run("default", aio.collect(g, 7, 1, timeout=5)) == ["from 1"]
         with pytest.raises(ValueError, match="out of range"):
             run("default", aio.collect(g, 8, 5, timeout=5))
+        with pytest.raises(TypeError, match="tag must be an int, got bool"):  # not tag 1
+            run("default", aio.collect(g, True, timeout=5))
     finally:
         w.close()
         g.close()
@@ -1086,5 +1088,20 @@ def test_a_call_left_on_a_closed_loop_gives_its_endpoint_back(loop_kind):
     finally:
         w.close()
         g.close()
+        r.shutdown()
+        mq.shutdown()
+
+
+def test_a_blocking_call_that_looked_as_the_await_ended_goes_on():
+    """The owner's `_aio_call` is read by a blocking call in another thread while the loop's thread may
+    clear it: found set by the caller's check, then cleared, it is no refusal (it was an AttributeError)."""
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    try:
+        assert r._aio_call is None
+        aio.refuse_blocking_call(r, r._reader, "dequeue")  # what the caller runs after its look
+        mq.enqueue(1)
+        assert r.dequeue(timeout=5) == 1
+    finally:
         r.shutdown()
         mq.shutdown()

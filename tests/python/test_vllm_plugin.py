@@ -429,8 +429,47 @@ def test_a_set_cancel_event_still_takes_what_is_there():
     with pytest.raises(RuntimeError, match="cancelled"):
         with r.acquire_read(timeout=5, cancel=cancel):
             pass
+    q.shutdown()  # a queue that ended, with the event set: cancelled, as before the event was looked at
+    with pytest.raises(RuntimeError, match="cancelled"):
+        r.dequeue(timeout=5, cancel=cancel)
+    r.shutdown()
+
+
+def test_a_cancellable_read_beside_a_dequeue_async_is_refused():
+    """vLLM's cancellable dequeue and acquire_read read the ring themselves: like the base class's
+    reads, they refuse to run while a dequeue_async of the reader waits (they would take its message)."""
+    import asyncio
+    q, r = _pair()
+    out = []
+
+    async def main():
+        task = asyncio.ensure_future(r.dequeue_async(timeout=30))
+        await asyncio.sleep(0.05)
+        for read in (lambda: r.dequeue(timeout=0.2, cancel=threading.Event()),
+                     lambda: r.acquire_read(timeout=0.2, cancel=threading.Event()).__enter__()):
+            t = threading.Thread(target=lambda: out.append(_raised(read)))
+            t.start()
+            t.join(10)
+        q.enqueue("for the await")
+        return await task
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(main()) == "for the await"
+    finally:
+        loop.close()
+    assert out == ["RuntimeError: dequeue: dequeue_async of this reader is in progress on an event loop",
+                   "RuntimeError: acquire_read: dequeue_async of this reader is in progress on an event loop"]
     q.shutdown()
     r.shutdown()
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 — the outcome is the test's subject
+        return f"{type(e).__name__}: {str(e).split(';')[0]}"
+    return "no error"
 
 
 def test_a_deadline_already_past_takes_what_is_there_as_vllm_does():

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Dict, Generator, Iterable, List, Optional
 
 from . import _core, _gpu
 from ._args import _check_timeout  # the blocking calls' rule
-from ._gather import _ranks_list  # a collect's ranks, as gather.collect reads them
+from ._gather import _ranks_list, _refuse_bool  # a collect's arguments, as gather.collect reads them
 
 if TYPE_CHECKING:
     from ._gather import PendingReplies, ReplyGather
@@ -65,6 +65,10 @@ if TYPE_CHECKING:
 _Endpoint = Union[_core.Reader, _core.Writer, _core.GatherCollector]
 
 __all__ = ["dequeue", "enqueue", "collect"]
+
+
+# The least a loop timer is moved on after it ran before its time (see _Watch: uvloop's tick).
+_MIN_TIMER_STEP = 0.001
 
 
 class _Watch:
@@ -87,17 +91,17 @@ class _Watch:
     Deadlines cost no timer per wait: one loop timer per endpoint is kept at or before the current
     wait's deadline; when it fires early (it was set for an earlier wait) it is moved to the current
     one. A stream of waits with timeouts thus schedules a timer about once per timeout, not per
-    message. The timer of the current deadline itself counts as that deadline reached, whatever
-    loop.time() says then (reached()): uvloop's clock moves in whole milliseconds and runs a timer up
-    to one tick early, and re-arming it for a deadline less than a tick away made it fire again at
-    once — dozens of callbacks per timed-out wait.
+    message. A timer run before the deadline by the loop's own clock (uvloop's moves in whole
+    milliseconds, rounds a timer's delay, and runs it up to ~1.5 ms early) is moved on by at least a
+    millisecond: set again for a deadline less than a tick away, it ran again at once, and again —
+    dozens of callbacks per timed-out wait while the clock caught up.
 
     Fork: a child inherits the loop's epoll instance (one kernel object, shared with the parent), so
     a _Watch closed in a child — its finalizer at the child's exit — must not unregister the fd there:
     that would unregister it in the parent, whose loop would then see no signal while its _Watch
     still says `watching` (every later wait lasting until its liveness check)."""
 
-    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness", "fired_for", "pid")
+    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness", "pid")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, liveness: float) -> None:
         self.loop = loop
@@ -112,7 +116,6 @@ class _Watch:
         self.deadline: Optional[float] = None  # of the wait in progress (loop time); None: none/forever
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = 0.0
-        self.fired_for: Optional[float] = None  # the time the current wait's timer ended it at (loop time)
         self.pid = os.getpid()  # the process whose loop registered the fd (see the class's Fork)
 
     def watch(self) -> None:
@@ -142,14 +145,14 @@ class _Watch:
         deadline = self.deadline
         if deadline is None:
             return
-        if self.timer_at >= deadline or self.loop.time() >= deadline:  # this wait's own deadline: reached
+        now = self.loop.time()
+        if now >= deadline:
             fut = self.fut
             if fut is not None and not fut.done():
-                self.fired_for = deadline
                 fut.set_result(None)
-        else:  # set for an earlier wait: follow the current one
-            self.timer_at = deadline
-            self.timer = self.loop.call_at(deadline, self._timer_fired)
+        else:  # set for an earlier wait, or run early by the loop's clock: on to the current deadline
+            self.timer_at = max(deadline, now + _MIN_TIMER_STEP)
+            self.timer = self.loop.call_at(self.timer_at, self._timer_fired)
 
     def future(self, deadline: Optional[float]) -> "asyncio.Future[None]":
         """The future of one wait of the armed endpoint: done when the fd turned readable or at
@@ -158,7 +161,6 @@ class _Watch:
         second future would orphan the first, which the callback and the timer would never see)."""
         fut = self.fut = self.loop.create_future()
         self.deadline = deadline
-        self.fired_for = None
         if deadline is not None and (self.timer is None or self.timer_at > deadline):
             if self.timer is not None:
                 self.timer.cancel()
@@ -167,9 +169,8 @@ class _Watch:
         return fut
 
     def reached(self, t: float) -> bool:
-        """Whether loop time `t` has come: by the clock, or by the timer that ended the last wait (the
-        loop ran it at `fired_for` or later by its own clock; see the class's note on uvloop)."""
-        return self.loop.time() >= t or (self.fired_for is not None and self.fired_for >= t)
+        """Whether loop time `t` has come."""
+        return self.loop.time() >= t
 
     def done_waiting(self, endpoint: _Endpoint) -> None:
         """After every wait, cancellation included: forget the future, withdraw the announcement —
@@ -295,7 +296,9 @@ def refuse_blocking_call(owner: Any, endpoint: _Endpoint, what: str) -> None:
     """For the owners' blocking calls, made while `owner._aio_call` is set: takes the endpoint back
     from a call whose loop is closed, else raises RuntimeError (that call waits for the message, or
     the wake-up, this one would take)."""
-    holder: _Claim = owner._aio_call
+    holder: Optional[_Claim] = owner._aio_call
+    if holder is None:  # released since the caller looked (by the loop's thread): nothing holds it
+        return
     if _waiters.get(id(endpoint)) is holder and _reclaim(endpoint, holder):
         return
     raise RuntimeError(f"{what}: {holder.call} of this {holder.what} is in progress on an event loop; one call at "
@@ -415,6 +418,8 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
     core = gather._collector
     if core is None:
         raise RuntimeError("collect: this ReplyGather is a worker")
+    if tag is True or tag is False:  # the binding would take it as 1 / 0 (gather.collect refuses it too)
+        _refuse_bool(tag, None)
     _check_timeout(timeout)
     # As gather.collect reads them: None, one rank, or an iterable of ranks (checked there).
     wanted = None if ranks is None else _ranks_list(ranks, gather.n_ranks)
@@ -477,9 +482,13 @@ async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector)
         due = False
         while pending._mine() and not pending._taken and not pending.done():  # done() takes what came first
             if deadline is not None and w.reached(deadline):
-                # The loop's clock says the collect's time is up, the collector's (monotonic, finer)
-                # may be short of it by up to a tick of uvloop's: result() waits that out.
-                break
+                # The loop's clock says the collect's time is up; the collector's (monotonic, finer)
+                # may be short of it (uvloop's clock lags by up to a tick): wait on for what is left,
+                # on the loop — result() would wait it out blocking the loop.
+                left = _core.pending_collect_seconds_left(core)
+                if left is None or left <= 0:
+                    break
+                deadline = w.loop.time() + max(left, _MIN_TIMER_STEP)
             if due:  # a dead pending worker ends the collect: done() turns true, result() raises
                 _core.check_pending_collect_peers(core)
                 check_at = w.loop.time() + w.liveness

@@ -43,7 +43,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from ringcast import _gpu
 from ringcast._blocks import end_block
 from ringcast._args import _check_timeout
-from ringcast._queue import Handle
+from ringcast._core import ClosedError, PeerDeadError
+from ringcast._queue import Handle, _aio_refuse
 from ringcast._queue import MessageQueue as _RingcastQueue
 
 SHM_BROADCAST = "vllm.distributed.device_communicators.shm_broadcast"
@@ -111,6 +112,8 @@ class MessageQueue(_RingcastQueue):
         if cancel is None:
             return super().dequeue(timeout, indefinite)
         self._require_reader("dequeue")
+        if self._aio_call is not None:  # as the base's dequeue: not beside a dequeue_async of this reader
+            _aio_refuse(self, self._reader, "dequeue")
         if self._gpu_pending is None and self._burst_left:  # what a dequeue_many took and left for the next read
             return self._take_burst_left(1, timeout, None, "dequeue")[0]
         if self._gpu_pending is None:
@@ -139,6 +142,8 @@ class MessageQueue(_RingcastQueue):
                 yield view
             return
         self._require_reader("acquire_read")
+        if self._aio_call is not None:
+            _aio_refuse(self, self._reader, "acquire_read")
         self._refuse_raw_read_while_objects_wait()
         view = self._until_cancelled(self._reader.peek_raw, timeout, cancel)
         ok = False
@@ -158,9 +163,16 @@ class MessageQueue(_RingcastQueue):
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             wait = CANCEL_POLL_S if left is None else max(0.0, min(left, CANCEL_POLL_S))
+            if cancel.is_set():
+                # Only what is there, as vLLM's queue looks at the event only while it waits; nothing
+                # there, or a queue that ended (ringcast's closed or dead peer; vLLM's has neither):
+                # cancelled, as before the event was looked at.
+                try:
+                    return call(0.0)
+                except (TimeoutError, ClosedError, PeerDeadError):
+                    raise RuntimeError("cancelled") from None
             try:
-                # With the event set, only what is there: vLLM's queue looks at the event while it waits.
-                return call(0.0 if cancel.is_set() else wait)
+                return call(wait)
             except TimeoutError:
                 if cancel.is_set():
                     raise RuntimeError("cancelled") from None
