@@ -173,10 +173,11 @@ SleepSite GatherCollector::bell_site() const noexcept {
 }
 
 void GatherCollector::cancel() noexcept {
+    if (!cancelled_) return;  // moved from: nothing of it can be waiting
     cancelled_->store(true, std::memory_order_seq_cst);
     wake_all(bell_site());
     for (auto& rd : readers_) wake_all(rd.data_site());  // the futex_waitv path sleeps on these
-    if (eventfd_) eventfd_->poke();  // flag first, then the poke: see Reader::cancel
+    if (EventfdWaiter* e = eventfd_seen_.load()) e->poke();  // flag first, then the poke: see Reader::cancel
 }
 
 // `ranks` checked against the group, or every rank for none.
@@ -348,6 +349,8 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
 
 GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
                                       std::chrono::nanoseconds timeout, const EarlyReply& on_early_reply) {
+    if (!cancelled_)  // moved from: its rings are the new owner's (it would report ok with no replies)
+        throw Error(ErrorCode::protocol, "this GatherCollector was moved from: collect through the one it was moved into");
     Timeout lazy_deadline(timeout);
     GatherResult result;
     result.replies.resize(readers_.size());
@@ -500,7 +503,10 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
 }
 
 int GatherCollector::wake_fd() {
-    if (!eventfd_) eventfd_ = std::make_unique<EventfdWaiter>(bell_.line().collector_eventfd);
+    if (!eventfd_) {
+        eventfd_ = std::make_unique<EventfdWaiter>(bell_.line().collector_eventfd);
+        eventfd_seen_.publish(eventfd_.get());
+    }
     return eventfd_->fd();
 }
 

@@ -104,6 +104,7 @@ Writer Writer::open(std::string_view name, const WriterOptions& options) {
 Writer::~Writer() {
     if (line_ == nullptr) return;  // moved from
     close();
+    space_eventfd_seen_.publish(nullptr);
     space_eventfd_.reset();  // unregister while the role is ours: a successor may register next
     // Release the role only if it is still ours (a CAS: never clear a successor's claim).
     std::uint64_t expected = owner_word_;
@@ -120,6 +121,8 @@ void Writer::remove_name() noexcept {
 
 void Writer::close() noexcept {
     closed_ = true;
+    has_reservation_ = false;  // a reservation open now is never published: commit() refuses it
+    if (line_ == nullptr) return;  // moved from: the ring is the new owner's
     auto& h = segment_.header();
     // The final tail was stored (release) before this; readers load flags (acquire) before the tail,
     // so a reader that sees closed also sees every published record (ring_inl.hpp wait_for_data).
@@ -144,13 +147,14 @@ bool Writer::wake_ahead() noexcept {
     return notify_sleepers(futex_sleepers, line_->wake_calls);
 }
 
-bool Writer::closed() const noexcept { return segment_.closed_acquire(); }
+bool Writer::closed() const noexcept { return line_ == nullptr || segment_.closed_acquire(); }
 
 // Cancels the blocking call in progress and every later one until clear_cancel().
 void Writer::cancel() noexcept {
+    if (line_ == nullptr) return;  // moved from: nothing of it can be waiting
     cancelled_.get().store(true, std::memory_order_seq_cst);
     wake_all(space_site());  // bumps space_seq: a writer between 3c and 3e cannot go to sleep
-    if (space_eventfd_) space_eventfd_->poke();  // (stored before the flag's readers drain: see Reader::cancel)
+    if (EventfdWaiter* e = space_eventfd_seen_.load()) e->poke();  // (flag first: see Reader::cancel)
 }
 
 std::uint64_t Writer::wake_calls() const noexcept { return line_->wake_calls.load(std::memory_order_relaxed); }
@@ -361,11 +365,14 @@ void Reader::detach() noexcept {
 }
 
 void Reader::cancel() noexcept {
+    if (slot_ == nullptr) return;  // moved from: nothing of it can be waiting
     cancelled_.get().store(true, std::memory_order_seq_cst);
     wake_all(data_site());  // other ranks wake too, re-check and sleep again: cancel is rare
     // An eventfd sleeper: the flag is stored (seq_cst) before the poke, and the waiter drains (3a')
     // before it checks the flag, so the poke is seen or the flag is.
-    if (data_eventfd_) data_eventfd_->poke();
+    // The pointer is published (seq_cst) by wake_fd(): read as null here, it was published after
+    // this load, so after the flag's store — and the arm that follows wake_fd() sees the flag.
+    if (EventfdWaiter* e = data_eventfd_seen_.load()) e->poke();
 }
 
 std::uint64_t Reader::waits() const noexcept { return slot_->waits.load(std::memory_order_relaxed); }
@@ -490,7 +497,9 @@ void Reader::release_fragments(std::uint64_t mark) {
                                              "): not a release_mark of peek_fragment (released up to " +
                                              std::to_string(released) + ", handed out up to " + std::to_string(head_) + ")");
     if (mark == released) return;
-    if (streaming_) message_partly_released_ = true;
+    // Part of the open message released: while it streams, or once its last fragment was handed out
+    // but the mark stops short of its end (rewind_fragments could no longer hand it back whole).
+    if (streaming_ || (message_end_mark_ != 0 && mark < message_end_mark_)) message_partly_released_ = true;
     store_head(mark);  // the caller is done with every byte below mark (ring.hpp release order)
     if (mark == head_) fragments_held_ = false;
     if (message_end_mark_ != 0 && mark >= message_end_mark_) {
@@ -522,6 +531,10 @@ void Reader::abandon_fragments() {
     }
 }
 
+void Reader::moved_from() {
+    throw Error(ErrorCode::protocol, "this Reader was moved from: read through the Reader it was moved into");
+}
+
 void Reader::corrupt(const std::string& why) const {
     throw Error(ErrorCode::corrupt, "segment '" + segment_.name() + "', rank " + std::to_string(rank_) +
                                         ", record at " + std::to_string(head_) + ": " + why);
@@ -531,7 +544,10 @@ void Reader::corrupt(const std::string& why) const {
 
 
 int Writer::wake_fd() {
-    if (!space_eventfd_) space_eventfd_ = std::make_unique<EventfdWaiter>(segment_.space_line().writer_eventfd);
+    if (!space_eventfd_) {
+        space_eventfd_ = std::make_unique<EventfdWaiter>(segment_.space_line().writer_eventfd);
+        space_eventfd_seen_.publish(space_eventfd_.get());
+    }
     return space_eventfd_->fd();
 }
 
@@ -556,7 +572,10 @@ bool Writer::arm_wake_fd(std::size_t message_bytes, const WriteProgress* progres
 void Writer::disarm_wake_fd() noexcept { retract(space_site()); }
 
 int Reader::wake_fd() {
-    if (!data_eventfd_) data_eventfd_ = std::make_unique<EventfdWaiter>(slot_->eventfd);
+    if (!data_eventfd_) {
+        data_eventfd_ = std::make_unique<EventfdWaiter>(slot_->eventfd);
+        data_eventfd_seen_.publish(data_eventfd_.get());
+    }
     return data_eventfd_->fd();
 }
 

@@ -109,6 +109,12 @@ inline FutexWaitResult futex_waitv(FutexWaitvEntry* entries, unsigned count, Dea
     }
 }
 
+// `at` + `step`, kNoDeadline where it would overflow (an interval of nanoseconds::max() is "never").
+[[nodiscard]] inline Deadline later_by(Deadline at, std::chrono::nanoseconds step) noexcept {
+    if (step > std::chrono::nanoseconds::zero() && step >= Deadline::max() - at) return kNoDeadline;
+    return at + step;
+}
+
 [[nodiscard]] inline Deadline deadline_after(std::chrono::nanoseconds timeout) noexcept {
     if (timeout <= std::chrono::nanoseconds::zero()) return kPollOnly;
     const auto now = Clock::now();

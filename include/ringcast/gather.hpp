@@ -268,6 +268,7 @@ private:
     Deadline last_liveness_check_{};  // across calls (wait.hpp WaitContext::last_check)
     std::unique_ptr<std::atomic<bool>> cancelled_ = std::make_unique<std::atomic<bool>>(false);
     std::unique_ptr<EventfdWaiter> eventfd_;  // ours, once registered (wake_fd); destroyed (unregistered)
+    detail::PublishedPtr<EventfdWaiter> eventfd_seen_;  // eventfd_, for cancel() from another thread
                                               // before bell_ is unmapped
 };
 

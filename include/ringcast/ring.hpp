@@ -98,7 +98,11 @@ struct ReaderOptions {
     std::chrono::nanoseconds create_timeout{0};
     // On a clean detach (destruction): false → the rank is released: the writer stops keeping
     // messages for it and it cannot re-attach (Error rank_left). true → the writer keeps honouring
-    // its head (and may block on it) until the rank re-attaches and resumes where it left.
+    // its head (and may block on it) until the rank re-attaches and resumes where it left. Where it
+    // left is a record boundary: a Reader destroyed in the middle of a fragmented message (a peek()
+    // that timed out while reassembling it, records taken by peek_fragment) has released the records
+    // it took, and the re-attached rank skips the rest of that message as orphans — it resumes at the
+    // next whole message, never inside one.
     bool keep_place = false;
 };
 
@@ -204,7 +208,9 @@ public:
     // Readers drain what was published, then get Status::closed. Idempotent. Every later write,
     // reserve or abort_write of this Writer returns Status::closed and publishes nothing: a message
     // after the close would reach a reader that is still draining and not one that already got
-    // `closed` (reopen with Writer::open and WriterOptions::reopen_closed instead).
+    // `closed` (reopen with Writer::open and WriterOptions::reopen_closed instead). A reservation
+    // open at close() is dropped: its commit() throws Error(protocol) and publishes nothing. A
+    // moved-from Writer is closed too (it never touches the ring its successor writes).
     void close() noexcept;
     [[nodiscard]] bool closed() const noexcept;
     // Unlinks the segment's name now if it still leads to this segment (a newer queue created under
@@ -292,9 +298,10 @@ private:
     std::uint64_t known_free_end_ = 0;   // tail may grow up to here without rescanning heads
     std::uint64_t reserved_pos_ = 0;     // where the reserved record's header goes
     std::uint64_t reserved_size_ = 0;    // payload bytes reserved; 0 with !has_reservation_
-    bool has_reservation_ = false;
+    detail::Taken<bool> has_reservation_;  // a move leaves none in the source
     bool stream_broken_ = false;         // a fragmented write stopped half way: abort it first
-    bool closed_ = false;                // close() ran: every later write returns Status::closed
+    // close() ran, or this Writer was moved from: every later write returns Status::closed.
+    detail::SetOnMove closed_;
     std::uint64_t stream_serial_ = 1;    // numbers fragmented streams, so a stale WriteProgress is not resumed
     detail::Taken<bool> owns_name_;
     std::uint64_t owner_word_ = 0;       // our claim in the header's writer_owner
@@ -304,6 +311,7 @@ private:
     detail::AheadClock ahead_;       // wake_ahead(): when it woke readers, how far ahead of a publish
     std::unique_ptr<EventfdSignaller> reader_eventfds_;  // copies of the readers' eventfds (data wakes)
     std::unique_ptr<EventfdWaiter> space_eventfd_;       // ours, once registered (wake_fd)
+    detail::PublishedPtr<EventfdWaiter> space_eventfd_seen_;  // the same, for cancel() from another thread
 };
 
 // ===================================================================================================
@@ -408,6 +416,7 @@ private:
     void check_writer() const;
     static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
     [[noreturn]] void corrupt(const std::string& why) const;
+    [[noreturn]] static void moved_from();  // Error(protocol): a read of a moved-from Reader
     // The header of the record at head_ (cached_tail_ > head_), checked against what the writer can have
     // published: a corrupt header must not make us read outside the ring or past the tail.
     struct RecordAt {
@@ -463,6 +472,7 @@ private:
     std::chrono::nanoseconds ahead_max_{0};
     std::unique_ptr<EventfdSignaller> writer_eventfd_;  // a copy of the writer's eventfd (space wakes)
     std::unique_ptr<EventfdWaiter> data_eventfd_;       // ours, once registered (wake_fd)
+    detail::PublishedPtr<EventfdWaiter> data_eventfd_seen_;  // the same, for cancel() from another thread
 };
 
 }  // namespace ringcast

@@ -227,7 +227,10 @@ public:
         // Capped, so that one idle minute is forgotten after a few short waits.
         // (A wait over before its loop read the clock comes as zero: as 1 ns it still seeds long_ns_.)
         waited = std::max(waited, std::chrono::nanoseconds{1});
-        const std::int64_t w = std::min<std::int64_t>(waited.count(), 4 * spin_max.count());
+        // 4 x spin_max, spin_max taken as at most 1 s here: a spin_max near nanoseconds::max() must not
+        // overflow the product, nor make `typical` so large that predicted()'s 2 x typical does.
+        const std::int64_t cap = 4 * std::min<std::int64_t>(spin_max.count(), 1'000'000'000);
+        const std::int64_t w = std::min<std::int64_t>(waited.count(), cap);
         const std::int64_t t = typical_ns_.load(std::memory_order_relaxed);
         typical_ns_.store(t + (w - t) / 4, std::memory_order_relaxed);  // weight 1/4: ~4 waits of memory
         // The long-wait predictor and how far waits stray from it (capped at 2 x kLongestPredicted: after an
@@ -588,7 +591,7 @@ public:
             if (*ctx.last_check == Deadline{}) *ctx.last_check = now;
             last = *ctx.last_check;
         }
-        next_ = last + ctx.check_every;
+        next_ = later_by(last, ctx.check_every);  // saturates: a huge interval is "never", not an overflow
     }
     // When the kernel wait must end at the latest (the next check, or the next re-check).
     [[nodiscard]] Deadline next() const noexcept { return next_; }
@@ -600,7 +603,7 @@ public:
             return;
         }
         if (ctx_.last_check != nullptr) *ctx_.last_check = now;
-        next_ = now + ctx_.check_every;
+        next_ = later_by(now, ctx_.check_every);
         try {
             ctx_.on_idle(ctx_.idle_context);
         } catch (...) {

@@ -180,7 +180,10 @@ inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeo
 }
 
 inline void Writer::commit(std::size_t used, std::uint64_t tag) {
-    if (!has_reservation_) throw Error(ErrorCode::protocol, "commit() without a successful reserve()");
+    if (!has_reservation_)
+        throw Error(ErrorCode::protocol, closed_ ? "commit() after close() (or of a moved-from Writer): the reservation "
+                                                   "was dropped, nothing is published"
+                                                 : "commit() without a successful reserve()");
     if (used > reserved_size_)
         throw Error(ErrorCode::protocol, "commit(" + std::to_string(used) + ") exceeds the reservation of " +
                                              std::to_string(reserved_size_) + " bytes");
@@ -385,6 +388,7 @@ inline bool Reader::poll_acquire() noexcept {
 // Waits until the writer published past head_, or closed. ok: a record is at head_ (cached_tail_ >
 // head_); closed: closed and nothing left.
 inline Status Reader::wait_for_data(Timeout& timeout) {
+    if (slot_ == nullptr) [[unlikely]] moved_from();  // every read comes here first
     if (head_ < cached_tail_) return Status::ok;
     // poll_acquire reads closed before tail: the writer stores its final tail before the closed flag,
     // so closed + (tail == head_) means drained. A spin step looks at the stamp alone (SpinLook in
