@@ -155,3 +155,37 @@ TEST(Cancel, FromAnotherThreadWhileWakeFdIsMadeIsNoRace) {
 
 }  // namespace
 }  // namespace ringcast::test
+
+namespace ringcast::test {
+namespace {
+
+// A resumable write retried with other bytes under the same WriteProgress went on after the fragments
+// already out: readers then met a message whose fragments disagree with its announced total — the
+// segment called corrupt, for good. Refused now, and the right retry still completes the message.
+TEST(ResumedWrite, WithOtherPartsIsRefusedAndTheRightOneCompletes) {
+    ScopedName name("resume-other");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto r = Reader::attach(name, 0);
+    const auto big = bytes_of(200'000, 6);  // three times the ring: the reader must drain for it to finish
+    const std::span<const std::byte> parts[] = {big};
+    WriteProgress progress;
+    ASSERT_EQ(w.write_parts(parts, 20ms, 9, &progress), Status::timed_out);
+    ASSERT_TRUE(progress.started());
+    const auto other = bytes_of(150'000, 7);
+    const std::span<const std::byte> other_parts[] = {other};
+    EXPECT_THROW((void)w.write_parts(other_parts, 0ns, 9, &progress), Error);
+    const auto small = bytes_of(10, 8);
+    const std::span<const std::byte> small_parts[] = {small};
+    EXPECT_THROW((void)w.write_parts(small_parts, 0ns, 9, &progress), Error);  // a whole record inside it
+    EXPECT_THROW((void)w.write_parts(parts, 0ns, 10, &progress), Error);       // another tag
+    std::vector<std::byte> got;
+    std::thread reader([&] { ASSERT_EQ(r.read(got, 10s), Status::ok); });
+    Status s = Status::timed_out;
+    for (int i = 0; i < 1000 && s == Status::timed_out; ++i) s = w.write_parts(parts, 10ms, 9, &progress);
+    reader.join();
+    EXPECT_EQ(s, Status::ok);
+    EXPECT_EQ(got, big);
+}
+
+}  // namespace
+}  // namespace ringcast::test

@@ -111,6 +111,8 @@ struct ReaderOptions {
 struct WriteProgress {
     std::uint64_t written = 0;  // message bytes already published (0: nothing of it is out)
     std::uint64_t stream = 0;   // the Writer's stream serial it belongs to (a stale one is not resumed)
+    std::uint64_t total = 0;    // the message's size and tag: a resume with others is refused
+    std::uint64_t tag = 0;
     [[nodiscard]] bool started() const noexcept { return written != 0; }
 };
 
@@ -278,7 +280,7 @@ private:
                                       std::uint64_t tag, WriteProgress& progress, bool resumable);
     // The start of write_parts/write_filled: resume `progress` if it is the open stream, else withdraw
     // an open stream first. ok: go on writing.
-    [[nodiscard]] Status begin_message(Timeout& timeout, WriteProgress* progress);
+    [[nodiscard]] Status begin_message(Timeout& timeout, WriteProgress* progress, std::uint64_t total, std::uint64_t tag);
     void check_message_size(std::uint64_t total) const;  // Error(message_too_large) over kMaxMessage
     void check_lagging_readers();
     static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }

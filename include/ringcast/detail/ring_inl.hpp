@@ -229,10 +229,20 @@ inline void Writer::check_message_size(std::uint64_t total) const {
                                                       std::to_string(kMaxMessage) + " bytes, 1 TiB)");
 }
 
-inline Status Writer::begin_message(Timeout& timeout, WriteProgress* progress) {
+inline Status Writer::begin_message(Timeout& timeout, WriteProgress* progress, std::uint64_t total, std::uint64_t tag) {
     // Resume only the stream this progress belongs to, and only while it is still the open one.
     const bool resume = progress != nullptr && progress->started() && progress->stream == stream_serial_ && stream_broken_;
-    if (resume) return Status::ok;
+    if (resume) {
+        // The rest of the same message only: other bytes after its published fragments would be a
+        // message readers call corrupt, for good (or a whole record inside the open stream).
+        if (progress->total != total || progress->tag != tag)
+            throw Error(ErrorCode::invalid_argument,
+                        "a write resumed with this WriteProgress is not its message: " + std::to_string(total) +
+                            " bytes with tag " + std::to_string(tag) + ", the message it resumes has " +
+                            std::to_string(progress->total) + " bytes and tag " + std::to_string(progress->tag) +
+                            " (a new message takes a fresh WriteProgress; the open one is withdrawn then)");
+        return Status::ok;
+    }
     if (progress != nullptr) *progress = {};
     if (stream_broken_) return finish_broken_stream(timeout);
     return Status::ok;
@@ -245,7 +255,7 @@ inline Status Writer::write_parts(std::span<const std::span<const std::byte>> pa
     std::uint64_t total = 0;
     for (const auto& p : parts) total += p.size();
     if (total > max_payload_) check_message_size(total);  // before anything of it, or an owed abort, goes out
-    if (const Status s = begin_message(timeout, progress); s != Status::ok) return s;
+    if (const Status s = begin_message(timeout, progress, total, tag); s != Status::ok) return s;
     if (total <= max_payload_) {
         if (const Status s = reserve_record(total, timeout); s != Status::ok) return s;
         std::byte* dst = layout::record_payload(data_, reserved_pos_ & mask_);
@@ -268,7 +278,7 @@ inline Status Writer::write_filled(std::uint64_t total, FillFn fill, void* conte
     has_reservation_ = false;
     if (total > max_payload_) check_message_size(total);  // before anything of it, or an owed abort, goes out
     Timeout timeout(timeout_ns);
-    if (const Status s = begin_message(timeout, progress); s != Status::ok) return s;
+    if (const Status s = begin_message(timeout, progress, total, tag); s != Status::ok) return s;
     if (total <= max_payload_) {
         if (const Status s = reserve_record(total, timeout); s != Status::ok) return s;
         // A throwing fill leaves the record unpublished: tail_ moves only in commit_record.
@@ -289,7 +299,11 @@ inline Status Writer::write_filled(std::uint64_t total, FillFn fill, void* conte
 // unpublished and the fragments before it are owed an abort record (stream_broken_ is already set).
 inline Status Writer::write_stream(FillFn fill, void* context, std::uint64_t total, Timeout& timeout,
                                    std::uint64_t tag, WriteProgress& progress, bool resumable) {
-    if (!progress.started()) progress.stream = ++stream_serial_;
+    if (!progress.started()) {
+        progress.stream = ++stream_serial_;
+        progress.total = total;  // what a resume must bring again (begin_message)
+        progress.tag = tag;
+    }
     while (progress.written < total) {
         const bool first = progress.written == 0;
         const std::size_t prefix = first ? layout::kFragmentPrefix : 0;
