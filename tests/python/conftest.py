@@ -21,8 +21,10 @@ except ImportError as e:  # a clear message instead of a collection traceback in
         f"cannot import ringcast ({e}); build it and run with PYTHONPATH=<build>/python") from e
 
 
-# What makes a test a timing: a clock it compares (wall or CPU), the GIL probe, the idle-CPU reader.
-_TIMING_CALLS = re.compile(r"\b(monotonic|perf_counter|process_time|thread_time|getrusage|gil_probe|idle_cpu_reader)\b")
+# What makes a test a timing: a clock it compares (wall or CPU), the GIL probe, the idle-CPU reader, or
+# a count of kernel waits (whether a spin caught a wait of a few ms depends on the CPU being free).
+_TIMING_CALLS = re.compile(r"\b(monotonic|perf_counter|process_time|thread_time|getrusage|gil_probe|idle_cpu_reader"
+                           r"|kernel_waits)\b|\.waits\b")
 _TIMING_FIXTURES = {"probe"}  # test_gil.py's GIL probe
 
 
