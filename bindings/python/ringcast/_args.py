@@ -120,3 +120,8 @@ def require_remote(what: str, connect_ip: Optional[str], peers: str, listener: s
                          f"({listener} binds there only)")
 
 
+def _aio_refuse(owner: Any, endpoint: Any, what: str) -> None:
+    """A blocking call while a ringcast.aio call holds the endpoint (owner._aio_call set): refused,
+    unless that call's loop was closed (the endpoint is then taken back). aio is loaded: it set it."""
+    from ringcast import aio
+    aio.refuse_blocking_call(owner, endpoint, what)

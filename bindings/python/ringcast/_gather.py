@@ -23,7 +23,7 @@ from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Un
 
 from ringcast import _core
 from ringcast._core import SegmentError
-from ringcast._args import (MAX_CAPACITY, _check_int, _check_timeout, check_handle_version, require_remote,
+from ringcast._args import (MAX_CAPACITY, _aio_refuse, _check_int, _check_timeout, check_handle_version, require_remote,
                             raise_in_callers_terms, retold)
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
@@ -132,12 +132,6 @@ def _ranks_list(ranks: Union[None, int, Iterable[int]], n: int) -> List[int]:
     return out
 
 
-def _aio_refuse(owner: Any, endpoint: Any, what: str) -> None:
-    """As _queue.py's: a blocking call while a ringcast.aio call holds the endpoint."""
-    from ringcast import aio
-    aio.refuse_blocking_call(owner, endpoint, what)
-
-
 class ReplyGather:
     """Replies from N worker ranks to one executor, collected with one wait for all ranks.
 
@@ -218,7 +212,7 @@ class ReplyGather:
     _bridge: Any
     _remote: Any
     rank: Optional[int]
-    # The ringcast.aio collect in progress on this gather (aio._Claim), None when none (_queue.py's).
+    # The ringcast.aio collect in progress on this gather (aio._Claim), None when none (MessageQueue's).
     _aio_call: Any = None
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Iterator, List, Optional, Tuple
 
 from ringcast import _core, _gpu
-from ringcast._args import (MAX_CAPACITY, MAX_RANK, _check_int, _check_timeout, _in_python_terms,
+from ringcast._args import (MAX_CAPACITY, MAX_RANK, _aio_refuse, _check_int, _check_timeout, _in_python_terms,
                             check_handle_version, raise_in_callers_terms, require_remote, retold)
 from ringcast._core import RingcastError
 from ringcast._blocks import end_block
@@ -145,13 +145,6 @@ def _shutdown_writer(core_writer, publisher=None) -> None:  # weakref.finalize c
     if publisher is not None:  # hand the rest and the close to ZeroMQ (bounded), then let it flush and stop
         publisher.drain(_REMOTE_DRAIN_S)
         publisher.stop()
-
-
-def _aio_refuse(owner: Any, endpoint: Any, what: str) -> None:
-    """A blocking call while a ringcast.aio call holds the endpoint (owner._aio_call set): refused,
-    unless that call's loop was closed (the endpoint is then taken back). aio is loaded: it set it."""
-    from ringcast import aio
-    aio.refuse_blocking_call(owner, endpoint, what)
 
 
 class MessageQueue:

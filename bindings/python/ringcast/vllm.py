@@ -42,9 +42,9 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ringcast import _gpu
 from ringcast._blocks import end_block
-from ringcast._args import _check_timeout
+from ringcast._args import _aio_refuse, _check_timeout
 from ringcast._core import ClosedError, PeerDeadError
-from ringcast._queue import Handle, _aio_refuse
+from ringcast._queue import Handle
 from ringcast._queue import MessageQueue as _RingcastQueue
 
 SHM_BROADCAST = "vllm.distributed.device_communicators.shm_broadcast"
