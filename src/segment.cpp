@@ -153,6 +153,9 @@ std::uint64_t shm_free_bytes() {
 std::string Segment::user_of(const std::byte* image) {
     using namespace layout;
     const auto& h = *reinterpret_cast<const SegmentHeader*>(image);
+    // Another namespace's pids say nothing here: its creator's pid 1 would be our init, alive or not.
+    // Kept as in use: a sweep must never remove a live queue of a neighbouring container.
+    if (std::string foreign = foreign_pid_namespace(h); !foreign.empty()) return foreign;
     if (process_alive(static_cast<pid_t>(h.creator_pid), h.creator_start_time))
         return "its creator pid " + std::to_string(h.creator_pid) + " is alive";
     const Owner writer = unpack_owner(h.writer_owner.load(std::memory_order_acquire));
@@ -444,6 +447,7 @@ Segment Segment::create(std::string_view name, const SegmentOptions& options) {
     h.mode = static_cast<std::uint32_t>(options.mode);
     h.creation_time_ns = realtime_ns();
     h.creator_pid = static_cast<std::uint32_t>(::getpid());
+    h.creator_pid_ns = pid_namespace_id();
     h.creator_start_time = process_start_time(::getpid());
     // Publishes the header: pairs with the acquire load of magic in validate_image().
     h.magic.store(layout::kMagic, std::memory_order_release);
@@ -557,6 +561,15 @@ Segment Segment::open(std::string_view name) {
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
     }
+    // Every use of a segment judges its peers by pid (a dead writer, a dead reader to evict, an
+    // abandoned name to reclaim, whose eventfd to signal). From another PID namespace those pids name
+    // nobody or somebody else: the first liveness check would call live peers dead and evict them.
+    // Refused here, where every attach passes, with the cause, instead of a peer_dead later.
+    if (const std::string foreign = foreign_pid_namespace(seg.header()); !foreign.empty())
+        throw Error(ErrorCode::permission_denied,
+                    "segment '" + std::string(name) + "': " + foreign +
+                        "; every process of a queue must share one PID namespace (containers: share the "
+                        "PID namespace too, not only /dev/shm)");
     return seg;
 }
 
@@ -670,6 +683,22 @@ bool read_proc_stat(pid_t pid, char& state, std::uint64_t& start_time) noexcept 
     return true;
 }
 }  // namespace
+
+std::uint32_t pid_namespace_id() noexcept {
+    // Read each time (creates, attaches and sweeps only): a child forked after unshare(CLONE_NEWPID)
+    // is in another namespace than its parent.
+    struct stat st {};
+    // Namespace inodes are proc's inode numbers (unsigned int in the kernel): 32 bits hold them.
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint32_t>(st.st_ino) : 0;
+}
+
+std::string foreign_pid_namespace(const layout::SegmentHeader& h) {
+    const std::uint32_t mine = pid_namespace_id();
+    if (h.creator_pid_ns == 0 || mine == 0 || h.creator_pid_ns == mine) return {};
+    return "it was created in another PID namespace (pid:[" + std::to_string(h.creator_pid_ns) +
+           "], this process is in pid:[" + std::to_string(mine) +
+           "]): its processes' pids cannot be judged alive or dead from here";
+}
 
 std::uint64_t process_start_time(pid_t pid) noexcept {
     char state = 0;

@@ -9,9 +9,12 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -299,6 +302,84 @@ TEST(Segment, AttachValidatesEverything) {
         make_raw(n.str(), img);
         EXPECT_NO_THROW((void)Reader::attach(n, 0));
     }
+}
+
+// A container that shares /dev/shm but not the PID namespace: its pids mean other processes here.
+// A grandchild in a new PID namespace (with its own /proc, as a container has) must be refused an
+// attach to our segment (it would be judged dead and evicted at the first liveness check), and a
+// segment it keeps alive must survive our sweep (its creator, pid 1 there, is our init or nobody
+// here). Needs CAP_SYS_ADMIN or unprivileged user namespaces; skipped, saying so, without either.
+TEST(Segment, AnotherPidNamespacesSegmentIsNeitherAttachedNorSwept) {
+    ScopedName outer("pidns-outer"), inner("pidns-inner");
+    auto w = Writer::create(outer, {.readers = 1, .capacity = 64 * 1024});
+    int report[2], go[2];
+    ASSERT_EQ(::pipe(report), 0);
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(report[0]);
+        ::close(go[1]);
+        const auto say = [&](const std::string& s) { (void)!::write(report[1], s.data(), s.size()); };
+        if (::unshare(CLONE_NEWPID | CLONE_NEWNS) != 0 && ::unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS) != 0) {
+            say("S unshare: " + std::string(std::strerror(errno)) + "\n");
+            ::_exit(0);
+        }
+        const pid_t g = ::fork();  // the first child of the new namespace: its pid 1
+        if (g == 0) {
+            if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+                ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+                say("S mount /proc: " + std::string(std::strerror(errno)) + "\n");
+                ::_exit(0);
+            }
+            try {
+                auto r = Reader::attach(outer, 0);
+                say("A attached across namespaces\n");
+            } catch (const Error& e) {
+                const bool named = std::string(e.what()).find("another PID namespace") != std::string::npos;
+                say(std::string(e.code() == ErrorCode::permission_denied && named ? "R " : "E ") + e.what() + "\n");
+            }
+            try {
+                auto mine = Writer::create(inner, {.readers = 1, .capacity = 64 * 1024});
+                say("C\n");
+                char c;
+                (void)!::read(go[0], &c, 1);  // alive until the test has swept
+            } catch (const Error& e) {
+                say(std::string("E create: ") + e.what() + "\n");
+            }
+            ::_exit(0);
+        }
+        int st = 0;
+        if (g > 0) ::waitpid(g, &st, 0);
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    ::close(go[0]);
+    FILE* in = ::fdopen(report[0], "r");
+    ASSERT_NE(in, nullptr);
+    char line[512];
+    std::vector<std::string> said;
+    while (said.size() < 2 && std::fgets(line, sizeof line, in) != nullptr) {
+        said.emplace_back(line);
+        if (said.back()[0] == 'S') break;
+    }
+    const auto finish = [&] {
+        ::close(go[1]);  // the grandchild ends
+        std::fclose(in);
+        int st = 0;
+        ::waitpid(child, &st, 0);
+    };
+    if (!said.empty() && said[0][0] == 'S') {
+        finish();
+        GTEST_SKIP() << "no new PID namespace here: " << said[0].substr(2);
+    }
+    ASSERT_EQ(said.size(), 2u);
+    EXPECT_EQ(said[0][0], 'R') << said[0];
+    EXPECT_EQ(said[1][0], 'C') << said[1];
+    // The grandchild lives: its segment must be kept by a sweep, and refused to us as it was to it.
+    for (const auto& swept : sweep_abandoned(inner.str())) ADD_FAILURE() << "swept a live segment: " << swept.name;
+    expect_error([&] { (void)Segment::open(inner); }, ErrorCode::permission_denied, "another PID namespace");
+    finish();
 }
 
 TEST(Segment, CorruptRecordHeaderIsAnErrorNotACrash) {

@@ -45,7 +45,9 @@ inline constexpr std::uint32_t kAbiVersion = 4;  // 2: one owner word per slot, 
                                                  // (WriterLine::ahead_us took a reserved, zeroed word
                                                  // with no bump: a peer that ignores it is woken
                                                  // ahead for nothing, or spins only spin_for, and the
-                                                 // publish wakes it as always)
+                                                 // publish wakes it as always; SegmentHeader::
+                                                 // creator_pid_ns likewise: zero in an older build's
+                                                 // segment reads as "namespace unknown", checked as before)
 inline constexpr std::uint32_t kMaxReaders = 1024;
 inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
 inline constexpr std::uint64_t kMaxCapacity = 1ULL << 40;
@@ -131,7 +133,9 @@ struct SegmentHeader {
     std::uint32_t mode;              // permission bits it was created with (for `ringcast stat`)
     std::uint64_t creation_time_ns;  // CLOCK_REALTIME
     std::uint32_t creator_pid;
-    std::uint32_t reserved0;
+    std::uint32_t creator_pid_ns;      // inode of the creator's /proc/self/ns/pid; 0: unknown (no /proc,
+                                       // or made by a build before the field, which left it zero). Every
+                                       // pid in this segment means a process only in that namespace.
     std::uint64_t creator_start_time;  // /proc/<pid>/stat field 22: pid reuse safe identity
     std::atomic<std::uint32_t> flags;  // kFlagClosed, stored with release after the final tail
     std::uint32_t reserved1;

@@ -204,6 +204,14 @@ bool unlink_bell_if_still(std::string_view name, const JudgedBell& judged, bool 
 // Free bytes available to us in the filesystem backing POSIX shm (/dev/shm).
 [[nodiscard]] std::uint64_t shm_free_bytes();
 
+// This process's PID namespace: the inode of /proc/self/ns/pid, 0 if it cannot be read. A pid stored
+// in a segment names a process only in its creator's namespace (SegmentHeader::creator_pid_ns): seen
+// from another one it is nobody, or somebody else, so liveness cannot be judged across namespaces.
+[[nodiscard]] std::uint32_t pid_namespace_id() noexcept;
+// Why a segment's pids cannot be judged from this process (it was made in another PID namespace), or
+// empty if they can (the same namespace, or either side's is unknown: judged as before the field).
+[[nodiscard]] std::string foreign_pid_namespace(const layout::SegmentHeader& h);
+
 // pid + start time (clock ticks since boot, /proc/<pid>/stat field 22): a pid-reuse-safe identity.
 [[nodiscard]] std::uint64_t process_start_time(pid_t pid) noexcept;  // 0 if the process is gone
 // start_time 0: unknown, judged by the pid alone. Compared modulo 2^39 (layout.hpp, owner words).
