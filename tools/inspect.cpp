@@ -78,8 +78,22 @@ std::uint32_t SegmentInfo::live_readers() const noexcept {
 
 bool SegmentInfo::abandoned() const noexcept {
     if (!error.empty()) return false;  // we cannot tell who uses a segment we cannot read: keep it
+    if (!foreign_pid_ns.empty()) return false;  // nor one whose pids name other processes here
     if (creator_alive || (writer_pid != 0 && writer_alive)) return false;
     return live_readers() == 0;
+}
+
+// The same judgement as abandoned(), from the same fields, said in words (what Segment::user_of says
+// of a mapped image).
+std::string SegmentInfo::user() const {
+    if (!error.empty()) return {};
+    if (!foreign_pid_ns.empty()) return foreign_pid_ns;
+    if (creator_alive) return "its creator pid " + std::to_string(creator_pid) + " is alive";
+    if (writer_pid != 0 && writer_alive) return "its writer pid " + std::to_string(writer_pid) + " is alive";
+    for (const auto& r : readers)
+        if (r.pid != 0 && r.pid_alive)
+            return "reader rank " + std::to_string(r.rank) + " is attached by live pid " + std::to_string(r.pid);
+    return {};
 }
 
 SegmentInfo inspect(const std::string& name) {
@@ -92,10 +106,23 @@ SegmentInfo inspect(const std::string& name) {
         return info;
     }
     const std::string path = "/" + name;
+    const auto take_stat = [&info](const struct stat& st) {
+        info.identified = true;
+        info.identity = ObjectIdentity{st.st_dev, st.st_ino};
+        info.owner_uid = st.st_uid;
+        info.owner = user_name(st.st_uid);
+        info.file_mode = st.st_mode & 07777;
+        info.file_size = static_cast<std::uint64_t>(st.st_size);
+    };
     // O_NONBLOCK: a FIFO's read-only open would wait for a writer; fstat below refuses it at once.
     const int fd = ::shm_open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) {
-        info.error = open_error(errno);
+        const int err = errno;
+        info.error = open_error(err);
+        info.gone = err == ENOENT;
+        // Unreadable, or a symbolic link: the directory entry still says whose it is (rm names its
+        // owner when it may not remove it) and which object it is (rm --force removes only that one).
+        if (struct stat st {}; err != ENOENT && ::lstat((std::string(kShmDir) + path).c_str(), &st) == 0) take_stat(st);
         return info;
     }
     struct stat st {};
@@ -106,10 +133,7 @@ SegmentInfo inspect(const std::string& name) {
         info.error = std::string("fstat: ") + std::strerror(stat_err);
         return info;
     }
-    info.owner_uid = st.st_uid;
-    info.owner = user_name(st.st_uid);
-    info.file_mode = st.st_mode & 07777;
-    info.file_size = static_cast<std::uint64_t>(st.st_size);
+    take_stat(st);
     if (!S_ISREG(st.st_mode) || info.file_size < sizeof(layout::SegmentHeader)) {
         ::close(fd);
         info.error = S_ISDIR(st.st_mode) ? "not a ringcast segment (a directory)"
@@ -150,13 +174,13 @@ SegmentInfo inspect(const std::string& name) {
     info.capacity = h.capacity;
     info.creation_time_ns = h.creation_time_ns;
     info.creator_pid = h.creator_pid;
+    info.foreign_pid_ns = foreign_pid_namespace(h);
     info.creator_alive = process_alive(static_cast<pid_t>(h.creator_pid), h.creator_start_time);
     const layout::Owner writer = layout::unpack_owner(h.writer_owner.load(std::memory_order_acquire));
     info.writer_pid = writer.pid;
     info.writer_alive = owner_alive(writer);
     const auto& wl = *reinterpret_cast<const layout::WriterLine*>(base + layout::kWriterLineOffset);
     const auto& sl = *reinterpret_cast<const layout::SpaceLine*>(base + layout::kSpaceLineOffset);
-    info.messages = wl.messages.load(std::memory_order_relaxed);
     info.writer_wake_calls = wl.wake_calls.load(std::memory_order_relaxed);
     info.notify_seq = wl.notify_seq.load(std::memory_order_relaxed);
     info.wake_ahead_us = wl.ahead_us.load(std::memory_order_relaxed);
@@ -167,12 +191,23 @@ SegmentInfo inspect(const std::string& name) {
     info.space_seq = sl.space_seq.load(std::memory_order_relaxed);
     info.writer_sleeping = static_cast<std::uint32_t>(sl.writer_sleeping.load(std::memory_order_relaxed) & 1);
     info.writer_waits = sl.writer_waits.load(std::memory_order_relaxed);
-    // Heads are read before the tail (acquire; heads and tail only grow): lag = tail - head, 0 for a
-    // head that passed the tail by a record stamped before its tail exchange (ring.hpp).
+    // On a live queue every count moves while we read, so the order of the reads decides which way
+    // each lag can be off: each rank's message count, then its head, then the tail, then the writer's
+    // message count (all acquire, so none moves before the one read ahead of it; all only grow). A
+    // rank bumps its count after it moves its head, the writer its count after it moves the tail: read
+    // so, what a rank consumed is read no later than what was published, and both lags can only come
+    // out too large (by what moved while we read), never one too large and the other too small. The
+    // writer count read first and each rank's last made a reader keeping pace show bytes to read and
+    // no message (lag 0), or the other way round. lag_bytes is 0 for a head that passed the tail by a
+    // record stamped before its tail exchange (ring.hpp).
     const auto* slots = reinterpret_cast<const layout::ReaderSlot*>(base + layout::kReaderSlotsOffset);
-    std::vector<std::uint64_t> heads(info.reader_count);
-    for (std::uint32_t r = 0; r < info.reader_count; ++r) heads[r] = slots[r].head.load(std::memory_order_acquire);
+    std::vector<std::uint64_t> heads(info.reader_count), consumed(info.reader_count);
+    for (std::uint32_t r = 0; r < info.reader_count; ++r) {
+        consumed[r] = slots[r].messages.load(std::memory_order_acquire);
+        heads[r] = slots[r].head.load(std::memory_order_acquire);
+    }
     info.tail = wl.tail.load(std::memory_order_acquire);
+    info.messages = wl.messages.load(std::memory_order_acquire);
     for (std::uint32_t r = 0; r < info.reader_count; ++r) {
         const auto& s = slots[r];
         ReaderInfo ri;
@@ -184,7 +219,7 @@ SegmentInfo inspect(const std::string& name) {
         ri.pid_alive = owner_alive(owner);
         if (state == static_cast<std::uint32_t>(SlotState::attached) && ri.pid != 0 && !ri.pid_alive) ri.state = "dead";
         ri.head = heads[r];
-        ri.messages = s.messages.load(std::memory_order_relaxed);
+        ri.messages = consumed[r];
         ri.waits = s.waits.load(std::memory_order_relaxed);
         ri.wake_calls = s.wake_calls.load(std::memory_order_relaxed);
         if (owner.state != SlotState::evicted && owner.state != SlotState::left) {
@@ -194,6 +229,59 @@ SegmentInfo inspect(const std::string& name) {
         info.readers.push_back(ri);
     }
     return info;
+}
+
+std::vector<SegmentInfo> inspect_listed(const std::vector<std::string>& names) {
+    std::vector<SegmentInfo> out;
+    out.reserve(names.size());
+    for (const auto& n : names)
+        if (SegmentInfo s = inspect(n); !s.gone) out.push_back(std::move(s));
+    return out;
+}
+
+bool may_unlink(uid_t owner) {
+    const uid_t me = ::geteuid();
+    struct stat dir {};
+    if (owner == me || ::stat(kShmDir, &dir) != 0 || (dir.st_mode & S_ISVTX) == 0 || dir.st_uid == me) return true;
+    // CAP_FOWNER (bit 3) in the effective set: root's, or granted to this program. Unknown: let the
+    // unlink itself say.
+    std::FILE* f = std::fopen("/proc/self/status", "re");
+    if (f == nullptr) return me == 0;
+    char line[256];
+    unsigned long long caps = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr)
+        found = std::sscanf(line, "CapEff: %llx", &caps) == 1;
+    std::fclose(f);
+    return found ? (caps & (1ULL << 3)) != 0 : me == 0;
+}
+
+RemovalResult remove_if_still(const std::string& name, const ObjectIdentity& judged, bool force) {
+    RemovalResult res;
+    res.now = inspect(name);
+    if (res.now.gone) {
+        res.outcome = Removal::gone;
+        return res;
+    }
+    if (!res.now.identified || !(res.now.identity == judged)) {
+        res.outcome = Removal::replaced;
+        return res;
+    }
+    if (!force && !res.now.error.empty()) {
+        res.outcome = Removal::unreadable;
+        return res;
+    }
+    if (!force && !res.now.abandoned()) {
+        res.outcome = Removal::now_in_use;
+        return res;
+    }
+    if (::shm_unlink(("/" + name).c_str()) == 0) {
+        res.outcome = Removal::removed;
+        return res;
+    }
+    res.err = errno;
+    res.outcome = res.err == ENOENT ? Removal::gone : Removal::failed;
+    return res;
 }
 
 Listing list_segments(const std::string& prefix) {

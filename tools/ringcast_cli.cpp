@@ -1,24 +1,30 @@
 // ringcast — inspect and clean up ringcast segments.
 //
-//   ringcast ls [--json] [--prefix P]   every ringcast segment (and gather doorbell) in /dev/shm: owner,
-//                                    size, readers, liveness
+//   ringcast ls [--json] [--prefix P]   every ringcast segment (and gather doorbell) in /dev/shm that we
+//                                    can read: owner, size, readers, liveness (the unreadable counted)
 //   ringcast stat NAME [--json]      header, tail, each rank's head and lag, states, counters (a
 //                                    doorbell: its group and the group's reply rings left)
 //   ringcast rm NAME [--force]       remove a segment's name (mapped processes keep their mapping); one in
-//                                    use, or not ringcast's, only with --force
-//   ringcast gc [--dry-run] [--prefix P]  remove segments whose creator, writer and readers are all dead
+//                                    use, one whose use cannot be judged (another version's, corrupt), or
+//                                    not ringcast's, only with --force
+//   ringcast gc [--dry-run] [--prefix P]  remove this user's segments whose creator, writer and readers
+//                                    are all dead; name each one kept and why
 //
-// Exit status: 0 success, 1 a failure the message explains, 2 bad usage.
+// `--prefix=P` is the same as `--prefix P`; `--` ends the options (a name may start with '-').
+// Exit status: 0 success, 1 a failure the message explains (a failed write of the output too), 2 bad
+// usage.
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <unistd.h>
 
 #include "inspect.hpp"
 #include "ringcast/error.hpp"
@@ -33,13 +39,17 @@ using ringcast::cli::SegmentInfo;
 constexpr const char* kUsage =
     "usage: ringcast <command> [options]\n"
     "\n"
-    "  ls [--json] [--prefix P]      list every ringcast segment and gather doorbell in /dev/shm (names\n"
-    "                                starting with P)\n"
+    "  ls [--json] [--prefix P]      list the ringcast segments and gather doorbells in /dev/shm that this\n"
+    "                                user can read (names starting with P; the others are counted)\n"
     "  stat NAME [--json]            show a segment: header, tail, each reader's head, lag, state, counters\n"
     "                                (a doorbell: its gather group and the group's reply rings left)\n"
-    "  rm NAME [--force]             remove a segment or doorbell nobody uses (--force: even one in use, or\n"
-    "                                one that is not ringcast's)\n"
-    "  gc [--dry-run] [--prefix P]   remove segments whose creator, writer and readers are all dead\n";
+    "  rm NAME [--force]             remove a segment or doorbell nobody uses (--force: even one in use, one\n"
+    "                                whose use cannot be judged, or one that is not ringcast's; only its\n"
+    "                                owner or root may remove it)\n"
+    "  gc [--dry-run] [--prefix P]   remove this user's segments whose creator, writer and readers are all\n"
+    "                                dead; names each one kept and why\n"
+    "\n"
+    "--prefix=P works as --prefix P; `--` ends the options, for a NAME starting with '-'.\n";
 
 int usage_error(const std::string& why) {
     std::fprintf(stderr, "ringcast: %s\n\n%s", why.c_str(), kUsage);
@@ -114,10 +124,24 @@ std::string bell_state(const BellInfo& b) {
            (b.judged.this_version ? "" : ", ABI " + std::to_string(b.judged.abi_version) + " (another ringcast version's)");
 }
 
+// Why this process cannot unlink an object of `owner`: the sticky /dev/shm, not a file mode.
+std::string only_owner_may(uid_t owner, const std::string& owner_name) {
+    const std::string who = owner == 0 ? std::string("only root, its owner,")
+                                       : format("only its owner (uid %u%s) or root", static_cast<unsigned>(owner),
+                                                owner_name == std::to_string(owner) ? "" : (", " + owner_name).c_str());
+    return format("%s may remove it (/dev/shm is a sticky directory; this process runs as uid %u)", who.c_str(),
+                  static_cast<unsigned>(::geteuid()));
+}
+
+void note_unreadable(const ringcast::cli::Listing& listing, const char* consequence) {
+    if (listing.unreadable != 0)
+        std::fprintf(stderr, "ringcast: %zu entr%s in /dev/shm could not be read (permission denied)%s\n",
+                     listing.unreadable, listing.unreadable == 1 ? "y" : "ies", consequence);
+}
+
 int cmd_ls(bool json, const std::string& prefix) {
     const auto listing = ringcast::cli::list_segments(prefix);
-    std::vector<SegmentInfo> infos;
-    for (const auto& n : listing.names) infos.push_back(ringcast::cli::inspect(n));
+    const std::vector<SegmentInfo> infos = ringcast::cli::inspect_listed(listing.names);
     std::vector<BellInfo> bells;
     for (const auto& n : listing.bells)
         if (auto b = ringcast::cli::inspect_bell(n)) bells.push_back(std::move(*b));
@@ -147,6 +171,8 @@ int cmd_ls(bool json, const std::string& prefix) {
                             static_cast<unsigned long long>(s.capacity), s.reader_count, s.live_readers(), s.creator_pid,
                             s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
                             s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
+            if (!s.foreign_pid_ns.empty())  // the pids and *_alive above are another namespace's
+                e.insert(e.size() - 1, ", \"other_pid_namespace\": " + ringcast::cli::json_escape(s.foreign_pid_ns));
             entries.emplace_back(s.name, std::move(e));
         }
         std::sort(entries.begin(), entries.end());
@@ -166,16 +192,16 @@ int cmd_ls(bool json, const std::string& prefix) {
             rows.push_back({s.name, s.owner, mode_str(s.file_mode), human(s.file_size), human(s.capacity),
                             std::to_string(s.live_readers()) + "/" + std::to_string(s.reader_count),
                             pid_str(s.creator_pid, s.creator_alive), pid_str(s.writer_pid, s.writer_alive),
-                            s.abandoned() ? "abandoned" : (s.closed() ? "closed" : "open")});
+                            !s.foreign_pid_ns.empty() ? "other pid namespace"
+                                : s.abandoned()           ? "abandoned"
+                                                          : (s.closed() ? "closed" : "open")});
         }
         for (const auto& b : bells)
             rows.push_back({b.name, b.owner, mode_str(b.judged.mode), human(sizeof(ringcast::layout::DoorbellLine)), "-", "-", "-", "-", bell_state(b)});
         std::sort(rows.begin() + 1, rows.end());  // a group's bell beside its rings
         print_table(rows, {false, false, false, true, true, false, false, false, false});
     }
-    if (listing.unreadable != 0)
-        std::fprintf(stderr, "ringcast: %zu entr%s in /dev/shm could not be read (permission denied)\n", listing.unreadable,
-                     listing.unreadable == 1 ? "y" : "ies");
+    note_unreadable(listing, ": not listed");
     return 0;
 }
 
@@ -225,6 +251,8 @@ int cmd_stat(const std::string& name, bool json) {
                     "  \"closed\": %s,\n  \"abandoned\": %s,\n",
                     s.creator_pid, s.creator_alive ? "true" : "false", s.writer_pid, s.writer_alive ? "true" : "false",
                     s.closed() ? "true" : "false", s.abandoned() ? "true" : "false");
+        if (!s.foreign_pid_ns.empty())
+            std::printf("  \"other_pid_namespace\": %s,\n", ringcast::cli::json_escape(s.foreign_pid_ns).c_str());
         std::printf("  \"tail\": %llu,\n  \"messages\": %llu,\n  \"writer_wake_calls\": %llu,\n  \"writer_waits\": %llu,\n"
                     "  \"notify_seq\": %u,\n  \"reader_sleepers\": %u,\n  \"space_seq\": %u,\n  \"writer_sleeping\": %u,\n"
                     "  \"wake_ahead_us\": %u,\n",
@@ -249,6 +277,8 @@ int cmd_stat(const std::string& name, bool json) {
                 mode_str(s.file_mode).c_str());
     std::printf("size      %llu bytes, ring %llu bytes, %u reader rank%s, ABI %u\n", static_cast<ull>(s.file_size),
                 static_cast<ull>(s.capacity), s.reader_count, s.reader_count == 1 ? "" : "s", s.abi_version);
+    if (!s.foreign_pid_ns.empty())  // its pids are another namespace's: "(dead)" below would be a guess
+        std::printf("pid ns    %s; every pid below is a pid there\n", s.foreign_pid_ns.c_str());
     std::printf("created   %s by pid %s\n", utc_time(s.creation_time_ns).c_str(), pid_str(s.creator_pid, s.creator_alive).c_str());
     std::printf("writer    %s%s%s\n", pid_str(s.writer_pid, s.writer_alive).c_str(), s.closed() ? ", closed" : "",
                 s.abandoned() ? ", abandoned (everyone is gone)" : "");
@@ -273,6 +303,12 @@ int cmd_stat(const std::string& name, bool json) {
 // ---- rm / gc ------------------------------------------------------------------------------------
 
 int rm_bell(const BellInfo& b, bool force) {
+    // --force cannot help here: said first, and without offering it.
+    if (!ringcast::cli::may_unlink(b.judged.owner_uid)) {
+        std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", b.name.c_str(),
+                     only_owner_may(b.judged.owner_uid, b.owner).c_str());
+        return 1;
+    }
     if (b.rings_left != 0 && !force) {
         std::fprintf(stderr,
                      "ringcast: refusing to remove '%s': it is the doorbell of gather group '%s', which still has %u of "
@@ -286,7 +322,7 @@ int rm_bell(const BellInfo& b, bool force) {
     errno = 0;
     if (!ringcast::unlink_bell_if_still(b.name, b.judged, /*anyones=*/true)) {
         std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", b.name.c_str(),
-                     errno == EPERM || errno == EACCES ? "permission denied (another user's: only they or root may remove it)"
+                     errno == EPERM || errno == EACCES ? only_owner_may(b.judged.owner_uid, b.owner).c_str()
                                                        : "it changed or went since it was inspected");
         return 1;
     }
@@ -297,50 +333,118 @@ int rm_bell(const BellInfo& b, bool force) {
 int cmd_rm(const std::string& name, bool force) {
     if (const auto bell = ringcast::cli::inspect_bell(name)) return rm_bell(*bell, force);
     const SegmentInfo s = ringcast::cli::inspect(name);
-    if (s.error == "does not exist") {
+    if (s.gone) {
         std::fprintf(stderr, "ringcast: segment '%s' does not exist\n", name.c_str());
         return 1;
     }
-    if (!s.is_ringcast && !force) {
-        std::fprintf(stderr, "ringcast: refusing to remove '%s': %s (use --force to remove it anyway)\n", name.c_str(),
-                     s.error.empty() ? "not a ringcast segment" : s.error.c_str());
+    if (!s.identified) {  // not even its directory entry could be read: nothing to judge nor to remove safely
+        std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", name.c_str(), s.error.c_str());
         return 1;
     }
-    if (s.error.empty() && !s.abandoned()) {
+    // --force cannot help here: said first, and without offering it.
+    if (!ringcast::cli::may_unlink(s.owner_uid)) {
+        std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", name.c_str(), only_owner_may(s.owner_uid, s.owner).c_str());
+        return 1;
+    }
+    if (!s.error.empty()) {
+        if (!force) {
+            // Its magic says ringcast's, but the header does not validate (another ringcast version's,
+            // or corrupt): who uses it cannot be read from it, so it may well be in use.
+            if (s.is_ringcast)
+                std::fprintf(stderr,
+                             "ringcast: refusing to remove '%s': cannot judge whether it is in use: %s; --force removes "
+                             "it anyway\n",
+                             name.c_str(), s.error.c_str());
+            else
+                std::fprintf(stderr, "ringcast: refusing to remove '%s': %s (use --force to remove it anyway)\n",
+                             name.c_str(), s.error.c_str());
+            return 1;
+        }
+        if (s.is_ringcast)
+            std::fprintf(stderr,
+                         "ringcast: note: whether '%s' is in use cannot be judged (%s); if it is, its users keep their "
+                         "mapping, new attaches will fail\n",
+                         name.c_str(), s.error.c_str());
+    } else if (!s.abandoned()) {
         if (!force) {
             std::fprintf(stderr,
-                         "ringcast: refusing to remove '%s': it is in use (its creator, writer or a reader is alive); "
-                         "they would keep their mapping, but new attaches would fail (use --force to remove it "
-                         "anyway)\n",
+                         "ringcast: refusing to remove '%s': it is in use (%s); they would keep their mapping, but new "
+                         "attaches would fail (use --force to remove it anyway)\n",
+                         name.c_str(), s.user().c_str());
+            return 1;
+        }
+        std::fprintf(stderr, "ringcast: note: '%s' is in use (%s); they keep their mapping, new attaches will fail\n",
+                     name.c_str(), s.user().c_str());
+    }
+    // Only the object judged above: the name may lead to a new segment by now (one made under it since,
+    // e.g. by a writer reclaiming it), which this judgement never saw.
+    const ringcast::cli::RemovalResult r = ringcast::cli::remove_if_still(name, s.identity, force);
+    using ringcast::cli::Removal;
+    switch (r.outcome) {
+        case Removal::removed: std::printf("removed %s\n", name.c_str()); return 0;
+        case Removal::gone:
+            std::fprintf(stderr, "ringcast: segment '%s' does not exist any more (removed meanwhile)\n", name.c_str());
+            return 1;
+        case Removal::replaced:
+            std::fprintf(stderr,
+                         "ringcast: not removing '%s': the name now leads to another object than the one inspected "
+                         "(created under the name since); run rm again to judge that one\n",
                          name.c_str());
             return 1;
-        }
-        std::fprintf(stderr,
-                     "ringcast: note: '%s' is in use (creator, writer or a reader is alive); they keep their mapping, "
-                     "new attaches will fail\n",
-                     name.c_str());
-    }
-    try {
-        if (!ringcast::Segment::remove(name)) {
-            std::fprintf(stderr, "ringcast: segment '%s' does not exist\n", name.c_str());
+        case Removal::now_in_use:
+            std::fprintf(stderr,
+                         "ringcast: refusing to remove '%s': it is in use now (%s) (use --force to remove it anyway)\n",
+                         name.c_str(), r.now.user().c_str());
             return 1;
-        }
-    } catch (const ringcast::Error& e) {
-        std::fprintf(stderr, "ringcast: %s\n", e.what());
-        return 1;
+        case Removal::unreadable:
+            std::fprintf(stderr,
+                         "ringcast: refusing to remove '%s': cannot judge whether it is in use any more: %s; --force "
+                         "removes it anyway\n",
+                         name.c_str(), r.now.error.c_str());
+            return 1;
+        case Removal::failed: break;
     }
-    std::printf("removed %s\n", name.c_str());
-    return 0;
+    std::fprintf(stderr, "ringcast: cannot remove '%s': %s\n", name.c_str(),
+                 r.err == EPERM || r.err == EACCES ? only_owner_may(r.now.owner_uid, r.now.owner).c_str()
+                                                   : std::strerror(r.err));
+    return 1;
+}
+
+// Why gc leaves a segment (the library's sweep decided; this says which of its rules kept it).
+std::string kept_reason(const SegmentInfo& s) {
+    if (s.owner_uid != ::geteuid())
+        return format("another user's (uid %u): gc removes only this user's (uid %u) segments, and only its owner or "
+                      "root may remove it (`ringcast rm %s`)",
+                      static_cast<unsigned>(s.owner_uid), static_cast<unsigned>(::geteuid()), s.name.c_str());
+    if (!s.error.empty()) return "cannot judge whether it is in use: " + s.error;
+    if (!s.foreign_pid_ns.empty()) return "cannot judge whether it is in use: " + s.foreign_pid_ns;
+    if (!s.abandoned()) return "in use: " + s.user();
+    return "in use by the time gc came to it (a process attached or re-created it meanwhile)";
+}
+
+std::string kept_reason(const BellInfo& b) {
+    if (b.judged.owner_uid != ::geteuid())
+        return format("another user's doorbell (uid %u): gc removes only this user's (uid %u), and only its owner or "
+                      "root may remove it (`ringcast rm %s`)",
+                      static_cast<unsigned>(b.judged.owner_uid), static_cast<unsigned>(::geteuid()), b.name.c_str());
+    if (!b.judged.this_version)
+        return format("another ringcast version's doorbell (ABI %u): gc leaves it, `ringcast rm %s` removes it",
+                      b.judged.abi_version, b.name.c_str());
+    if (b.rings_left != 0)
+        return format("doorbell of '%s', whose group still has %u of its %u reply rings", b.group.c_str(), b.rings_left,
+                      b.judged.ranks);
+    return "its group had a reply ring when gc came to it";
 }
 
 int cmd_gc(bool dry_run, const std::string& prefix) {
-    // Segments we cannot judge are named (and kept); the judging and removal are the library's own
-    // sweep, the one Python's queues run at creation (one rule for "nobody uses it any more").
+    // The judging and removal are the library's own sweep, the one Python's queues run at creation (one
+    // rule for "nobody uses it any more"); inspected here before it only to say why each object it keeps
+    // is kept. Objects removed between the listing and their inspection are no longer there to keep.
     const auto listing = ringcast::cli::list_segments(prefix);
-    for (const auto& name : listing.names) {
-        const SegmentInfo s = ringcast::cli::inspect(name);
-        if (!s.error.empty()) std::fprintf(stderr, "ringcast: skipping '%s': %s\n", name.c_str(), s.error.c_str());
-    }
+    const std::vector<SegmentInfo> infos = ringcast::cli::inspect_listed(listing.names);
+    std::vector<BellInfo> bells;
+    for (const auto& n : listing.bells)
+        if (auto b = ringcast::cli::inspect_bell(n)) bells.push_back(std::move(*b));
     std::vector<ringcast::AbandonedObject> swept;
     try {
         swept = ringcast::sweep_abandoned(prefix, dry_run);
@@ -348,27 +452,28 @@ int cmd_gc(bool dry_run, const std::string& prefix) {
         std::fprintf(stderr, "ringcast: %s\n", e.what());
         return 1;
     }
-    std::uint64_t bytes = 0;
-    std::size_t listed = 0;  // of the objects listed before the sweep (a sweep may find one made since)
-    const auto was_listed = [&](const std::string& n) {
-        return std::find(listing.names.begin(), listing.names.end(), n) != listing.names.end() ||
-               std::find(listing.bells.begin(), listing.bells.end(), n) != listing.bells.end();
+    const auto was_swept = [&](const std::string& n) {
+        return std::any_of(swept.begin(), swept.end(), [&](const auto& o) { return o.name == n; });
     };
+    std::uint64_t bytes = 0;
     for (const auto& o : swept) {
         std::printf("%s %s\n", dry_run ? "would remove" : "removed", o.name.c_str());
         bytes += o.bytes;
-        listed += was_listed(o.name);
     }
-    std::printf("%zu %s, %zu kept (%s of /dev/shm %s)\n", swept.size(), dry_run ? "to remove" : "removed",
-                listing.names.size() + listing.bells.size() - listed, human(bytes).c_str(),
-                dry_run ? "to free" : "freed");
+    std::vector<std::pair<std::string, std::string>> kept;  // name, why
+    for (const auto& s : infos)
+        if (!was_swept(s.name)) kept.emplace_back(s.name, kept_reason(s));
+    for (const auto& b : bells)
+        if (!was_swept(b.name)) kept.emplace_back(b.name, kept_reason(b));
+    std::sort(kept.begin(), kept.end());
+    for (const auto& [name, why] : kept) std::printf("kept %s: %s\n", name.c_str(), why.c_str());
+    std::printf("%zu %s, %zu kept (%s of /dev/shm %s)\n", swept.size(), dry_run ? "to remove" : "removed", kept.size(),
+                human(bytes).c_str(), dry_run ? "to free" : "freed");
+    note_unreadable(listing, ": not judged (other users' objects are theirs to remove)");
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
+int run(const std::vector<std::string>& args) {
     if (args.empty()) return usage_error("no command given");
     const std::string cmd = args[0];
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
@@ -378,16 +483,29 @@ int main(int argc, char** argv) {
     bool json = false, force = false, dry_run = false;
     std::string prefix;
     std::vector<std::string> positional;
+    bool options_done = false;  // after `--`: a segment name may start with '-'
     for (std::size_t i = 1; i < args.size(); ++i) {
         const std::string& a = args[i];
-        if (a == "--json" && (cmd == "ls" || cmd == "stat")) json = true;
+        if (options_done) positional.push_back(a);
+        else if (a == "--") options_done = true;
+        else if (a == "--json" && (cmd == "ls" || cmd == "stat")) json = true;
         else if (a == "--force" && cmd == "rm") force = true;
         else if (a == "--dry-run" && cmd == "gc") dry_run = true;
+        else if (a.rfind("--prefix=", 0) == 0 && (cmd == "ls" || cmd == "gc")) prefix = a.substr(9);
         else if (a == "--prefix" && (cmd == "ls" || cmd == "gc")) {
-            if (++i == args.size()) return usage_error("--prefix needs a value");
-            prefix = args[i];
+            // The next word is an option, not a prefix: `gc --prefix --dry-run` taking "--dry-run" as its
+            // prefix ran a real gc. A prefix starting with '-' is written --prefix=-P.
+            if (i + 1 == args.size() || (!args[i + 1].empty() && args[i + 1][0] == '-'))
+                return usage_error("--prefix needs a value" +
+                                   (i + 1 == args.size() ? std::string()
+                                                         : " (got the option '" + args[i + 1] +
+                                                               "'; a prefix starting with '-' is written --prefix=" +
+                                                               args[i + 1] + ")"));
+            prefix = args[++i];
         }
-        else if (!a.empty() && a[0] == '-') return usage_error("unknown option '" + a + "' for '" + cmd + "'");
+        else if (!a.empty() && a[0] == '-')
+            return usage_error("unknown option '" + a + "' for '" + cmd + "'" +
+                               (cmd == "stat" || cmd == "rm" ? " (a NAME starting with '-' goes after `--`)" : ""));
         else positional.push_back(a);
     }
     try {
@@ -410,4 +528,18 @@ int main(int argc, char** argv) {
         return 1;
     }
     return usage_error("unknown command '" + cmd + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int rc = run(std::vector<std::string>(argv + 1, argv + argc));
+    // Output lost (a full disk, a closed pipe's reader gone, /dev/full) is a failure: a script reading
+    // `ls --json` or the names `gc` removed would otherwise take an empty or cut answer for the truth.
+    errno = 0;
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "ringcast: write error: %s\n", std::strerror(errno != 0 ? errno : EIO));
+        return rc != 0 ? rc : 1;
+    }
+    return rc;
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_util.hpp"
+#include "inspect.hpp"
 #include "ringcast/gather.hpp"
 #include "ringcast/ring.hpp"
 #include "test_util.hpp"
@@ -28,9 +30,9 @@ using namespace std::chrono_literals;
 namespace ringcast::test {
 namespace {
 
-RunResult cli(std::vector<std::string> args) {
+RunResult cli(std::vector<std::string> args, const RunOptions& options = {}) {
     args.insert(args.begin(), RINGCAST_CLI);
-    return run_program(args);
+    return run_program(args, options);
 }
 
 bool shm_exists(const std::string& name) { return ::access(("/dev/shm/" + name).c_str(), F_OK) == 0; }
@@ -333,8 +335,14 @@ TEST(CliGc, RemovesOnlySegmentsWhoseCreatorWriterAndReadersAreAllDead) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("would remove " + abandoned + "\n"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("would remove " + dead_reader + "\n"), std::string::npos) << r.out;
-    EXPECT_EQ(r.out.find(live_reader), std::string::npos) << r.out;
-    EXPECT_EQ(r.out.find(live_creator), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("remove " + live_reader), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("remove " + live_creator), std::string::npos) << r.out;
+    // Each segment kept is named, with the reason (a bare "2 kept" left the user to guess which).
+    const std::string me = std::to_string(::getpid());
+    EXPECT_NE(r.out.find("kept " + live_reader + ": in use: reader rank 1 is attached by live pid " + me + "\n"),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("kept " + live_creator + ": in use: its creator pid " + me + " is alive\n"), std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("2 to remove, 2 kept"), std::string::npos) << r.out;
     for (const auto& n : {abandoned, dead_reader, live_reader, live_creator}) EXPECT_TRUE(shm_exists(n)) << n;
 
@@ -534,6 +542,224 @@ TEST(CliGc, DeadPeerErrorsNameRingcastGc) {
         EXPECT_NE(std::string(e.what()).find("`ringcast gc`"), std::string::npos) << e.what();
     }
     Segment::remove(name);
+}
+
+// A segment whose magic is ringcast's but whose header does not validate (here: made by another ABI
+// version) cannot tell who uses it: rm refuses it without --force, even when it is in use (it was
+// removed from under its live writer: the in-use check only ran for a header that validated).
+TEST(CliRm, RefusesASegmentWhoseUseCannotBeJudgedUnlessForced) {
+    ScopedName name("clirmabi");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto& version = w.segment().header().abi_version;
+    const std::uint32_t ours = version;
+    version = ours - 1;  // what a segment of an older ringcast looks like to this one
+    RunResult r = cli({"rm", name.str()});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.err.find("refusing to remove '" + name.str() + "': cannot judge whether it is in use: "),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("ABI version " + std::to_string(ours - 1)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--force removes it anyway"), std::string::npos) << r.err;
+    EXPECT_TRUE(shm_exists(name.str())) << "a segment in use was removed without --force";
+    r = cli({"rm", "--force", name.str()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("whether '" + name.str() + "' is in use cannot be judged"), std::string::npos) << r.err;
+    EXPECT_FALSE(shm_exists(name.str()));
+    version = ours;
+}
+
+// rm judges the object the name leads to, then removes it: in between, the name may have been removed
+// and a new segment made under it (a writer reclaiming the name). Only the judged object is removed.
+// remove_if_still is the step `rm` runs after its judgement; the name is changed between the two here.
+TEST(CliRm, RemovesOnlyTheObjectItJudged) {
+    const std::string name = prefix_for("rmsame") + "q";
+    create_in_dead_child(name);
+    const cli::SegmentInfo judged = cli::inspect(name);
+    ASSERT_TRUE(judged.error.empty() && judged.identified && judged.abandoned()) << judged.error;
+    ASSERT_TRUE(Segment::remove(name));
+    create_in_dead_child(name);  // a new object under the name (abandoned too: only its identity differs)
+    for (const bool force : {false, true}) {
+        const cli::RemovalResult r = cli::remove_if_still(name, judged.identity, force);
+        EXPECT_EQ(r.outcome, cli::Removal::replaced) << "force " << force;
+        EXPECT_TRUE(shm_exists(name)) << "the new object made under the name was removed (force " << force << ")";
+    }
+    // Judged abandoned, then a reader attached: not removed unless forced.
+    const cli::SegmentInfo again = cli::inspect(name);
+    ASSERT_TRUE(again.abandoned()) << again.error;
+    {
+        auto reader = Reader::attach(name, 0);
+        const cli::RemovalResult r = cli::remove_if_still(name, again.identity, false);
+        EXPECT_EQ(r.outcome, cli::Removal::now_in_use);
+        EXPECT_NE(r.now.user().find("reader rank 0 is attached by live pid " + std::to_string(::getpid())),
+                  std::string::npos) << r.now.user();
+        EXPECT_TRUE(shm_exists(name));
+    }
+    EXPECT_EQ(cli::remove_if_still(name, again.identity, false).outcome, cli::Removal::removed);
+    EXPECT_FALSE(shm_exists(name));
+    EXPECT_EQ(cli::remove_if_still(name, again.identity, true).outcome, cli::Removal::gone);
+}
+
+// Output that could not be written is a failure (exit 1, the cause on stderr), never an exit 0 with
+// nothing printed: a script would read an empty `ls --json` as "no segments".
+TEST(CliOutput, AFailedWriteOfTheOutputFailsTheCommand) {
+    const std::string prefix = prefix_for("full");
+    ScopedName name("clifull");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"ls", "--prefix", prefix}, {"ls", "--json", "--prefix", prefix}, {"stat", name.str()},
+          {"stat", "--json", name.str()}, {"gc", "--dry-run", "--prefix", prefix}}) {
+        const RunResult r = cli(args, RunOptions{.stdout_path = "/dev/full"});
+        EXPECT_EQ(r.exit_code, 1) << args[0] << " " << args[1] << ": " << r.err;
+        EXPECT_NE(r.err.find("ringcast: write error: " + std::string(std::strerror(ENOSPC))), std::string::npos)
+            << args[0] << " " << args[1] << ": " << r.err;
+    }
+    EXPECT_EQ(cli({"stat", name.str()}).exit_code, 0) << "the same command with somewhere to write to";
+}
+
+// --prefix never takes the next option for its value: `gc --prefix --dry-run` ran a real gc (of the
+// prefix "--dry-run"). A prefix that starts with '-' is written --prefix=P.
+TEST(CliArgs, PrefixNeverTakesAnOptionAsItsValue) {
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"ls", "--prefix", "--json"},
+                                                 {"gc", "--prefix", "--dry-run"}, {"gc", "--prefix"}}) {
+        const RunResult r = cli(args);
+        EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[1] << ": " << r.out;
+        EXPECT_NE(r.err.find("--prefix needs a value"), std::string::npos) << r.err;
+        EXPECT_EQ(r.out, "") << "it ran: " << r.out;
+    }
+    const std::string prefix = "-" + prefix_for("dashprefix");
+    const std::string name = prefix + "q";
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    RunResult r = cli({"ls", "--prefix=" + prefix});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\n" + name + " "), std::string::npos) << r.out;
+    r = cli({"gc", "--dry-run", "--prefix=" + prefix});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("0 to remove, 1 kept"), std::string::npos) << r.out;
+    EXPECT_TRUE(shm_exists(name));
+    (void)Segment::remove(name);
+}
+
+// A valid name may start with '-': after `--`, stat and rm take it as the name, not an option.
+TEST(CliArgs, DoubleDashEndsTheOptions) {
+    const std::string name = "-" + prefix_for("dash") + "q";
+    create_in_dead_child(name);
+    RunResult r = cli({"stat", name});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("goes after `--`"), std::string::npos) << r.err;
+    r = cli({"stat", "--json", "--", name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\"name\": \"" + name + "\""), std::string::npos) << r.out;
+    r = cli({"rm", "--", name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "removed " + name + "\n");
+    EXPECT_FALSE(shm_exists(name));
+    (void)Segment::remove(name);
+}
+
+// A segment removed between the listing and its inspection is no segment any more: left out of ls
+// and gc (it was a row of blanks, uid 0, mode 0000 and "error: does not exist", and gc said it skipped
+// it). inspect_listed is what both run on the listing; the name is removed between the two here.
+TEST(CliLs, LeavesOutASegmentRemovedSinceTheListing) {
+    const std::string prefix = prefix_for("gone");
+    const std::string stays = prefix + "stays", goes = prefix + "goes";
+    create_in_dead_child(stays);
+    create_in_dead_child(goes);
+    const cli::Listing listing = cli::list_segments(prefix);
+    ASSERT_EQ(listing.names, (std::vector<std::string>{goes, stays}));
+    ASSERT_TRUE(Segment::remove(goes));
+    EXPECT_TRUE(cli::inspect(goes).gone);
+    const std::vector<cli::SegmentInfo> infos = cli::inspect_listed(listing.names);
+    ASSERT_EQ(infos.size(), 1u);
+    EXPECT_EQ(infos[0].name, stays);
+    EXPECT_TRUE(infos[0].error.empty()) << infos[0].error;
+    (void)Segment::remove(stays);
+}
+
+// /dev/shm is sticky: only an object's owner or root may unlink it, whatever its mode. rm says so,
+// naming the owner, and offers no --force (it cannot help); gc names another user's segment it keeps.
+TEST(CliRm, AnotherUsersSegmentNamesItsOwnerAndOffersNoForce) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (to act as two users)";
+    constexpr uid_t kNobody = 65534;
+    const std::string prefix = prefix_for("other");
+    const std::string name = prefix + "q";
+    const pid_t pid = fork_child([&] {
+        (void)Segment::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10, .mode = 0644});
+    });
+    ASSERT_EQ(wait_child(pid, 30s), 0);
+    for (const bool force : {false, true}) {
+        std::vector<std::string> args{"rm", name};
+        if (force) args.insert(args.begin() + 1, "--force");
+        const RunResult r = cli(args, RunOptions{.stdout_path = {}, .uid = kNobody});
+        EXPECT_EQ(r.exit_code, 1) << r.out;
+        EXPECT_NE(r.err.find("cannot remove '" + name + "': only root, its owner, may remove it (/dev/shm is a sticky "
+                             "directory; this process runs as uid 65534)"),
+                  std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("--force"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("attaching"), std::string::npos) << r.err;
+        EXPECT_TRUE(shm_exists(name));
+    }
+    ASSERT_EQ(::chown(("/dev/shm/" + name).c_str(), kNobody, kNobody), 0);
+    const RunResult gc = cli({"gc", "--prefix", prefix});
+    EXPECT_EQ(gc.exit_code, 0) << gc.err;
+    EXPECT_NE(gc.out.find("kept " + name + ": another user's (uid 65534): gc removes only this user's (uid 0) "
+                          "segments, and only its owner or root may remove it"),
+              std::string::npos) << gc.out;
+    EXPECT_NE(gc.out.find("0 removed, 1 kept"), std::string::npos) << gc.out;
+    EXPECT_TRUE(shm_exists(name));
+    const RunResult rm = cli({"rm", name});  // root may
+    EXPECT_EQ(rm.exit_code, 0) << rm.err;
+    EXPECT_FALSE(shm_exists(name));
+}
+
+// stat reads a live queue's counters while they move. Read in the order inspect uses (each rank's
+// message count, its head, the tail, the writer's message count), both lags can only come out too
+// large: a reader keeping pace never shows bytes to read and fewer messages than those bytes hold.
+// (The writer's count read first and each rank's last showed lag_messages 0 beside a byte lag.) Each
+// message here is one 64-byte record and the ring a multiple of it (no wrap padding): lag_bytes / 64
+// messages lie between head and tail, of which at most one may be published without its count yet.
+TEST(CliStat, MessageAndByteLagAgreeOnALiveQueue) {
+    ScopedName name("clilag");
+    constexpr std::size_t kPayload = 48;
+    constexpr std::uint64_t kRecord = layout::record_size(kPayload);
+    static_assert(kRecord == 64 && (std::uint64_t{64} << 10) % kRecord == 0);
+    auto seg = Segment::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    // Writer and reader in another process, as a live queue's are; stopped by SIGKILL.
+    const pid_t pid = fork_child([&] {
+        auto w = Writer::open(name);
+        auto r = Reader::attach(name, 0);
+        std::thread reader([&] {
+            std::vector<std::byte> buf;
+            for (;;) (void)r.read(buf, 1s);
+        });
+        const std::vector<std::byte> msg(kPayload);
+        const char c = 1;
+        (void)!::write(ready[1], &c, 1);
+        for (;;) (void)w.write(msg, 1s);
+    }, false);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    int checked = 0, understated = 0;
+    std::string example;
+    const auto until = std::chrono::steady_clock::now() + 2s;
+    while (std::chrono::steady_clock::now() < until && checked < 20000) {
+        const cli::SegmentInfo s = cli::inspect(name.str());
+        ASSERT_TRUE(s.error.empty()) << s.error;
+        ASSERT_EQ(s.readers.size(), 1u);
+        const auto& rank = s.readers[0];
+        ++checked;
+        if (rank.lag_messages + 1 < rank.lag_bytes / kRecord) {
+            if (understated++ == 0)
+                example = "lag_bytes " + std::to_string(rank.lag_bytes) + " (" + std::to_string(rank.lag_bytes / kRecord) +
+                          " messages) but lag_messages " + std::to_string(rank.lag_messages);
+        }
+    }
+    ::kill(pid, SIGKILL);
+    (void)wait_child(pid, 30s);
+    EXPECT_EQ(understated, 0) << understated << " of " << checked << " looks, e.g. " << example;
+    EXPECT_GT(checked, 100);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +17,13 @@ struct RunResult {
     std::string out, err;
 };
 
+struct RunOptions {
+    std::string stdout_path;  // non-empty: stdout goes to this file (e.g. /dev/full), not captured
+    uid_t uid = 0;            // non-zero: the program runs as this user (and its group of the same number)
+};
+
 // argv[0] is the program path. stdout and stderr are captured separately.
-inline RunResult run_program(const std::vector<std::string>& argv) {
+inline RunResult run_program(const std::vector<std::string>& argv, const RunOptions& options = {}) {
     int out_pipe[2], err_pipe[2];
     if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) return {};
     const pid_t pid = ::fork();
@@ -26,6 +32,17 @@ inline RunResult run_program(const std::vector<std::string>& argv) {
         ::dup2(err_pipe[1], 2);
         ::close(out_pipe[0]);
         ::close(err_pipe[0]);
+        if (!options.stdout_path.empty()) {
+            const int fd = ::open(options.stdout_path.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0 || ::dup2(fd, 1) < 0) {
+                std::perror(options.stdout_path.c_str());
+                ::_exit(127);
+            }
+        }
+        if (options.uid != 0 && (::setgroups(0, nullptr) != 0 || ::setgid(options.uid) != 0 || ::setuid(options.uid) != 0)) {
+            std::perror("setuid");
+            ::_exit(127);
+        }
         std::vector<char*> args;
         for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
