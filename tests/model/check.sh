@@ -52,7 +52,11 @@ fi
 # The model is ring.pml unless the spin flags start with another model's file
 # name (gather.pml, stamp.pml, arm.pml).
 # (cc flags after the default -O0 override it: -O1 pays off only for the
-#  largest searches; pan.c takes ~1.5 s to compile at -O1, ~0.5 s at -O0)
+#  largest searches; pan.c takes ~1.5 s to compile at -O1, ~0.5 s at -O0.
+#  -w is the hash table's size, 2^w slots: 2^22 holds up to ~4 million
+#  states without long chains; ahead-cap2's 9 million ran in 13 s with
+#  -w24 against 20 s with -w22, while a small search pays ~0.4 s to clear
+#  the larger table)
 # expect: "pass"  -> pan must report errors: 0, search complete
 #         a regex -> pan must report an error whose "pan:1:" line matches it
 #                    (grep -E; no '|' in it: that separates the fields)
@@ -106,8 +110,8 @@ CHECKS=(
 "neg-drain-late-dl |invalid end state|$DEAD -DEVENTFD -DBUG_DRAIN_AFTER_RECHECK|$SAFE|-m200000 -w20|same, deadlock check alone"
 "neg-skip-futex    |$P3R|$MAIN -DEVENTFD -DBUG_SKIP_FUTEX_WAKE|$SAFE|-m200000 -w20|futex wake skipped once an eventfd was written: P3, the futex rank sleeps on"
 # ---- ring.pml -DAHEAD: Writer::wake_ahead (w2..w3 with no cursor moved) before any message ----
-"ahead-cap2        |pass|$MAIN -DAHEAD|$SAFE -O1|-m200000 -w22|P1-P4 with a wake-ahead before any message"
-"ahead-cap1-dl     |pass|-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DAHEAD|$SAFE|-m200000 -w22|same, writer never closes"
+"ahead-cap2        |pass|$MAIN -DAHEAD|$SAFE -O1|-m200000 -w24|P1-P4 with a wake-ahead before any message"
+"ahead-cap1-dl     |pass|-DN=2 -DCAP=1 -DM=4 -DNO_CLOSE -DAHEAD|$SAFE -O1|-m200000 -w22|same, writer never closes"
 "ahead-eventfd     |pass|-DN=2 -DCAP=2 -DM=3 -DEVENTFD -DAHEAD|$SAFE -O1|-m200000 -w22|same beside an eventfd sleeper, which is not woken ahead"
 "ahead-spurious    |pass|-DN=2 -DCAP=2 -DM=3 -DSPURIOUS -DAHEAD|$SAFE|-m200000 -w22|same, futex_wait may return early"
 "neg-ahead-no-wake |$P3R|$MAIN -DAHEAD -DBUG_AHEAD_SKIPS_WAKE|$SAFE|-m200000 -w20|the publish after a wake-ahead skips its own wake: P3, a reader that slept again sleeps on"

@@ -15,7 +15,7 @@
 #   4. the suite (a copy of tests/python, with the examples/ and bench/showdown/ scripts it runs; not
 #      the benchmark tools' tests nor the tests marked timing, see step 4) from WORK, against venv 1.
 # GPU interop is left out of this build (RINGCAST_CMAKE_ARGS) to keep the compile short: the build
-# tree's python_tests cover it.
+# tree's python_tests_build_tree covers it.
 set -euo pipefail
 src=$1 work=$2 python=${3:-/usr/bin/python3} part=${4:-all}
 case $part in all|install|suite) ;; *) echo "check.sh: PART is all, install or suite, not '$part'" >&2; exit 2 ;; esac
@@ -97,15 +97,16 @@ fi
 
 # 4. the suite against the installed package, from outside the source tree: a copy of tests/python and of
 #    the scripts some of its tests run (examples/, bench/showdown/), without the package's sources. Left
-#    out: the tests of the benchmark tools under bench/python/ and the tests marked timing (conftest.py:
-#    those that compare a wall or CPU clock, or probe the GIL) — tools, and timings of the same compiled
-#    sources, which python_tests runs against the build tree with the cores to itself; this suite runs
-#    beside other tests. Every other test of the package's modules, the examples and the showdown runs
-#    here.
+#    out: the tests of the benchmark tools under bench/python/ (python_tests_build_tree runs them) and
+#    the tests marked timing (conftest.py: those that compare a wall or CPU clock, probe the GIL or count
+#    kernel waits), timings of the same compiled sources, which python_tests runs against the build tree
+#    with the cores to itself; this suite runs beside other tests. Every other test of the package's
+#    modules, the examples and the showdown runs here, and only here (bindings/python/CMakeLists.txt).
 tree=$work/tests-tree
 rm -rf "$tree"
 mkdir -p "$tree/tests" "$tree/bench"
 cp -r "$src/tests/python" "$tree/tests/python"
+# the benchmark tools' tests: python_tests_build_tree runs them (bindings/python/CMakeLists.txt)
 (cd "$tree/tests/python" && rm -f test_bench_*.py test_step_split.py)
 cp -r "$src/examples" "$tree/examples"
 cp -r "$src/bench/showdown" "$tree/bench/showdown"

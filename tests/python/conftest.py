@@ -1,8 +1,9 @@
 """pytest setup: `ringcast` must be importable (PYTHONPATH=<build>/python, as ctest's python_tests sets).
 
 Tests that time something carry the marker ``timing`` (set here, see pytest_collection_modifyitems):
-ctest's python_tests runs every test with the cores to itself; python_packaging (the same compiled
-sources, installed) runs ``-m "not timing"`` beside other tests.
+ctest's python_tests runs them against the build tree with the cores to itself; python_packaging (the
+same compiled sources, installed) runs the others beside other tests, and python_tests_build_tree the
+untimed ones only the build tree can run (bindings/python/CMakeLists.txt lists the three parts).
 """
 import ast
 import functools
