@@ -612,7 +612,12 @@ def step_breakdown(n0, n1, n_prep, n2, replies, request_pickle_ns, unpickled, pr
     long the preparation stalled (us: its wall time less its thread CPU time; 0 in sync mode)."""
     received = [r[3] for r in replies]
     critical = max(replies, key=lambda r: r[4])  # the last reply sent decides when collect can return
+    # When each worker had the request, after the enqueue returned: by rank (is one worker, or its
+    # CPU, always the late one?) and in order of arrival (does each further worker add a fixed step?).
+    arrival = {f"has_it_rank{r[2]}": (r[3] - n1) / 1e3 for r in replies}
+    arrival.update({f"has_it_{k}": (t - n1) / 1e3 for k, t in enumerate(sorted(received), 1)})
     return {
+        **arrival,
         "enqueue": (n1 - n0) / 1e3,
         "first_worker_has_it": (min(received) - n1) / 1e3,
         "last_worker_has_it": (critical[3] - n1) / 1e3,
@@ -986,6 +991,22 @@ def main():
         lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['enqueue']:8.1f} {b['first_worker_has_it']:10.1f} "
                      f"{b['last_worker_has_it']:11.1f} {b['work']:8.1f} {b['reply_to_collected']:16.1f} "
                      f"{sl(r['worker_sleeps_per_step']):>19} {sl(r['executor_sleeps_per_step']):>8}")
+
+    # The request's arrival at each worker of an all-rank sync step (p50 us after the enqueue returned,
+    # medians over runs): by rank, with the CPU it was pinned to, and by order of arrival.
+    all_sync = [r for r in rows if r["mode"] == "sync" and r["replies"] == "all"]
+    if all_sync and args.workers > 1:
+        cpus = PINNING["workers"] or [None] * args.workers
+        print("\nwhen each worker had the request in an all-rank sync step (p50 us after the enqueue returned,"
+              " medians over runs):\nby rank (its CPU when pinned), then by order of arrival (1st .. last):")
+        print(f"{'variant':<30} " + " ".join(f"{'r%d@%s' % (i, c if c is not None else '-'):>7}" for i, c in zip(range(args.workers), cpus)))
+        for r in all_sync:
+            b = r["breakdown_p50_us"]
+            print(f"{r['variant']:<30} " + " ".join(f"{b.get(f'has_it_rank{i}', float('nan')):7.1f}" for i in range(args.workers)))
+        print(f"{'variant':<30} " + " ".join(f"{'#%d' % k:>7}" for k in range(1, args.workers + 1)))
+        for r in all_sync:
+            b = r["breakdown_p50_us"]
+            print(f"{r['variant']:<30} " + " ".join(f"{b.get(f'has_it_{k}', float('nan')):7.1f}" for k in range(1, args.workers + 1)))
 
     if args.trace:
         print("\nthe same sync step with its pickling taken out (--trace; p50 us, medians over runs): the request's"
