@@ -551,9 +551,8 @@ int Writer::wake_fd() {
     return space_eventfd_->fd();
 }
 
-bool Writer::arm_wake_fd(std::size_t message_bytes, const WriteProgress* progress) {
-    (void)wake_fd();
-    // Room for the first record the next write needs: the next fragment of the open stream it resumes
+bool Writer::has_room_for_next_write(std::size_t message_bytes, const WriteProgress* progress) noexcept {
+    // The first record the next write needs: the next fragment of the open stream it resumes
     // (write_stream: no prefix after the first), else an owed abort record, or the message's first
     // (only) record — after a padding record if it would cross the ring's end (reserve_record).
     const bool resume = progress != nullptr && progress->started() && progress->stream == stream_serial_ && stream_broken_;
@@ -563,10 +562,14 @@ bool Writer::arm_wake_fd(std::size_t message_bytes, const WriteProgress* progres
     const std::uint64_t rec = layout::record_size(payload);
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);
     const std::uint64_t need = rec > to_end ? to_end + rec : rec;
-    return arm_eventfd(*space_eventfd_, space_site(), cancelled_.get(), [&] {
-        known_free_end_ = min_reader_head_acquire() + capacity_;
-        return tail_ + need <= known_free_end_;
-    });
+    known_free_end_ = min_reader_head_acquire() + capacity_;
+    return tail_ + need <= known_free_end_;
+}
+
+bool Writer::arm_wake_fd(std::size_t message_bytes, const WriteProgress* progress) {
+    (void)wake_fd();
+    return arm_eventfd(*space_eventfd_, space_site(), cancelled_.get(),
+                       [&] { return has_room_for_next_write(message_bytes, progress); });
 }
 
 void Writer::disarm_wake_fd() noexcept { retract(space_site()); }

@@ -271,6 +271,11 @@ private:
     [[nodiscard]] SleepSite space_site() const noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
     [[nodiscard]] std::uint64_t min_reader_head_acquire() const noexcept;
+    // Is there room now for the first record the next write of a `message_bytes` message needs (the
+    // next fragment when `progress` is the open stream it resumes)? The one room test of
+    // arm_wake_fd and of WaitSet's writer member: a looser one reports room the write cannot use
+    // and the loop spins. Loads the heads (acquire); refreshes known_free_end_.
+    [[nodiscard]] bool has_room_for_next_write(std::size_t message_bytes, const WriteProgress* progress) noexcept;
     [[nodiscard]] Status wait_for_space(std::uint64_t need, Timeout& timeout);
     [[nodiscard]] Status reserve_record(std::uint64_t payload, Timeout& timeout);
     void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;

@@ -145,6 +145,41 @@ EventfdSignaller::~EventfdSignaller() {
         if (c.fd >= 0) ::close(c.fd);
 }
 
+namespace {
+
+// Did taking a registration's fd fail for good (as long as that registration lasts), or only for now?
+// For good: the registrant is gone (ESRCH), its fd is (EBADF: it is open from R1 to U4, so the process
+// holding that pid is not our registrant), the fd is no eventfd, or the kernel will not let us (EPERM:
+// no ptrace access; ENOSYS: no pidfd_getfd) — asking again would cost a system call per wake for the
+// same answer. Anything else is the waker's own state (EMFILE, ENFILE, ENOMEM: its fd table, the
+// system's, memory) and passes: remembering it stopped every later wake of that eventfd, and the
+// waiter then woke only at its liveness tick, for as long as it stayed registered.
+[[nodiscard]] bool fails_for_good(int err) noexcept {
+    return err == ESRCH || err == EBADF || err == EPERM || err == ENOSYS;
+}
+
+// Records in the slot that this waker cannot take the fd of registration `gen` (check_refused() throws
+// it in the waiter) — for that registration only. The store of `refused` and the load of gen after it
+// are seq_cst: if the load sees `gen`, the store comes before the next registration's R1 in their one
+// order, so that registration's R2 (refused = 0, after its R1) overwrites it. If gen moved, our store
+// may have landed after R2, on a registration that nobody refused: withdrawn, by CAS so that another
+// value stays (the new registration's waiter may have seen it in between: a window of a few
+// instructions, which the layout cannot close without the generation in the same word). A refusal of
+// that next registration withdrawn with it (the same errno from another waker) is stored again by that
+// waker's next signal (fetch re-asserts a refusal it remembers).
+void record_refusal(layout::EventfdSlot& s, std::uint32_t gen, std::uint32_t err) noexcept {
+    if (s.refused.load(std::memory_order_relaxed) != 0) return;  // recorded already (one waker's is enough)
+    if (s.gen.load(std::memory_order_seq_cst) != gen) return;    // re-registered: not the one that refused us
+    s.refused_by.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);  // published by:
+    s.refused.store(err, std::memory_order_seq_cst);  // (check_refused loads it with acquire)
+    if (s.gen.load(std::memory_order_seq_cst) != gen) {
+        std::uint32_t ours = err;
+        s.refused.compare_exchange_strong(ours, 0, std::memory_order_seq_cst);
+    }
+}
+
+}  // namespace
+
 EventfdSignaller::Fetch EventfdSignaller::fetch(std::uint32_t index) noexcept {
     layout::EventfdSlot& s = slot(index);
     Copy& c = copies_[index];
@@ -157,32 +192,38 @@ EventfdSignaller::Fetch EventfdSignaller::fetch(std::uint32_t index) noexcept {
         c = {};
         return Fetch::futex_mode;
     }
-    if (c.holder == holder && c.gen == gen) return c.fd >= 0 ? Fetch::copied : Fetch::unavailable;
+    if (c.holder == holder && c.gen == gen) {
+        if (c.fd >= 0) return Fetch::copied;
+        if (c.refused != 0) record_refusal(s, gen, c.refused);  // still there (record_refusal may have withdrawn it)
+        return Fetch::unavailable;  // failed for good (fails_for_good)
+    }
     if (c.fd >= 0) ::close(c.fd);  // a copy of an earlier registration
-    c = {holder, gen, -1};
+    c = {};  // nothing remembered until the outcome is known: a transient failure leaves it so
     const layout::Owner who = layout::unpack_owner(holder);
     int copy = take_fd_of(who.pid, who.start_time, static_cast<int>(fd));
-    const int err = copy < 0 ? errno : 0;
+    int err = copy < 0 ? errno : 0;
     // The seqlock: the same even gen after the copy means the fd was still the registered eventfd
     // when we took it (it is closed only after U1).
     if (s.gen.load(std::memory_order_seq_cst) != gen) {
         if (copy >= 0) ::close(copy);
-        c = {};  // try again next time
-        return Fetch::unavailable;
+        return Fetch::unavailable;  // try again next time
     }
     if (copy >= 0 && !is_eventfd(copy)) {
         ::close(copy);
         copy = -1;
+        err = EBADF;  // not the registered eventfd: as good as closed (for good)
     }
     if (copy < 0) {
         ++failures_;
+        if (!fails_for_good(err)) return Fetch::unavailable;  // c stays empty: the next signal tries again
+        c = {holder, gen, -1, 0};
         if (err == EPERM || err == ENOSYS) {  // a live waiter we cannot reach: tell it (check_refused)
-            s.refused_by.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
-            s.refused.store(static_cast<std::uint32_t>(err), std::memory_order_release);
+            c.refused = static_cast<std::uint32_t>(err);
+            record_refusal(s, gen, c.refused);
         }
         return Fetch::unavailable;
     }
-    c.fd = copy;
+    c = {holder, gen, copy, 0};
     return Fetch::copied;
 }
 

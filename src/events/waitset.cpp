@@ -3,6 +3,7 @@
 #include "ringcast/events/waitset.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <exception>
 #include <string>
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -28,6 +30,15 @@ const char* to_string(WaitSetBackend b) noexcept {
 }
 
 // ---- members --------------------------------------------------------------------------------------
+
+const void* WaitSet::Member::endpoint() const noexcept {
+    switch (kind) {
+        case Kind::reader: return reader;
+        case Kind::writer_space: return writer;
+        case Kind::collector: return collector;
+    }
+    return nullptr;
+}
 
 SleepSite WaitSet::Member::site() const noexcept {
     switch (kind) {
@@ -73,16 +84,9 @@ bool WaitSet::Member::ready() { return cancelled().load(std::memory_order_seq_cs
 bool WaitSet::Member::condition() {
     switch (kind) {
         case Kind::reader: return reader->poll_acquire();
-        case Kind::writer_space: {
-            // The room test of Writer::arm_wake_fd (the first record the next write needs).
-            Writer& w = *writer;
-            const std::uint64_t payload = w.stream_broken_ ? 0 : std::min<std::uint64_t>(message_bytes, w.max_payload_);
-            const std::uint64_t rec = layout::record_size(payload);
-            const std::uint64_t to_end = w.capacity_ - (w.tail_ & w.mask_);
-            const std::uint64_t need = rec > to_end ? to_end + rec : rec;
-            w.known_free_end_ = w.min_reader_head_acquire() + w.capacity_;
-            return w.tail_ + need <= w.known_free_end_;
-        }
+        // Writer::arm_wake_fd's own room test: the next write's first record (a resumed stream's
+        // next fragment), so a member reported ready is one whose zero-timeout write gets somewhere.
+        case Kind::writer_space: return writer->has_room_for_next_write(message_bytes, progress);
         case Kind::collector: return collector->any_awaited_ready(tag, ranks);
     }
     return false;
@@ -173,21 +177,52 @@ std::unique_ptr<WaitSet::Backend> make_io_uring_backend(std::chrono::nanoseconds
 // ---- the set ---------------------------------------------------------------------------------------
 
 // The member's liveness check, once per `recheck`. A peer found dead stays due: every later wait()
-// reports it again, as the endpoint's own calls do (wait.hpp LivenessClock).
+// reports it again, as the endpoint's own calls do (wait.hpp LivenessClock). Deadlines, not "now -
+// last < recheck": later_by saturates, so recheck = nanoseconds::max() is "never", not an overflow.
 void WaitSet::check_peer_if_due(Member& m, std::size_t id, Deadline now) {
-    if (now - m.last_check < recheck_) return;
-    m.last_check = now;
+    if (now < m.next_check) return;
+    m.next_check = later_by(now, recheck_);
     try {
         m.check_peer();
     } catch (const Error& e) {
-        m.last_check = now - recheck_;  // due again at once ...
-        next_recheck_ = now;            // ... at the next wait()'s first look (step 4)
+        m.next_check = now;     // due again at once ...
+        next_recheck_ = now;    // ... at the next wait()'s first look (step 4)
         // Which member: the caller removes it (or replaces its endpoint) to stop the reports.
         throw Error(e.code(), std::string(e.what()) + " (WaitSet member " + std::to_string(id) + ")");
     }
 }
 
-WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck) {
+namespace {
+
+// This process's pid, refreshed in the child of every fork() (pthread_atfork): the fork rule's checks
+// (waitset.hpp) cost a load per wait(), not a getpid() system call. Relaxed: only the forking thread
+// runs the handler, in a child that has no other thread yet. (A child of a raw clone() system call
+// runs no handler and is taken for its parent.)
+std::atomic<int> g_pid{0};
+
+int this_pid() noexcept {
+    static const bool hooked = [] {
+        g_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed);
+        ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed); });
+        return true;
+    }();
+    (void)hooked;
+    return g_pid.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool WaitSet::in_forked_child() const noexcept { return this_pid() != creator_pid_; }
+
+void WaitSet::refuse_in_forked_child(const char* what) const {
+    if (in_forked_child())
+        throw Error(ErrorCode::protocol, std::string(what) + ": this WaitSet was created by pid " +
+                                             std::to_string(creator_pid_) +
+                                             " and inherited through fork (its epoll instance / io_uring ring "
+                                             "is that process's); build a new WaitSet in this process");
+}
+
+WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck), creator_pid_(this_pid()) {
     if (recheck_.count() <= 0) throw Error(ErrorCode::invalid_argument, "WaitSetOptions::recheck must be positive");
     WaitSetBackend want = options.backend;
     const char* env = std::getenv("RINGCAST_WAITSET");
@@ -209,7 +244,9 @@ WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck) {
 }
 
 WaitSet::~WaitSet() {
-    for (std::size_t id = 0; id < members_.size(); ++id) {
+    // A forked child's copy leaves the parent's epoll registrations, io_uring waits and announcements
+    // alone (waitset.hpp): it frees its own memory and closes its own fds only.
+    for (std::size_t id = 0; id < members_.size() && !in_forked_child(); ++id) {
         if (!members_[id]) continue;
         if (members_[id]->armed) backend_->abandon(id, *members_[id]);
         backend_->removed(id, *members_[id]);
@@ -219,29 +256,34 @@ WaitSet::~WaitSet() {
 
 WaitSetBackend WaitSet::backend() const noexcept { return backend_->kind(); }
 std::uint64_t WaitSet::kernel_waits() const noexcept { return kernel_waits_; }
-std::size_t WaitSet::size() const noexcept {
-    return static_cast<std::size_t>(std::count_if(members_.begin(), members_.end(), [](const auto& m) { return m != nullptr; }));
-}
+std::size_t WaitSet::size() const noexcept { return by_endpoint_.size(); }
 
 std::size_t WaitSet::add_member(Member member) {
+    refuse_in_forked_child("WaitSet::add");
     // One member per endpoint: the announcement bit is the endpoint's own, so a second member of it
     // would withdraw the first one's announcement when it is disarmed or removed (a lost wake until
     // the re-check); and the epoll back end cannot watch one fd twice.
-    for (std::size_t other = 0; other < members_.size(); ++other) {
-        const Member* m = members_[other].get();
-        if (m != nullptr && m->reader == member.reader && m->writer == member.writer && m->collector == member.collector)
-            throw Error(ErrorCode::invalid_argument,
-                        "this endpoint is already WaitSet member " + std::to_string(other) +
-                            " (one member per endpoint: remove it first, or change its tag / message size)");
-    }
-    const std::size_t id = members_.size();
-    members_.push_back(std::make_unique<Member>(std::move(member)));
+    if (const auto it = by_endpoint_.find(member.endpoint()); it != by_endpoint_.end())
+        throw Error(ErrorCode::invalid_argument,
+                    "this endpoint is already WaitSet member " + std::to_string(it->second) +
+                        " (one member per endpoint: remove it first, or change its tag / message size)");
+    // A removed member's id first: every loop of wait() walks members_, so add/remove cycles must not
+    // grow it. Reusing an id is safe for the back ends: epoll forgot the old fd at remove()
+    // (EPOLL_CTL_DEL), and io_uring ignores a late completion of the old member (its generation).
+    const bool reuse = !free_ids_.empty();
+    const std::size_t id = reuse ? free_ids_.back() : members_.size();
+    if (!reuse) members_.emplace_back();
+    members_[id] = std::make_unique<Member>(std::move(member));
     try {
-        backend_->added(id, *members_.back());
+        by_endpoint_.emplace(members_[id]->endpoint(), id);
+        backend_->added(id, *members_[id]);
     } catch (...) {
-        members_.pop_back();
+        by_endpoint_.erase(members_[id]->endpoint());
+        members_[id].reset();
+        if (!reuse) members_.pop_back();
         throw;
     }
+    if (reuse) free_ids_.pop_back();
     return id;
 }
 
@@ -252,11 +294,12 @@ std::size_t WaitSet::add(Reader& reader) {
     return add_member(std::move(m));
 }
 
-std::size_t WaitSet::add_space(Writer& writer, std::size_t message_bytes) {
+std::size_t WaitSet::add_space(Writer& writer, std::size_t message_bytes, const WriteProgress* progress) {
     Member m;
     m.kind = Member::Kind::writer_space;
     m.writer = &writer;
     m.message_bytes = message_bytes;
+    m.progress = progress;
     return add_member(std::move(m));
 }
 
@@ -275,15 +318,20 @@ std::size_t WaitSet::add(GatherCollector& collector, std::uint64_t tag, std::spa
 
 void WaitSet::remove(std::size_t id) {
     if (id >= members_.size() || !members_[id]) throw Error(ErrorCode::invalid_argument, "no WaitSet member " + std::to_string(id));
-    if (members_[id]->armed) backend_->abandon(id, *members_[id]);
-    backend_->removed(id, *members_[id]);
+    if (!in_forked_child()) {  // a child's copy touches nothing of the parent's (waitset.hpp)
+        if (members_[id]->armed) backend_->abandon(id, *members_[id]);
+        backend_->removed(id, *members_[id]);
+    }
+    by_endpoint_.erase(members_[id]->endpoint());
     members_[id].reset();
+    free_ids_.push_back(id);
 }
 
-void WaitSet::set_message_bytes(std::size_t id, std::size_t message_bytes) {
+void WaitSet::set_message_bytes(std::size_t id, std::size_t message_bytes, const WriteProgress* progress) {
     if (id >= members_.size() || !members_[id] || members_[id]->kind != Member::Kind::writer_space)
         throw Error(ErrorCode::invalid_argument, "WaitSet member " + std::to_string(id) + " is not a writer");
     members_[id]->message_bytes = message_bytes;
+    members_[id]->progress = progress;
 }
 
 void WaitSet::set_tag(std::size_t id, std::uint64_t tag) {
@@ -293,6 +341,7 @@ void WaitSet::set_tag(std::size_t id, std::uint64_t tag) {
 }
 
 std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
+    refuse_in_forked_child("WaitSet::wait");
     const Deadline deadline = deadline_after(timeout);
     std::vector<std::size_t> ready;
     // (1) Re-announce every armed member (3a, one fence 3b for all, 3d). A member stays armed across
@@ -341,7 +390,9 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
     // Some are ready already: one look (no sleep) at what the kernel has for the others too, so a
     // member that is always ready cannot starve the rest.
     const bool look_only = !ready.empty();
-    if (next_recheck_ == Deadline{}) next_recheck_ = Clock::now() + recheck_;
+    // later_by saturates: a recheck of nanoseconds::max() leaves next_recheck_ at kNoDeadline (never),
+    // where a plain sum wrapped to a past deadline and the loop below never slept.
+    if (next_recheck_ == Deadline{}) next_recheck_ = later_by(Clock::now(), recheck_);
     std::vector<std::size_t> woken;
     for (;;) {
         const Deadline until = deadline == kPollOnly || look_only ? kPollOnly : std::min(deadline, next_recheck_);
@@ -375,7 +426,7 @@ std::vector<std::size_t> WaitSet::wait(std::chrono::nanoseconds timeout) {
             }
         };
         if (now >= next_recheck_) {
-            next_recheck_ = now + recheck_;
+            next_recheck_ = later_by(now, recheck_);
             for (std::size_t id = 0; id < members_.size(); ++id) {
                 Member* m = members_[id].get();
                 if (m == nullptr || !m->armed) continue;

@@ -21,13 +21,15 @@ struct WaitSet::Member {
     Reader* reader = nullptr;
     Writer* writer = nullptr;
     GatherCollector* collector = nullptr;
-    std::size_t message_bytes = 0;      // writer_space: the message it waits to write
+    std::size_t message_bytes = 0;      // writer_space: the message it waits to write ...
+    const WriteProgress* progress = nullptr;  // ... and the resumable write it resumes (or null)
     std::vector<std::uint32_t> ranks;   // collector: the ranks whose replies it waits for
     std::uint64_t tag = 0;              // collector: the request those replies answer
     bool armed = false;                 // announced; a kernel wait (fd readiness / SQE) may report it
     bool armed_on_eventfd = false;      // armed while its endpoint had an eventfd (else on its futex word)
-    Deadline last_check{};              // when check_peer() last ran
+    Deadline next_check{};              // when check_peer() is due next (kNoDeadline: never)
 
+    [[nodiscard]] const void* endpoint() const noexcept;  // the endpoint object (one member each)
     [[nodiscard]] SleepSite site() const noexcept;        // the waiter's view (its own bit)
     [[nodiscard]] EventfdWaiter* eventfd() const noexcept;  // registered eventfd, or null
     [[nodiscard]] int ensure_eventfd();                   // registers one (the endpoint's wake_fd())

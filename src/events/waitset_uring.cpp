@@ -58,9 +58,15 @@ public:
     // The linked timeout is a backstop, kBackstop x recheck: the set's own re-check (waitset.cpp) runs
     // every `recheck` without touching the waits in flight; re-arming 64 waits per interval cost
     // ~0.2 % CPU on the 2-core VM, the backstop ~0.01 %.
+    // kBackstop x recheck saturates: a recheck past nanoseconds::max() / 8 (50 years is) wrapped to a
+    // negative timeout, every linked timeout failed at once, and each member was re-armed in a loop
+    // that never slept. The kernel takes a timeout of ~292 years as "never" (KTIME_MAX).
     static constexpr int kBackstop = 8;
     UringBackend(io_uring ring, std::chrono::nanoseconds recheck)
-        : ring_(ring), recheck_(to_kernel_timespec(recheck * kBackstop)) {}
+        : ring_(ring),
+          recheck_(to_kernel_timespec(recheck > std::chrono::nanoseconds::max() / kBackstop
+                                          ? std::chrono::nanoseconds::max()
+                                          : recheck * kBackstop)) {}
     ~UringBackend() override { io_uring_queue_exit(&ring_); }  // cancels the waits still in flight
     [[nodiscard]] WaitSetBackend kind() const noexcept override { return WaitSetBackend::io_uring; }
 

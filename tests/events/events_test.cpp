@@ -1,10 +1,12 @@
 // Event loops, across real processes (fork): the eventfd wake mode (events/eventfd.hpp), fd passing
 // with pidfd_getfd and a peer that vanishes, and WaitSet (events/waitset.hpp) over both back ends.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -234,6 +237,73 @@ TEST(EventfdWake, RefusedWakerIsReportedToTheWaiter) {
         EXPECT_NE(std::string(e.what()).find("pid 4242"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("ptrace"), std::string::npos) << e.what();
     }
+}
+
+// The waker's first copy of a reader's eventfd fails for a reason of its own (its fd table is full:
+// EMFILE). That failure was remembered for the whole registration: the writer never signalled that
+// eventfd again, and every later message reached the reader at its liveness tick (10 s here) long
+// after the fds were free. Only failures of the registration itself are remembered; this one is tried
+// again at the next wake.
+TEST(EventfdWake, AWakerOutOfFdsOnceReachesTheEventfdAtItsNextWake) {
+    ScopedName name("efd-emfile");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    constexpr int kMessages = 5;
+    ChildGuard kids;
+    Pipe asleep;
+    const pid_t child = kids.add(fork_child([&] {
+        ReaderOptions ro;
+        ro.wait.kind = WaitKind::eventfd;
+        ro.liveness_interval = kLongRecheck;
+        auto r = Reader::attach(name, 0, ro);
+        std::vector<std::byte> got;
+        for (int i = 0; i < kMessages; ++i) {
+            if (i != 1) asleep.send('s');  // (the writer waits a little more, so that this read sleeps first)
+            ASSERT_EQ(r.read(got, 30s), Status::ok);
+            std::int64_t sent = 0;
+            ASSERT_GE(got.size(), sizeof sent);
+            std::memcpy(&sent, got.data(), sizeof sent);
+            // (message 0 comes with message 1's wake)
+            EXPECT_LT(now_ns() - sent, 2'000'000'000) << "message " << i << " came at the liveness tick, not by a wake";
+        }
+        EXPECT_GE(r.waits(), 1u);
+    }));
+    const auto send = [&] {
+        std::vector<std::byte> m(64);
+        const std::int64_t now = now_ns();
+        std::memcpy(m.data(), &now, sizeof now);
+        ASSERT_EQ(w.write(m, 1s), Status::ok);
+    };
+    for (int i = 0; i < kMessages; ++i) {
+        if (i == 1) {  // message 0's wake was lost: the reader still sleeps, and this wake must reach it
+            std::this_thread::sleep_for(50ms);
+            send();
+            continue;
+        }
+        ASSERT_EQ(asleep.recv(30000ms), 's');
+        std::this_thread::sleep_for(50ms);
+        if (i != 0) {
+            send();
+            continue;
+        }
+        // The first wake with the fd table full: no fd for pidfd_open, so no copy of the eventfd.
+        rlimit saved{};
+        ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+        rlimit low = saved;
+        low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);  // (quick to fill)
+        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+        std::vector<int> filler;
+        int fd = -1;
+        while ((fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) filler.push_back(fd);
+        const int open_errno = errno;
+        const std::uint64_t wakes = w.wake_calls();
+        send();
+        const bool woke = w.wake_calls() > wakes;
+        for (int f : filler) ::close(f);
+        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+        ASSERT_EQ(open_errno, EMFILE);
+        ASSERT_TRUE(woke) << "the reader was not asleep: the full fd table met no wake, the test tests nothing";
+    }
+    EXPECT_EQ(kids.wait(child, 60s), 0);
 }
 
 // Level semantics of arm(): a message that came while the loop was busy makes arm() say "ready";
@@ -794,6 +864,180 @@ TEST_P(WaitSetTest, ACancelIsReportedArmedOrNot) {
         set.remove(id);
     }
     (void)w;
+}
+
+// A resumable write stopped part way (write_parts with a WriteProgress) needs room for its next whole
+// fragment; a writer member that waited only for an empty record (the owed abort's room) was reported
+// ready at once, its zero-timeout resume timed out, and the loop spun (100 000 reports in 300 ms).
+// With the progress, the member is ready only when the resume gets somewhere.
+TEST_P(WaitSetTest, AWriterResumingAStreamIsReadyOnlyWhenItsNextFragmentFits) {
+    ScopedName name("ws-resume");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    std::vector<std::byte> small(100), big(200 * 1024);
+    fill_message(small, 0);
+    fill_message(big, 1);
+    ASSERT_EQ(w.write(small, 0s), Status::ok);
+    const std::span<const std::byte> parts[1] = {big};
+    WriteProgress progress;
+    ASSERT_EQ(w.write_parts(parts, 0s, 7, &progress), Status::timed_out);
+    ASSERT_TRUE(progress.started()) << "no fragment went out: the test tests nothing";
+    ChildGuard kids;
+    Pipe go;
+    const pid_t child = kids.add(fork_child([&] {
+        auto r = Reader::attach(name, 0);
+        ASSERT_EQ(go.recv(10000ms), 'g');
+        std::vector<std::byte> got;
+        ASSERT_EQ(r.read(got, 10s), Status::ok);
+        ASSERT_EQ(check_message(got, 0, small.size()), "");
+        ASSERT_EQ(r.read(got, 10s), Status::ok);
+        ASSERT_EQ(check_message(got, 1, big.size()), "");
+    }));
+    WaitSet set(options());
+    const std::size_t id = set.add_space(w, big.size(), &progress);
+    // Nobody reads yet: only an empty record would fit between tail and the slowest head.
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(set.wait(200ms).empty()) << "reported ready with no room for the next fragment";
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms);
+    EXPECT_LE(set.kernel_waits(), 3u) << "the wait spun";
+    go.send('g');
+    std::uint64_t reports = 0, without_progress = 0;
+    Status s = Status::timed_out;
+    while (s != Status::ok && reports < 1000) {
+        const auto ready = set.wait(10s);
+        ASSERT_EQ(ready.size(), 1u) << "a space wake was lost (each costs the 5 s re-check)";
+        ASSERT_EQ(ready[0], id);
+        ++reports;
+        const std::uint64_t before = progress.written;
+        s = w.write_parts(parts, 0s, 7, &progress);
+        if (s != Status::ok && progress.written == before) ++without_progress;
+    }
+    EXPECT_EQ(s, Status::ok);
+    EXPECT_EQ(without_progress, 0u) << "of " << reports << " reports, these found no room for the fragment";
+    EXPECT_EQ(kids.wait(child, 30s), 0);
+}
+
+// WaitSetOptions::recheck = nanoseconds::max() (or 50 years) means "never": now + recheck wrapped to a
+// past deadline (epoll: wait() never returned; io_uring: 8 x recheck wrapped to a negative link
+// timeout, every wait failed at once and was re-armed, at 100 % CPU). Each in a child process, so a
+// wait that never returns fails the test instead of hanging it.
+TEST_P(WaitSetTest, AHugeRecheckMeansNeverNotAnOverflow) {
+    for (const std::chrono::nanoseconds recheck :
+         {std::chrono::nanoseconds::max(), std::chrono::nanoseconds(std::chrono::hours(24 * 365 * 50))}) {
+        SCOPED_TRACE("recheck " + std::to_string(recheck.count()) + " ns");
+        ScopedName name("ws-recheck");
+        ChildGuard kids;
+        const WaitSetBackend backend = GetParam();
+        const pid_t child = kids.add(fork_child([&] {
+            auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+            auto r = Reader::attach(name, 0);
+            WaitSet set({.backend = backend, .recheck = recheck});
+            (void)set.add(r);
+            rusage before{}, after{};
+            ::getrusage(RUSAGE_SELF, &before);
+            const auto t0 = std::chrono::steady_clock::now();
+            EXPECT_TRUE(set.wait(300ms).empty());
+            const auto took = std::chrono::steady_clock::now() - t0;
+            ::getrusage(RUSAGE_SELF, &after);
+            EXPECT_GE(took, 290ms);
+            EXPECT_LT(took, 2s);
+            EXPECT_LE(set.kernel_waits(), 5u) << "the wait did not sleep";
+            const auto cpu_us = [](const rusage& u) {
+                return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000 + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
+            };
+            EXPECT_LT(cpu_us(after) - cpu_us(before), 100'000) << "CPU time in a 300 ms idle wait (us)";
+            // ... and it still wakes on a publish.
+            std::thread late([&] {
+                std::this_thread::sleep_for(50ms);
+                (void)w.write(payload(0), 1s);
+            });
+            EXPECT_EQ(set.wait(2s).size(), 1u);
+            late.join();
+        }));
+        EXPECT_EQ(kids.wait(child, 10s), 0) << "-1000: the wait never returned";
+    }
+}
+
+// A forked child shares the set's epoll instance / io_uring rings and its members' announcement bits
+// with the parent. A child that let its copy go (a worker returning from the scope that held it) did
+// EPOLL_CTL_DEL / cancelled and retracted the parent's armed members: the parent's set was then woken
+// only by its re-check. Its destructor and remove() touch nothing of the parent's; add() and wait()
+// are refused in the child.
+TEST_P(WaitSetTest, AForkedChildsCopyLeavesTheParentsSetAlone) {
+    ScopedName name("ws-fork");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    auto set = std::make_unique<WaitSet>(options());
+    const std::size_t id = set->add(r);
+    EXPECT_TRUE(set->wait(10ms).empty());  // armed
+    ChildGuard kids;
+    for (const bool remove_first : {true, false}) {
+        const pid_t child = kids.add(fork_child([&] {
+            try {
+                (void)set->wait(0s);
+                ADD_FAILURE() << "wait() in a forked child was not refused";
+            } catch (const Error& e) {
+                EXPECT_EQ(e.code(), ErrorCode::protocol) << e.what();
+                EXPECT_NE(std::string(e.what()).find("inherited through fork"), std::string::npos) << e.what();
+            }
+            EXPECT_THROW((void)set->add_space(w, 64), Error);
+            if (remove_first) set->remove(id);
+            set.reset();
+        }));
+        EXPECT_EQ(kids.wait(child, 10s), 0);
+    }
+    std::vector<std::byte> got;
+    for (int i = 0; i < 3; ++i) {
+        std::thread late([&] {
+            std::this_thread::sleep_for(50ms);
+            (void)w.write(payload(static_cast<std::uint64_t>(i)), 1s);
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto ready = set->wait(10s);
+        late.join();
+        ASSERT_EQ(ready.size(), 1u);
+        EXPECT_EQ(ready[0], id);
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "woken by the 5 s re-check, not by the publish";
+        while (r.read(got, 0s) == Status::ok) {
+        }
+    }
+}
+
+// add/remove cycles reuse the removed members' ids (wait() walks every id ever handed out: after 60 000
+// cycles an idle wait(0) took 90 times as long), and a reused id is safe: a member removed while armed
+// is not reported under the id its successor got.
+TEST_P(WaitSetTest, AddRemoveCyclesReuseIds) {
+    ScopedName name_a("ws-reuse-a"), name_b("ws-reuse-b");
+    auto wa = Writer::create(name_a, {.readers = 1, .capacity = 64 * 1024});
+    auto wb = Writer::create(name_b, {.readers = 1, .capacity = 64 * 1024});
+    auto ra = Reader::attach(name_a, 0);
+    auto rb = Reader::attach(name_b, 0);
+    WaitSet set(options());
+    const std::size_t first = set.add(ra);
+    std::size_t largest = 0;
+    for (int i = 0; i < 10000; ++i) {
+        const std::size_t id = set.add(rb);
+        largest = std::max(largest, id);
+        if (i % 1000 == 0) {
+            EXPECT_TRUE(set.wait(0s).empty());  // armed: removed while armed below
+        }
+        set.remove(id);
+    }
+    EXPECT_LE(largest, 1u) << "ids were not reused";
+    EXPECT_EQ(set.size(), 1u);
+    // A member removed while armed, its id given to another endpoint: a publish to the removed one
+    // reports nothing; one to the new member reports it.
+    const std::size_t old_id = set.add(rb);
+    EXPECT_TRUE(set.wait(10ms).empty());  // both armed
+    set.remove(first);
+    set.remove(old_id);
+    const std::size_t new_id = set.add(ra);
+    ASSERT_EQ(new_id, old_id) << "the armed member's id was not the one reused: the test tests nothing";
+    ASSERT_EQ(wb.write(payload(0), 1s), Status::ok);  // rb is no member any more
+    EXPECT_TRUE(set.wait(100ms).empty());
+    ASSERT_EQ(wa.write(payload(1), 1s), Status::ok);
+    const auto ready = set.wait(2s);
+    ASSERT_EQ(ready.size(), 1u);
+    EXPECT_EQ(ready[0], new_id);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WaitSetTest, ::testing::Values(WaitSetBackend::epoll, WaitSetBackend::io_uring),

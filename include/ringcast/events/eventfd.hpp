@@ -40,7 +40,9 @@
 //   * there is no handshake to hang in: pidfd_open / pidfd_getfd either succeed or fail at once. A
 //     waiter that died (ESRCH, or its pid now belongs to another process: start time differs), or that
 //     closed its fd (EBADF), is "gone": the waker skips it (its liveness handling reports the death);
-//     a waiter that unregistered meanwhile is caught by the seqlock (layout.hpp EventfdSlot);
+//     a waiter that unregistered meanwhile is caught by the seqlock (layout.hpp EventfdSlot). Only such
+//     answers (and EPERM / ENOSYS below) are remembered for the registration: a failure of the waker's
+//     own (EMFILE, ENFILE, ENOMEM) is tried again at the next wake, which then reaches the eventfd;
 //   * cost: it needs ptrace access to the waiter (same uid; Yama ptrace_scope 0, or an ancestor, or
 //     CAP_SYS_PTRACE). A waker refused (EPERM) records it in the slot and the waiter's next check
 //     throws Error(permission_denied) naming the waker: an error, never a silent hang.
@@ -107,7 +109,8 @@ private:
     struct Copy {
         std::uint64_t holder = 0;  // the registration this copy belongs to: holder word ...
         std::uint32_t gen = 0;     // ... and seqlock generation
-        int fd = -1;               // our copy; -1 with holder != 0: that registration is gone/refused
+        int fd = -1;               // our copy; -1 with holder != 0: that registration failed for good
+        std::uint32_t refused = 0; // ... refused us (EPERM / ENOSYS), recorded in its slot
     };
     enum class Fetch : std::uint8_t { copied, futex_mode, unavailable };
     [[nodiscard]] Fetch fetch(std::uint32_t index) noexcept;

@@ -32,6 +32,13 @@
 // io_uring ring is single-issuer (IORING_SETUP_DEFER_TASKRUN: completions run inside our own wait): the
 // first thread that waits is its issuer, and a wait() from another thread throws Error(system) saying
 // so. The endpoints must outlive their membership (remove() or the WaitSet's destruction).
+//
+// fork(): a child's copy of a set shares the parent's kernel objects — the epoll instance, the io_uring
+// rings (their submission queue is memory both map) — and its members' announcement bits are the
+// parent's endpoints' own. So the child may only let its copy go: its destructor and remove() then
+// free memory and nothing else (no EPOLL_CTL_DEL, no cancel, no retract: each would take a wait away
+// from the parent, whose set would then be woken only by the re-check). add() and wait() in the child
+// throw Error(protocol): build a new WaitSet there, over endpoints of the child's own.
 #pragma once
 
 #include <chrono>
@@ -40,6 +47,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ringcast/gather.hpp"
@@ -52,7 +60,9 @@ enum class WaitSetBackend : std::uint8_t { automatic, epoll, io_uring };
 
 struct WaitSetOptions {
     WaitSetBackend backend = WaitSetBackend::automatic;  // io_uring: throw if it is unavailable
-    std::chrono::nanoseconds recheck = std::chrono::seconds(1);  // longest kernel wait (see above)
+    // The longest kernel wait (see above). A huge value (nanoseconds::max()) means "never": the
+    // deadlines it makes saturate, it never overflows into a wait that does not sleep.
+    std::chrono::nanoseconds recheck = std::chrono::seconds(1);
 };
 
 // Is the io_uring back end usable here? "" if so, else the reason (for logs and tests).
@@ -63,20 +73,26 @@ public:
     explicit WaitSet(const WaitSetOptions& options = {});
     WaitSet(const WaitSet&) = delete;
     WaitSet& operator=(const WaitSet&) = delete;
-    ~WaitSet();  // withdraws every announcement (and cancels io_uring waits)
+    ~WaitSet();  // withdraws every announcement (and cancels io_uring waits); in a forked child: nothing
 
-    // Members; each returns an id for wait()'s results and remove(). One member per endpoint (its
-    // announcement bit is its own): adding one twice throws Error(invalid_argument).
+    // Members; each returns an id for wait()'s results and remove(). Ids are small numbers: the id of a
+    // removed member goes to a later add(), as a closed file descriptor's number does (forget it once
+    // removed). One member per endpoint (its announcement bit is its own): adding one twice throws
+    // Error(invalid_argument).
     [[nodiscard]] std::size_t add(Reader& reader);
-    // A writer waiting for room for a message of `message_bytes` (Writer::arm_wake_fd).
-    [[nodiscard]] std::size_t add_space(Writer& writer, std::size_t message_bytes);
+    // A writer waiting for room for a message of `message_bytes` (Writer::arm_wake_fd, the same room
+    // test): with the `progress` of a resumable write that stopped part way (write_parts), room for
+    // its next fragment. `progress` is read at every look, so it must outlive the membership (or the
+    // next set_message_bytes()); the caller updates it by resuming the write.
+    [[nodiscard]] std::size_t add_space(Writer& writer, std::size_t message_bytes,
+                                        const WriteProgress* progress = nullptr);
     // A collector waiting for the replies to `tag` from `ranks` (empty: all): GatherCollector::arm_wake_fd's
     // condition. The tag decides which kept replies count as taken (gather.hpp, collect()).
     [[nodiscard]] std::size_t add(GatherCollector& collector, std::uint64_t tag,
                                   std::span<const std::uint32_t> ranks = {});
     void remove(std::size_t id);
-    // Changes what a writer member waits for (the next message's size).
-    void set_message_bytes(std::size_t id, std::size_t message_bytes);
+    // Changes what a writer member waits for (the next message's size, and its progress as add_space).
+    void set_message_bytes(std::size_t id, std::size_t message_bytes, const WriteProgress* progress = nullptr);
     // Changes the tag a collector member waits for (the next step's request).
     void set_tag(std::size_t id, std::uint64_t tag);
 
@@ -99,14 +115,19 @@ public:
 private:
     std::size_t add_member(Member member);
     void check_peer_if_due(Member& m, std::size_t id, Deadline now);
+    [[nodiscard]] bool in_forked_child() const noexcept;
+    void refuse_in_forked_child(const char* what) const;
 
-    std::vector<std::unique_ptr<Member>> members_;  // index = id; null: removed
+    std::vector<std::unique_ptr<Member>> members_;  // index = id; null: free (its id is in free_ids_)
+    std::vector<std::size_t> free_ids_;             // removed members' ids, for the next add()
+    std::unordered_map<const void*, std::size_t> by_endpoint_;  // endpoint -> its member's id
     std::unique_ptr<Backend> backend_;
     std::chrono::nanoseconds recheck_;
     Deadline next_recheck_{};  // when every armed member is next re-checked: kept across wait() calls, so
                                // neither short waits nor a busy member put it off (waitset.cpp)
     std::uint64_t kernel_waits_ = 0;
     bool withheld_dead_ = false;  // the last wait() found a dead peer but returned ready members instead
+    int creator_pid_;  // the process whose kernel objects these are (the fork rule above)
 };
 
 }  // namespace ringcast
