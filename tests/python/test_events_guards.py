@@ -107,3 +107,29 @@ def test_a_forked_childs_event_loop_hooks_are_refused_as_the_readers_are():
     q.shutdown()
     rd.shutdown()
     g.close()
+
+
+def test_a_forked_childs_reader_disarm_leaves_the_parents_armed_wait_alone():
+    """The rank's announcement is the parent's while the parent waits on its eventfd: a child's disarm
+    (a finally block's clean-up) withdrew it, and the writer's next publish signalled nobody."""
+    import select
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4, liveness_interval=5.0)
+    rd = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    q.wait_until_ready(timeout=10)
+    r = rd._reader
+    try:
+        fd = _core.wake_fd(r)
+        assert _core.arm(r) is False, "nothing published yet: the arm must wait"
+        said, stop = in_forked_child([("reader disarm", lambda: _core.disarm(r))])
+        try:
+            assert said["reader disarm"] == "no error", said
+            q.enqueue(b"hello", timeout=5)
+            readable, _, _ = select.select([fd], [], [], 2.0)
+            assert readable, "the publish did not signal the parent's armed eventfd (its announcement was withdrawn)"
+        finally:
+            stop()
+        _core.disarm(r)
+        assert rd.dequeue(timeout=5) == b"hello"
+    finally:
+        q.shutdown()
+        rd.shutdown()

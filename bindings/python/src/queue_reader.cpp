@@ -186,7 +186,9 @@ bool PyReader::arm() {
 
 void PyReader::disarm() {
     Busy busy(*this);
-    if (!reader_->detached()) reader_->disarm_wake_fd();  // detach() cleared the announcement already
+    // Not in a forked child: the announcement is the parent's (its rank's bit), which the parent may be
+    // asleep on. detach() cleared it already.
+    if (!forked_child() && !reader_->detached()) reader_->disarm_wake_fd();
 }
 
 void PyReader::check_peers() {
