@@ -24,6 +24,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
     assert "python floor" in out.stdout and "; this run, medians" in out.stdout
     assert "ringcast idle worker CPU" in out.stdout and "ringcast idle executor CPU" in out.stdout
     assert "where a sync step's time goes" in out.stdout
+    assert "when each worker had the request in an all-rank sync step" in out.stdout
     report = json.loads((tmp_path / "showdown.json").read_text())
     rows = report["rows"]
     assert len(rows) == 4 * 2 * 2  # variants a-d x single/all x sync/async
@@ -38,6 +39,12 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
         measured = {"enqueue", "first_worker_has_it", "last_worker_has_it", "work", "reply_to_collected",
                     "last_reply_after_prep", "collected_after_both", "overhead", "request_pickle",
                     "request_unpickle", "replies_unpickle", "work_stalled", "prep_stalled"}
+        # when each replying worker had the request: by rank, and the k-th to have it
+        ranks = range(2) if r["replies"] == "all" else range(1)
+        arrival = {f"has_it_rank{i}" for i in ranks} | {f"has_it_{k}" for k in range(1, len(ranks) + 1)}
+        assert sorted(b[f"has_it_{k}"] for k in range(1, len(ranks) + 1)) == [b[f"has_it_{k}"] for k in range(1, len(ranks) + 1)]
+        assert b["has_it_1"] == b["first_worker_has_it"]
+        measured |= arrival
         if r["mode"] == "async":  # the split is of the sync step: async pickling overlaps the preparation
             assert set(b) == measured
         else:

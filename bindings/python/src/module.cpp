@@ -104,7 +104,8 @@ PYBIND11_MODULE(_core, m) {
         "segment_info(name): the header fields of segment `name` as a dict (readers, capacity,\n"
         "creation_time_ns, creator_pid, writer_pid, closed). Raises ValueError if it does not exist,\n"
         "SegmentError (a ValueError) if it is not a ringcast segment this library can read (foreign,\n"
-        "another version, a corrupt header), PermissionError if it belongs to another user.");
+        "another version, a corrupt header), PermissionError if it belongs to another user or was made in\n"
+        "another PID namespace (its pids cannot be judged from here).");
     m.def(
         "gil_probe", [] { return py::make_tuple(g_sleeps.load(), g_sleeps_holding_gil.load()); },
         "(kernel waits entered, of which with the GIL held) since the last reset: the second must stay 0.");
