@@ -497,7 +497,17 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
     }
     result.status = closed_ranks.empty() ? Status::ok : Status::closed;
     result.missing = closed_ranks;
-    if (!closed_ranks.empty()) keep_taken(/*copy=*/true);  // as after a timeout: a retry of the tag gets them
+    if (!closed_ranks.empty()) {
+        keep_taken(/*copy=*/true);  // as after a timeout: a retry of the tag gets them
+    } else {
+        // Complete: the tag's collect is over, and every reply still kept for it was handed to the
+        // caller — by this call, or by the unfinished one whose result carried it (a caller that
+        // collects the rest asks only for result.missing, as the Python binding's slices do, so
+        // this call never moved those out). Kept on, such a reply would be returned again by the
+        // next collect of a reused tag, in place of the new one left in the ring (and every later
+        // step would trail by one).
+        kept_.clear();
+    }
     std::sort(result.missing.begin(), result.missing.end());
     return result;
 }

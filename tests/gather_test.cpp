@@ -211,6 +211,39 @@ TEST_P(Gather, TimeoutNamesExactlyTheRanksThatDidNotAnswer) {
     EXPECT_TRUE(res.replies[2].has_value());
 }
 
+// A collect finished in several calls, each asking only for what the last one missed (as the Python
+// binding's sliced wait does): once it completes, the replies kept from its unfinished calls are
+// not returned again — the next collect of the same tag (a tag reused every step) gets the new ones.
+TEST_P(Gather, ACompletedCollectDropsTheRepliesItKeptForItsTag) {
+    ScopedName name("gk");
+    auto c = GatherCollector::create(name, options(2));
+    auto w0 = GatherWorker::attach(name, 0);
+    auto w1 = GatherWorker::attach(name, 1);
+    const auto step_reply = [](std::uint32_t step, std::uint32_t rank) {
+        std::vector<std::byte> v(24);
+        fill_message(v, step * 100 + rank);
+        return v;
+    };
+    constexpr std::uint64_t kTag = 7;
+    for (std::uint32_t step = 1; step <= 3; ++step) {
+        ASSERT_EQ(w0.reply(kTag, step_reply(step, 0)), Status::ok);
+        GatherResult first = c.collect_all(kTag, 0ns);
+        ASSERT_EQ(first.status, Status::timed_out) << "step " << step;
+        ASSERT_EQ(first.missing, (std::vector<std::uint32_t>{1}));
+        ASSERT_TRUE(first.replies[0].has_value());
+        EXPECT_EQ(*first.replies[0], step_reply(step, 0)) << "step " << step << ": an earlier step's reply";
+        ASSERT_EQ(w1.reply(kTag, step_reply(step, 1)), Status::ok);
+        const GatherResult rest = c.collect(kTag, first.missing, 1s);
+        ASSERT_EQ(rest.status, Status::ok) << rest.describe();
+        EXPECT_FALSE(rest.replies[0].has_value()) << "not asked for";
+        EXPECT_EQ(*rest.replies[1], step_reply(step, 1));
+    }
+    // Nothing is left for the tag: rank 0's last reply was handed over once, and its ring is empty.
+    const std::uint32_t rank0[] = {0};
+    EXPECT_FALSE(c.has_ready(kTag, rank0));
+    EXPECT_EQ(c.collect(kTag, rank0, 0ns).status, Status::timed_out);
+}
+
 TEST_P(Gather, AWorkerThatDiedIsNamed) {
     ScopedName name("gd");
     auto c = GatherCollector::create(name, options(2));

@@ -121,6 +121,10 @@ public:
     // is pending gives status closed, with that rank in `missing`; the replies taken are kept for the
     // next collect of `tag` too, as after a timeout (a worker restarted in the closed rank's place may
     // answer the same tag, and the retry must not wait for replies this call already consumed).
+    // A collect that completes (Status::ok) ends the tag's collect: the replies kept for it are
+    // dropped, those of ranks it did not ask for too (a caller that collects the rest asks only
+    // for `missing`; it has the others from the earlier result), so that a reused tag's next
+    // collect returns its ranks' new replies.
     //
     // `on_early_reply`, if set, is called once for each reply this call takes from its ring while
     // other replies of the collect are still awaited (not for the last ones, which end it, nor for
@@ -240,7 +244,10 @@ private:
     DoorbellMapping bell_;
     std::vector<Reader> readers_;  // reader rank 0 of each worker's reply ring
     std::uint64_t kernel_waits_ = 0;
-    // Replies taken by a collect() that did not finish: returned by the next collect(kept_tag_).
+    // Replies taken by a collect() that did not finish (and returned by it): returned again by the
+    // next collect(kept_tag_) that asks for their ranks, until a collect of kept_tag_ completes
+    // (Status::ok), which ends that tag's collect and drops them all: a reused tag's next collect
+    // then takes its ranks' new replies from the rings.
     std::vector<std::optional<std::vector<std::byte>>> kept_;
     std::uint64_t kept_tag_ = 0;
     // Replies a collect found with another tag than its own (Error stale_reply), by rank, oldest first:
@@ -287,6 +294,12 @@ public:
     // first withdraws the open one.
     [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout,
                                WriteProgress& progress);
+    // Withdraws the open reply of `progress` (Writer::abort_write): ok also when none is open;
+    // timed_out/cancelled when its abort record found no room — the next reply then publishes it
+    // first, so the collector never takes the withdrawn fragments as a reply.
+    [[nodiscard]] Status abort_reply(WriteProgress& progress, std::chrono::nanoseconds timeout = kForever) {
+        return writer_.abort_write(progress, timeout);
+    }
     // Zero-copy: reserve on the reply ring, then commit_reply(used, tag).
     [[nodiscard]] Reservation reserve(std::size_t n, std::chrono::nanoseconds timeout = kForever) {
         return writer_.reserve(n, timeout);

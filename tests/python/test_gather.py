@@ -882,3 +882,102 @@ class _RefusesPickling:
 class _CallsTheBindingWrongly:
     def __reduce__(self):
         ringcast._core.segment_info(42)  # pybind11 refuses an int for a name
+
+
+@pytest.mark.parametrize("how", ["collect", "collect_async"])
+def test_a_tag_reused_every_step_returns_each_steps_replies_when_a_rank_answers_late(how):
+    """Rank 1 answers after the collect began waiting: the collect took rank 0's reply in an earlier
+    slice of its wait. Once it returned, that reply is not returned again by the next collect of the
+    same tag (which would leave the new one in the ring, every later step a step behind)."""
+    g = ringcast.ReplyGather(2)
+    w = [ringcast.ReplyGather.create_from_handle(g.export_handle(), r) for r in range(2)]
+    take = (lambda: g.collect(7, timeout=10)) if how == "collect" else (lambda: g.collect_async(7, timeout=10).result())
+    for step in (1, 2, 3):
+        w[0].reply(7, f"step {step}, rank 0")
+        late = threading.Timer(0.2, w[1].reply, args=(7, f"step {step}, rank 1"))
+        late.start()
+        try:
+            assert take() == [f"step {step}, rank 0", f"step {step}, rank 1"]
+        finally:
+            late.join()
+    # Each reply was returned once: nothing of tag 7 is left, in the rings or kept.
+    with pytest.raises(TimeoutError, match="ranks 0, 1"):
+        g.collect(7, timeout=0)
+    for x in w:
+        x.close()
+    g.close()
+
+
+def test_a_signal_interrupts_a_reply_larger_than_a_record_that_nobody_collects():
+    """A reply fragmented over many records (larger than the ring) blocks while nobody collects; a
+    signal handler's exception (Ctrl-C's KeyboardInterrupt, here one of its own so that a reply deaf
+    to it fails this test instead of ending the session) ends it at once, its fragments are withdrawn
+    (a collect never returns them as a reply), and the worker's next replies arrive whole."""
+    import signal
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Interrupted()
+
+    g = ringcast.ReplyGather(1, max_reply_bytes=0)  # the smallest ring (64 KiB)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    big = b"x" * (1 << 20)
+    sent = []
+    over = threading.Event()
+
+    def interrupt():
+        time.sleep(0.3)  # the reply is blocked by then (it fills the ring in microseconds)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+        if not over.wait(5):
+            w.close()  # a reply deaf to the signal: woken, so that the test fails instead of hanging
+
+    previous = signal.signal(signal.SIGINT, handler)
+    kicker = threading.Thread(target=interrupt)
+    try:
+        kicker.start()
+        with pytest.raises(Interrupted):
+            w.reply(1, big)
+        raised = time.monotonic()
+    finally:
+        over.set()
+        kicker.join()
+        signal.signal(signal.SIGINT, previous)
+    assert raised - sent[0] < 3, f"reply ended {raised - sent[0]:.1f} s after SIGINT"
+    with pytest.raises(TimeoutError):
+        g.collect(1, timeout=0.3)  # the withdrawn fragments are no reply
+    w.reply(2, "after")
+    assert g.collect(2, timeout=5) == ["after"]
+    replying = threading.Thread(target=w.reply, args=(3, big))
+    replying.start()
+    assert g.collect(3, timeout=30) == [big]
+    replying.join()
+    w.close()
+    g.close()
+
+
+def test_done_of_a_pending_collect_is_refused_in_a_forked_child():
+    """A forked child's done() would take the parent's replies from the rings: refused as its collect
+    is, and the parent's result() gets them."""
+    g = ringcast.ReplyGather(1)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    pending = g.collect_async(5, timeout=10)
+    w.reply(5, "the reply")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            try:
+                pending.done()
+            except ringcast.RingcastError as e:
+                if "inherited through fork" in str(e):
+                    code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "done() in the forked child was not refused"
+    assert pending.result() == ["the reply"]
+    w.close()
+    g.close()

@@ -303,6 +303,42 @@ def test_cpu_objects_and_streams_while_torch_is_loaded(queue_pair):
     assert torch.equal(a, base.t().contiguous()) and b.requires_grad
 
 
+class _AnswersEveryName:
+    """A config object whose __getattr__ answers any name it lacks (an attribute dict's default)."""
+
+    def __init__(self, values):
+        self.__dict__["values"] = values
+
+    def __getattr__(self, name):
+        return {}
+
+    def __reduce__(self):  # (pickle would take the {} it answers for __setstate__ for one)
+        return (_AnswersEveryName, (self.values,))
+
+
+class _NotAnInterface:
+    """A type with a __cuda_array_interface__ that is not one (no shape, typestr, data)."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"version": 3}
+
+    def __eq__(self, other):
+        return type(other) is _NotAnInterface
+
+
+def test_objects_that_only_look_like_device_arrays_travel_as_objects_while_torch_is_loaded(queue_pair):
+    """A device array is told by its type's protocols, as C looks up dunders, and by an interface that
+    has what one needs: an object whose __getattr__ answers every name, and one whose interface lacks
+    shape/typestr/data, are pickled as any other object, not taken for arrays (and refused)."""
+    pytest.importorskip("torch", reason="torch is not installed")  # a GPU library loaded: the device pickler runs
+    q, (r,) = queue_pair(1)
+    q.enqueue({"config": _AnswersEveryName({"lr": 1}), "other": _NotAnInterface()}, timeout=10)
+    back = r.dequeue(timeout=10)
+    assert type(back["config"]) is _AnswersEveryName and back["config"].values == {"lr": 1}
+    assert back["other"] == _NotAnInterface()
+
+
 def test_a_timed_out_dequeue_resumes_the_device_message(queue_pair):
     """A dequeue that times out between a device message's chunks keeps what it received; the next
     dequeue finishes the same message (nothing lost, nothing duplicated)."""

@@ -153,9 +153,16 @@ def _device_kind(obj) -> Optional[str]:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
         return "torch" if obj.is_cuda else None
-    if isinstance(getattr(obj, "__cuda_array_interface__", None), dict):
-        return "cai"
-    if hasattr(obj, "__dlpack_device__") and hasattr(obj, "__dlpack__"):
+    # The protocols are looked up on the type, as C looks up dunders: an object whose __getattr__
+    # answers every name (an attribute-dict config, a mock) is no device array, and asking the
+    # instance would take its answer for one (a {} without "shape", a __dlpack_device__ that is not
+    # a method). The interface itself is the instance's (a property of its type), and must be one.
+    cls = type(obj)
+    if hasattr(cls, "__cuda_array_interface__"):
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if isinstance(cai, dict) and all(key in cai for key in ("shape", "typestr", "data")):
+            return "cai"
+    if hasattr(cls, "__dlpack_device__") and hasattr(cls, "__dlpack__"):
         return "dlpack" if obj.__dlpack_device__()[0] in (_DL_CUDA, _DL_CUDA_MANAGED) else None
     return None
 

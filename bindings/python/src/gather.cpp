@@ -93,6 +93,10 @@ std::uint64_t PyGatherCollector::collect_start(std::uint64_t tag, Ranks ranks,
 
 bool PyGatherCollector::collect_done() {
     check_not_unpickling("done");
+    // A forked child's poll would take the parent's replies from the rings (the parent's result()
+    // would then wait for replies that already came): refused as the child's collect is. Only that:
+    // after close() done() says true, and result() raises ClosedError.
+    if (forked_child()) check_usable("done");
     if (!async_) return false;
     if (async_->status != Status::timed_out || async_->error) return true;
     if (shut_.load(std::memory_order_acquire)) return true;  // result() raises ClosedError: the rings are given back
@@ -444,10 +448,22 @@ void PyGatherWorker::reply_waiting(std::uint64_t tag, std::span<const std::byte>
     Status s = worker_->reply(tag, bytes, 0ns);  // probe: room now → no GIL release
     if (s == Status::timed_out && deadline != kPollOnly) {
         if (bytes.size() > worker_->max_reserve()) {
-            // A fragmented reply is withdrawn when its write times out, so it is not sliced: one
-            // GIL-released wait for the whole timeout (Ctrl-C is seen when it returns).
-            gil.release();
-            s = worker_->reply(tag, bytes, deadline == kNoDeadline ? kForever : std::chrono::nanoseconds(deadline - Clock::now()));
+            // A fragmented reply waits in slices too (signal handlers run between them: a worker whose
+            // executor stopped collecting must still see Ctrl-C), resumed where each slice stopped
+            // (`progress`: its fragments stay published across slices). A reply that does not
+            // complete — timed out, closed, or a handler raised — is withdrawn before this call
+            // returns, as the core's one-call write withdraws it: its abort record now if there is
+            // room, else first thing at the next reply, so no collect ever takes a torn reply.
+            WriteProgress progress;
+            const auto withdraw = [&] { (void)worker_->abort_reply(progress, 0ns); };
+            try {
+                s = wait_sliced(gil, deadline, *worker_,
+                                [&](std::chrono::nanoseconds t) { return worker_->reply(tag, bytes, t, progress); });
+            } catch (...) {
+                withdraw();
+                throw;
+            }
+            if (s != Status::ok) withdraw();
         } else {
             s = wait_sliced(gil, deadline, *worker_, [&](std::chrono::nanoseconds t) { return worker_->reply(tag, bytes, t); });
         }
