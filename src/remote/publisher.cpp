@@ -237,6 +237,32 @@ void RemotePublisher::State::handle_hello(const detail::Received& r) {
         if (std::find(s.connected_ranks.begin(), s.connected_ranks.end(), rank) == s.connected_ranks.end())
             s.connected_ranks.push_back(rank);
         changed.notify_all();
+    } else if (peer.state == PeerState::lost) {
+        // The same reader process saying hello again: it re-sends hello until welcomed, so its
+        // connection dropped before our welcome reached it, and a send on the old connection found it
+        // gone (lost). ZeroMQ re-made the connection; the reader still expects message welcome_seq.
+        // It can be served only if it missed nothing: no data went to it, and none went to the others
+        // while it was lost (those messages are not kept). Welcoming it otherwise would leave it
+        // waiting for data that never comes (deliver() and heartbeats() skip a lost peer).
+        const std::uint64_t now_at = pending ? pending->seq : next_seq;
+        if (peer.next != peer.welcome_seq || peer.next != now_at) {
+            std::string text = "rank " + std::to_string(rank) +
+                               ": this reader's connection dropped before the publisher's welcome reached it, and "
+                               "messages " + std::to_string(peer.welcome_seq) + ".." + std::to_string(now_at - 1) +
+                               " were sent meanwhile; a dropped connection is not resumed (a new reader process for "
+                               "this rank joins late)";
+            zmq::message_t body(text.data(), text.size());
+            (void)detail::route(router, r.routing_id,
+                                wire::Header{.kind = wire::Kind::writer_dead, .flags = wire::kRefused}, &body);
+            return;
+        }
+        peer.routing_id = r.routing_id;
+        peer.state = PeerState::active;
+        peer.full_since.reset();
+        std::lock_guard lock(mutex);
+        std::erase(stats.lost_ranks, rank);
+        stats.connected_ranks.push_back(rank);
+        changed.notify_all();
     }
     const wire::Header welcome{.kind = wire::Kind::welcome,
                                .flags = peer.welcome_late ? wire::kJoinedLate : std::uint8_t{0},

@@ -47,6 +47,14 @@ struct RemoteReader::State {
     // status of the wait; throws the errors of reader.hpp.
     [[nodiscard]] Status pump(std::optional<Clock::time_point> deadline, bool until_welcome);
     void apply(detail::Received& r);
+    // With CURVE a refused handshake looks like silence from here: libzmq drops the connection and
+    // retries without telling the socket's user, so a reader with a key the publisher does not allow
+    // (or a wrong server key) sees exactly what a dead host gives. Name that cause too.
+    [[nodiscard]] std::string curve_hint() const {
+        if (options.security.curve_server_key.empty()) return {};
+        return "; or the CURVE handshake was refused: this reader's public key is not in the publisher's "
+               "curve_allowed_clients, or the server key it was given is not the publisher's";
+    }
     [[noreturn]] void fail(ErrorCode code, const std::string& what) {
         sticky.emplace(code, what);
         throw *sticky;
@@ -153,7 +161,7 @@ Status RemoteReader::State::pump(std::optional<Clock::time_point> deadline, bool
                      (welcomed ? ", or the connection to it dropped for a moment and the publisher gave this reader up "
                                  "(a dropped connection is not resumed; the publisher lists the rank in its "
                                  "stats' lost_ranks)"
-                               : " (never answered this reader's hello)"));
+                               : " (never answered this reader's hello)" + curve_hint()));
         if (deadline && now >= *deadline) return Status::timed_out;
         auto wake = last_heard + options.liveness_interval;
         if (!welcomed) wake = std::min(wake, last_hello + options.liveness_interval / 4);

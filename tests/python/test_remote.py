@@ -314,3 +314,51 @@ def test_a_remote_reader_may_connect_by_another_address_than_the_handles():
         local.shutdown()
     finally:
         q.shutdown()
+
+
+def _curve_reader_proc(handle, keys, results):
+    try:
+        q = ringcast.MessageQueue.create_from_handle(handle, 1, curve_public_key=keys[0], curve_secret_key=keys[1])
+        q.wait_until_ready(timeout=3)
+        results.put(q.dequeue(timeout=10))
+        q.shutdown()
+    except BaseException as e:  # reported, not lost in a child's stderr
+        results.put(f"{type(e).__name__}: {e}")
+
+
+@pytest.mark.skipif(not getattr(_core, "HAVE_REMOTE", False) or not hasattr(_core, "curve_keypair"),
+                    reason="no CURVE")
+def test_curve_allow_list_admits_the_readers_own_key_and_refuses_another():
+    try:
+        server_public, server_secret = _core.curve_keypair()
+    except Exception as e:  # libzmq without libsodium
+        pytest.skip(str(e))
+    allowed, other = _core.curve_keypair(), _core.curve_keypair()
+    writer = ringcast.MessageQueue(2, 1, local_reader_ranks=[0], connect_ip="127.0.0.1",
+                                   curve_secret_key=server_secret, curve_allowed_clients=[allowed[0]])
+    handle = writer.export_handle()
+    assert handle.remote_curve_public_key == server_public
+    with pytest.raises(ValueError, match="remote reader rank"):  # rank 0 reads through shared memory
+        ringcast.MessageQueue.create_from_handle(handle, 0, curve_public_key=allowed[0], curve_secret_key=allowed[1])
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    refused = ctx.Process(target=_curve_reader_proc, args=(handle, other, results))
+    refused.start()
+    try:
+        got = results.get(timeout=60)
+        assert isinstance(got, str) and got.startswith(("TimeoutError", "PeerDeadError")), got
+        assert "curve_allowed_clients" in got, got  # the error names the refused key as a cause
+    finally:
+        refused.join(timeout=30)
+    admitted = ctx.Process(target=_curve_reader_proc, args=(handle, allowed, results))
+    admitted.start()
+    local = ringcast.MessageQueue.create_from_handle(handle, 0)
+    try:
+        writer.wait_until_ready(timeout=30)
+        writer.enqueue("for the allowed key", timeout=10)
+        assert results.get(timeout=60) == "for the allowed key"
+        assert local.dequeue(timeout=10) == "for the allowed key"
+    finally:
+        admitted.join(timeout=30)
+        local.shutdown()
+        writer.shutdown()

@@ -472,3 +472,34 @@ def test_a_remote_reply_larger_than_its_ring_then_a_close_reaches_the_collector(
     with pytest.raises(ringcast.ClosedError, match="rank"):
         g.collect(1, ranks=[1], timeout=10)
     g.close()
+
+
+def test_a_second_thread_on_a_remote_worker_is_refused_not_interleaved():
+    """A remote worker's ZeroMQ socket serves one thread: while one thread waits in the worker (here for
+    a welcome that never comes), another thread's reply, close and liveness check raise RuntimeError.
+    (They went through on the same socket at once, which lost replies without any error.)"""
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    # nobody listens at port 9: the first thread's wait lasts its whole timeout
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1, remote_addr="tcp://127.0.0.1:9")
+    entered, outcome = threading.Event(), []
+
+    def wait():
+        entered.set()
+        try:
+            w.wait_until_ready(timeout=0.9)
+        except BaseException as e:
+            outcome.append(e)
+
+    th = threading.Thread(target=wait)
+    th.start()
+    try:
+        entered.wait(10)
+        time.sleep(0.2)  # the other thread is inside wait_until_ready, without the GIL
+        for call in (lambda: w.reply(0, "r0"), w._remote.check_liveness, w.close):
+            with pytest.raises(RuntimeError, match="in use by another thread"):
+                call()
+    finally:
+        th.join()
+        g.close()
+    # its own timeout, or the liveness interval (1 s) of a bridge that never answered: not ours to end
+    assert len(outcome) == 1 and isinstance(outcome[0], (TimeoutError, ringcast.PeerDeadError)), outcome

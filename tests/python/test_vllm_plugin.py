@@ -327,6 +327,18 @@ def test_remote_readers_without_an_address_name_the_knob(monkeypatch):
         rv.MessageQueue(2, 1, max_chunk_bytes=1 << 16, max_chunks=4)
 
 
+@pytest.mark.parametrize("answer", ["0.0.0.0", "::", ""])
+def test_a_wildcard_host_address_is_refused_not_bound(monkeypatch, answer):
+    # vLLM's get_ip() answers "0.0.0.0" on a node with no default route and no VLLM_HOST_IP/HOST_IP.
+    network_utils = types.ModuleType("vllm.utils.network_utils")
+    network_utils.get_ip = lambda: answer
+    monkeypatch.setitem(sys.modules, "vllm.utils.network_utils", network_utils)
+    with pytest.raises(ValueError, match="wildcard.*VLLM_HOST_IP.*connect_ip"):
+        rv.MessageQueue(2, 1, max_chunk_bytes=1 << 16, max_chunks=4)
+    network_utils.get_ip = lambda: "127.0.0.1"  # a real address still goes through
+    assert rv.host_ip() == "127.0.0.1"
+
+
 # ---- the whole pattern: executor + spawned workers, torch.distributed gloo groups ------------------
 def test_executor_and_workers_run_through_ringcast(standin, monkeypatch):
     torch = pytest.importorskip("torch")

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <zmq.hpp>
 
 #include "remote_util.hpp"
 #include "ringcast/remote/publisher.hpp"
@@ -474,6 +475,99 @@ TEST(RemoteHandshake, MissingRankConnectingDuringTheGraceGetsEverythingALaterOne
 }
 
 // Stopped before forwarding started: the connected readers are told which rank never connected.
+// A reader whose connection dropped before the publisher's welcome reached it says hello again, with
+// the same nonce, on the connection ZeroMQ re-made; by then a send on the old connection may have found
+// it gone (lost). A raw DEALER with the reader's routing id and nonce stands in for the reader process,
+// so the connection drops at exactly that moment. Nothing sent meanwhile: it is served again. Messages
+// sent meanwhile (not kept for it): it is refused, naming why — never welcomed and then left unserved.
+void rehello_after_lost(bool message_while_lost) {
+    namespace wire = remote::wire;
+    ScopedName name(message_while_lost ? "relost2" : "relost1");
+    LinePipe endpoint, go, done;
+    ChildGuard guard;
+    const pid_t writer = guard.add(fork_child([&] {
+        auto w = Writer::create(name, SegmentOptions{.readers = 1});
+        auto pub = RemotePublisher::start(name.str(), 0, publisher_options("127.0.0.1", {0}));
+        endpoint.send(pub.endpoint());
+        const auto within = [](auto&& pred) {
+            for (const auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;
+                 std::this_thread::sleep_for(10ms))
+                if (pred()) return true;
+            return false;
+        };
+        ASSERT_TRUE(within([&] { return pub.stats().lost_ranks == std::vector<std::uint32_t>{0}; }));
+        const std::byte x{42};
+        if (message_while_lost) {
+            ASSERT_EQ(w.write({&x, 1}, 5s, 9), Status::ok);
+            ASSERT_TRUE(within([&] { return pub.stats().forwarded == 1; }));
+        }
+        go.send("rehello");
+        if (!message_while_lost) {
+            ASSERT_TRUE(within([&] {
+                const auto st = pub.stats();
+                return st.connected_ranks == std::vector<std::uint32_t>{0} && st.lost_ranks.empty();
+            })) << "the re-welcomed rank is not served";
+            ASSERT_EQ(w.write({&x, 1}, 5s, 9), Status::ok);
+        }
+        EXPECT_EQ(done.receive(60s), "done");
+    }));
+    const pid_t reader = guard.add(fork_child([&] {
+        const std::string ep = endpoint.receive();
+        ASSERT_FALSE(ep.empty());
+        zmq::context_t ctx;
+        const std::uint64_t nonce = 0x5eed0001;
+        const auto connect_and_hello = [&] {
+            zmq::socket_t s(ctx, zmq::socket_type::dealer);
+            s.set(zmq::sockopt::routing_id, "rank-0");
+            s.set(zmq::sockopt::linger, 0);
+            s.connect(ep);
+            const wire::Header h{.kind = wire::Kind::hello, .tag = nonce, .value = 0};
+            (void)s.send(zmq::buffer(&h, sizeof h), zmq::send_flags::none);
+            return s;
+        };
+        {
+            auto first = connect_and_hello();
+            std::this_thread::sleep_for(100ms);  // welcomed, but the connection drops before it is read
+        }
+        ASSERT_EQ(go.receive(), "rehello");
+        auto second = connect_and_hello();
+        second.set(zmq::sockopt::rcvtimeo, 10000);
+        int welcomes = 0;
+        for (;;) {
+            std::vector<zmq::message_t> parts(1);
+            ASSERT_TRUE(second.recv(parts[0])) << "nothing but " << welcomes << " welcome(s) within 10 s";
+            while (parts.back().more()) (void)second.recv(parts.emplace_back());
+            const auto h = wire::parse({static_cast<const std::byte*>(parts[0].data()), parts[0].size()});
+            ASSERT_TRUE(h.has_value());
+            if (h->kind == wire::Kind::welcome) {
+                ++welcomes;
+                EXPECT_EQ(h->seq, 0u);
+            } else if (h->kind == wire::Kind::writer_dead) {
+                EXPECT_TRUE(message_while_lost) << parts.back().to_string();
+                EXPECT_NE(h->flags & wire::kRefused, 0);
+                ASSERT_EQ(parts.size(), 2u);
+                EXPECT_NE(parts[1].to_string().find("dropped before the publisher's welcome reached it"), std::string::npos)
+                    << parts[1].to_string();
+                EXPECT_EQ(welcomes, 0);
+                break;
+            } else if (h->kind == wire::Kind::data) {
+                EXPECT_FALSE(message_while_lost) << "data for a reader that missed a message";
+                EXPECT_EQ(welcomes, 1);
+                EXPECT_EQ(h->seq, 0u);
+                EXPECT_EQ(h->tag, 9u);
+                break;
+            }
+        }
+        done.send("done");
+    }));
+    EXPECT_EQ(guard.wait(reader, 60s), 0);
+    EXPECT_EQ(guard.wait(writer, 60s), 0);
+}
+
+TEST(RemoteHandshake, ReaderLostBeforeItsWelcomeArrivedIsServedWhenItSaysHelloAgain) { rehello_after_lost(false); }
+
+TEST(RemoteHandshake, ReaderLostWhileMessagesWentOnIsRefusedNotWelcomed) { rehello_after_lost(true); }
+
 TEST(RemoteHandshake, StopBeforeForwardingStartedNamesTheRankThatNeverConnected) {
     run_in_child([] {
         ScopedName name("hsstop");

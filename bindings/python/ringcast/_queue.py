@@ -416,7 +416,9 @@ class MessageQueue:
         return self.handle
 
     @staticmethod
-    def create_from_handle(handle: Handle, rank: int, *, remote_addr: Optional[str] = None) -> "MessageQueue":
+    def create_from_handle(handle: Handle, rank: int, *, remote_addr: Optional[str] = None,
+                           curve_public_key: Optional[str] = None,
+                           curve_secret_key: Optional[str] = None) -> "MessageQueue":
         """Attaches this process as the reader of global rank ``rank``.
 
         A late reader misses nothing: the writer keeps every message for a rank that has not
@@ -433,6 +435,10 @@ class MessageQueue:
                 this machine reaches the writer by another address than ``handle.remote_subscribe_addr``
                 (default) — a writer that bound every interface (connect_ip "0.0.0.0" or "::") exports
                 that wildcard, which no other machine can connect to.
+            curve_public_key, curve_secret_key: remote ranks of a writer with CURVE: this reader's
+                keypair (``curve_keypair()``, Z85), the one whose public key is in the writer's
+                ``curve_allowed_clients``. Both or neither; without them the reader makes a fresh
+                keypair, which a writer with an allow-list refuses (docs/remote.md, CURVE).
 
         Returns:
             MessageQueue: the reader side (dequeue, dequeue_many, acquire_read, broadcast_object).
@@ -457,9 +463,12 @@ class MessageQueue:
         rank = int(rank)
         remote_ranks = list(vars(handle).get("remote_reader_ranks", []))
         if rank in remote_ranks:
-            return MessageQueue._attach_remote(handle, rank, remote_addr)
+            return MessageQueue._attach_remote(handle, rank, remote_addr, curve_public_key, curve_secret_key)
         if remote_addr is not None:
             raise ValueError(f"remote_addr is for a remote reader rank; rank {rank} attaches through shared memory")
+        if curve_public_key is not None or curve_secret_key is not None:
+            raise ValueError(f"curve_public_key/curve_secret_key are for a remote reader rank; rank {rank} attaches "
+                             "through shared memory")
         if rank not in handle.local_reader_ranks:
             if remote_ranks:
                 readers = (f"local_reader_ranks={handle.local_reader_ranks}, attached through shared memory on "
@@ -506,12 +515,17 @@ class MessageQueue:
         return MessageQueue._reader_side(handle, reader, local_reader_rank=index, n_remote_reader=0)
 
     @staticmethod
-    def _attach_remote(handle: Handle, rank: int, remote_addr: Optional[str]) -> "MessageQueue":
+    def _attach_remote(handle: Handle, rank: int, remote_addr: Optional[str], curve_public_key: Optional[str],
+                       curve_secret_key: Optional[str]) -> "MessageQueue":
         # A reader rank on another machine: the same methods, over ZeroMQ (bindings/python/src/remote.cpp).
         if not getattr(_core, "HAVE_REMOTE", False):
             raise ImportError(f"rank {rank} is a remote reader, but this ringcast was built without ZeroMQ")
         reader = _core.RemoteReader(remote_addr or handle.remote_subscribe_addr or "", rank, liveness_s=handle.liveness_interval,
-                                    curve_server_key=handle.remote_curve_public_key)
+                                    curve_server_key=handle.remote_curve_public_key,
+                                    # this reader's own keypair: a writer with curve_allowed_clients admits
+                                    # only listed keys, and without one the reader makes a fresh key nobody
+                                    # listed (the C++ side refuses one key without the other)
+                                    curve_public_key=curve_public_key or "", curve_secret_key=curve_secret_key or "")
         return MessageQueue._reader_side(handle, reader, local_reader_rank=-1,
                                          n_remote_reader=len(handle.remote_reader_ranks))
 

@@ -24,7 +24,8 @@ never through the pickle).
 Groups that span machines (multi-node): ranks on the writer's machine read through shared memory,
 the others over ZeroMQ (ringcast's remote readers, docs/remote.md), exactly where vLLM's own queue uses
 its ZeroMQ socket. The publisher binds to the address vLLM itself would use (vLLM's ``get_ip()``:
-``VLLM_HOST_IP`` or the machine's outbound interface), never to every interface.
+``VLLM_HOST_IP`` or the machine's outbound interface), never to every interface: where ``get_ip()``
+answers a wildcard address (its fallback on a node without a default route) the queue refuses to start.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import ipaddress
 import logging
 import os
 import pickle
@@ -82,7 +84,9 @@ class MessageQueue(_RingcastQueue):
             self._send_object = self._writer.send_object
 
     @classmethod
-    def create_from_handle(cls, handle: Handle, rank: int, *, remote_addr: Optional[str] = None) -> "MessageQueue":
+    def create_from_handle(cls, handle: Handle, rank: int, *, remote_addr: Optional[str] = None,
+                           curve_public_key: Optional[str] = None,
+                           curve_secret_key: Optional[str] = None) -> "MessageQueue":
         """Attaches this process as reader ``rank`` (see ringcast.MessageQueue.create_from_handle).
 
         vLLM's own queue takes any rank outside ``local_reader_ranks`` as a remote reader, and its
@@ -90,7 +94,8 @@ class MessageQueue(_RingcastQueue):
         ``local_reader_ranks`` nor ``remote_reader_ranks``, on a handle with exactly one remote reader
         rank, attaches as that rank.
         """
-        queue = _RingcastQueue.create_from_handle(handle, _vllm_reader_rank(handle, rank), remote_addr=remote_addr)
+        queue = _RingcastQueue.create_from_handle(handle, _vllm_reader_rank(handle, rank), remote_addr=remote_addr,
+                                                  curve_public_key=curve_public_key, curve_secret_key=curve_secret_key)
         queue.__class__ = cls  # the base builds its own class; the reader state is the same
         return queue  # type: ignore[return-value]
 
@@ -428,7 +433,7 @@ def host_ip() -> str:
     ``VLLM_HOST_IP`` where vLLM is not importable.
 
     Raises:
-        ValueError: neither is available.
+        ValueError: neither is available, or the answer is a wildcard address.
     """
     for module_name in ("vllm.utils.network_utils", "vllm.utils"):
         try:
@@ -436,11 +441,27 @@ def host_ip() -> str:
         except ImportError:
             continue
         if callable(get_ip):
-            return str(get_ip())
+            return _specific_address(str(get_ip()), "vLLM's get_ip()")
     ip = os.environ.get("VLLM_HOST_IP", "")
     if not ip:
         raise ValueError("ringcast.vllm: readers on another machine need the address to publish on: set "
                          "VLLM_HOST_IP (vLLM's get_ip() is not importable here)")
+    return _specific_address(ip, "VLLM_HOST_IP")
+
+
+def _specific_address(ip: str, source: str) -> str:
+    # vLLM's get_ip() falls back to "0.0.0.0" (with only a warning) on a node without a default route
+    # and without VLLM_HOST_IP/HOST_IP. Publishing there would bind every interface, which the caller
+    # never asked for, and hand remote readers tcp://0.0.0.0:PORT, which no other machine can reach.
+    stripped = ip.strip().strip("[]")
+    try:
+        unspecified = not stripped or ipaddress.ip_address(stripped).is_unspecified
+    except ValueError:
+        unspecified = False  # a host name: the publisher resolves it to one interface
+    if unspecified:
+        raise ValueError(f"ringcast.vllm: {source} gave {ip!r}, a wildcard address: readers on another machine "
+                         "cannot reach it and the publisher would listen on every interface; set VLLM_HOST_IP "
+                         "to this machine's address on the readers' network, or pass connect_ip")
     return ip
 
 

@@ -170,7 +170,7 @@ public:
     PyRemoteReader(const std::string& endpoint, std::uint32_t rank, double liveness_s, int high_water_mark,
                    const std::string& curve_server_key, const std::string& curve_public_key,
                    const std::string& curve_secret_key)
-        : Endpoint(liveness_from(liveness_s)), rank_(rank), endpoint_(endpoint) {
+        : Endpoint(liveness_from(liveness_s)), rank_(rank), endpoint_(endpoint), curve_(!curve_server_key.empty()) {
         remote::RemoteReaderOptions o;
         o.liveness_interval = liveness_;
         o.high_water_mark = high_water_mark;
@@ -195,7 +195,11 @@ public:
         gil.acquire();
         if (s == Status::timed_out)
             throw TimedOut{"wait_until_ready: no welcome from the remote publisher at " + reader_->endpoint() +
-                           " within " + timeout_text(timeout)};
+                           " within " + timeout_text(timeout) +
+                           // a refused CURVE handshake is silent on this side (libzmq retries quietly)
+                           (curve_ ? " (with CURVE: or this reader's curve_public_key is not in the writer's "
+                                     "curve_allowed_clients, or the handle's server key is not the writer's)"
+                                   : "")};
         if (s == Status::cancelled) throw Closed{"wait_until_ready: the queue was shut down"};
     }
 
@@ -314,6 +318,7 @@ private:
 
     const std::uint32_t rank_;
     const std::string endpoint_;
+    const bool curve_;  // a CURVE reader: a missing welcome may also be a refused key
     std::unique_ptr<remote::RemoteReader> reader_;  // null once shut down and gone (the goodbye)
     Reassembly assembly_;
     bool raw_peeked_ = false;
@@ -370,11 +375,14 @@ public:
     pid_t owner_pid_ = ::getpid();
 };
 
-class PyRemoteGatherWorker {
+// One thread at a time (Endpoint's Busy, as every other endpoint): the worker's ZeroMQ socket is not
+// thread-safe, and reply() drops the GIL, so two threads in it would use the socket at once — which
+// loses replies without an error. A second thread's call raises RuntimeError instead.
+class PyRemoteGatherWorker : public Endpoint {
 public:
     PyRemoteGatherWorker(const std::string& endpoint, std::uint32_t rank, double liveness_s,
                          const std::string& curve_server_key)
-        : rank_(rank), liveness_(liveness_from(liveness_s)) {
+        : Endpoint(liveness_from(liveness_s)), rank_(rank) {
         remote::RemoteWorkerOptions o;
         o.liveness_interval = liveness_;
         o.security.curve_server_key = curve_server_key;
@@ -382,6 +390,7 @@ public:
     }
     // Both wait in slices (sliced_wait): Ctrl-C and the main thread's signal handlers are honoured.
     void wait_ready(std::optional<double> timeout) {
+        Busy busy(*this);
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Status s;
         {
@@ -391,6 +400,7 @@ public:
         if (s != Status::ok) throw TimedOut{"remote gather worker: no welcome from the reply bridge within " + timeout_text(timeout)};
     }
     void reply(std::uint64_t tag, const py::buffer& data, std::optional<double> timeout) {
+        Busy busy(*this);
         const Deadline deadline = deadline_after(to_timeout(timeout));
         PyBuf buf(data);
         Status s;
@@ -403,15 +413,17 @@ public:
         if (s != Status::ok) throw TimedOut{"reply timed out after " + timeout_text(timeout)};
     }
     void check_liveness() {
+        Busy busy(*this);
         py::gil_scoped_release release;  // only a non-blocking poll of the socket, but it takes the lock of libzmq
         worker_->check_liveness();
     }
     void close() {
-        if (::getpid() != owner_pid_) return;
+        if (forked_child()) return;
+        Busy busy(*this);  // close() sends the bye on the same socket
         worker_->close();
     }
-    ~PyRemoteGatherWorker() {
-        if (::getpid() != owner_pid_) {
+    ~PyRemoteGatherWorker() override {
+        if (forked_child()) {
             (void)worker_.release();
             return;
         }
@@ -425,9 +437,7 @@ public:
     PyRemoteGatherWorker(const PyRemoteGatherWorker&) = delete;
     PyRemoteGatherWorker& operator=(const PyRemoteGatherWorker&) = delete;
     std::uint32_t rank_;
-    std::chrono::nanoseconds liveness_;  // the slices of a call in another thread than the main one
     std::unique_ptr<remote::RemoteGatherWorker> worker_;
-    pid_t owner_pid_ = ::getpid();
 };
 
 void translate_fell_behind(std::exception_ptr p) {
