@@ -32,9 +32,11 @@ SLACK = 1e-9
 
 
 def ratio_close(printed, x, y):
-    """A ratio printed to 0.01 against x / y recomputed from x and y printed to 0.1."""
+    """A ratio printed to 0.01 against x / y recomputed from x and y printed to 0.1. Magnitudes: x may
+    be negative (a round whose tiny-payload round trip took longer than its showdown step, when the
+    spinner lost its CPU), and a negative bound must not make the tolerance negative."""
     x, y = float(x), float(y)
-    return abs(float(printed) - x / y) <= D2 + (x / y) * (D1 / x + D1 / y) + SLACK
+    return abs(float(printed) - x / y) <= D2 + abs(x / y) * (D1 / abs(x) + D1 / abs(y)) + SLACK
 
 
 def floor_json(tmp_path, workers, single, all_):
