@@ -488,6 +488,10 @@ int run(const std::vector<std::string>& args) {
         const std::string& a = args[i];
         if (options_done) positional.push_back(a);
         else if (a == "--") options_done = true;
+        else if (a == "-h" || a == "--help") {  // `ringcast ls --help`: asked for, so not an error
+            std::printf("%s", kUsage);
+            return 0;
+        }
         else if (a == "--json" && (cmd == "ls" || cmd == "stat")) json = true;
         else if (a == "--force" && cmd == "rm") force = true;
         else if (a == "--dry-run" && cmd == "gc") dry_run = true;

@@ -278,6 +278,16 @@ TEST(CliStat, ErrorsAreClear) {
     EXPECT_NE(r.err.find("unknown command"), std::string::npos) << r.err;
     r = cli({});
     EXPECT_EQ(r.exit_code, 2);
+    // Help asked for after a command is an answer, not a mistake: usage on stdout, exit 0 (exited 2).
+    for (const char* cmd : {"ls", "stat", "rm", "gc"})
+        for (const char* flag : {"--help", "-h"}) {
+            r = cli({cmd, flag});
+            EXPECT_EQ(r.exit_code, 0) << cmd << " " << flag << ": " << r.err;
+            EXPECT_NE(r.out.find("usage"), std::string::npos) << cmd << " " << flag << ": " << r.out;
+            EXPECT_EQ(r.err, "") << cmd << " " << flag;
+        }
+    r = cli({"rm", "--", "--help"});  // after `--`, a name (refused as one), never the help
+    EXPECT_EQ(r.out.find("usage"), std::string::npos) << r.out;
 }
 
 TEST(CliRm, RemovesRingcastSegmentsAndRefusesForeignOnesUnlessForced) {
