@@ -84,8 +84,8 @@ TEST_P(Broadcast, OneWriterThreeReaderProcesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, Broadcast,
-                         ::testing::Values(BroadcastParam{WaitKind::futex, 1'000'000},
-                                           BroadcastParam{WaitKind::hybrid, 1'000'000},
+                         ::testing::Values(BroadcastParam{WaitKind::futex, 300'000},
+                                           BroadcastParam{WaitKind::hybrid, 300'000},
                                            BroadcastParam{WaitKind::hybrid, 200'000, std::chrono::microseconds{2000}},
                                            BroadcastParam{WaitKind::spin, 20'000},
                                            BroadcastParam{WaitKind::spin_yield, 20'000}),

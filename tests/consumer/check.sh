@@ -17,6 +17,10 @@ fail() {
   exit 1
 }
 step() { echo "+ $*" >>"$log"; "$@" >>"$log" 2>&1; }
+# Ninja where it is installed (tools/test installs it): its second configure (another libdir) leaves
+# the objects alone, where Make's tree recompiled the remote library; Make otherwise.
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
 
 # check NAME LIBDIR: configure with that libdir, install elsewhere, move, consume from the new place.
 check() {
@@ -25,7 +29,7 @@ check() {
   mkdir -p "$work/$name"
   # The same build tree for every libdir: only install paths change, nothing recompiles.
   # Debug (-O0): this checks what gets installed, not speed; half the compile time of an optimised tree.
-  step cmake -S "$src" -B "$work/lib" -DCMAKE_BUILD_TYPE=Debug -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BUILD_BENCH=OFF \
+  step cmake -S "$src" -B "$work/lib" ${generator[@]+"${generator[@]}"} -DCMAKE_BUILD_TYPE=Debug -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BUILD_BENCH=OFF \
        -DRINGCAST_BUILD_PYTHON=OFF -DRINGCAST_BUILD_TOOLS=OFF \
        -DCMAKE_INSTALL_PREFIX="$configured" -DCMAKE_INSTALL_LIBDIR="$libdir" || fail "$name: configure"
   step cmake --build "$work/lib" -j2 || fail "$name: build"
@@ -48,7 +52,7 @@ check() {
   echo "install_consumer: $name: components installed: $parts"
 
   # find_package(ringcast COMPONENTS ...), looking only at the moved tree.
-  step cmake -S "$here" -B "$work/$name/consumer-cmake" -DCMAKE_PREFIX_PATH="$moved" -DRINGCAST_COMPONENTS="$parts" \
+  step cmake -S "$here" -B "$work/$name/consumer-cmake" ${generator[@]+"${generator[@]}"} -DCMAKE_PREFIX_PATH="$moved" -DRINGCAST_COMPONENTS="$parts" \
        || fail "$name: find_package(ringcast COMPONENTS $parts) with CMAKE_PREFIX_PATH=$moved"
   local found
   found=$(sed -n 's/^ringcast_DIR:[A-Z]*=//p' "$work/$name/consumer-cmake/CMakeCache.txt")

@@ -3,13 +3,13 @@
 # bounded time on a copy of the seed corpus. Exit 0: no crash, no sanitizer report; 77: skipped (no
 # clang++ with libFuzzer here); anything else: a finding (the crashing input is kept under WORK/).
 #
-#   run_fuzzers.sh SOURCE_DIR WORK_DIR [TOTAL_SECONDS=60]
+#   run_fuzzers.sh SOURCE_DIR WORK_DIR [TOTAL_SECONDS=36]
 #
 # CXX_FUZZ picks the compiler (default: clang++-14, else clang++).
 set -euo pipefail
 src=${1:?source dir}
 work=${2:?work dir}
-total=${3:-60}
+total=${3:-36}
 targets=(fuzz_segment_image fuzz_record fuzz_ownership)
 per=$(( total / ${#targets[@]} ))
 (( per >= 1 )) || per=1
