@@ -11,10 +11,10 @@
 #include <exception>
 #include <string>
 
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "ringcast/detail/process.hpp"
 #include "ringcast/events/arm.hpp"
 #include "waitset_impl.hpp"
 
@@ -192,27 +192,7 @@ void WaitSet::check_peer_if_due(Member& m, std::size_t id, Deadline now) {
     }
 }
 
-namespace {
-
-// This process's pid, refreshed in the child of every fork() (pthread_atfork): the fork rule's checks
-// (waitset.hpp) cost a load per wait(), not a getpid() system call. Relaxed: only the forking thread
-// runs the handler, in a child that has no other thread yet. (A child of a raw clone() system call
-// runs no handler and is taken for its parent.)
-std::atomic<int> g_pid{0};
-
-int this_pid() noexcept {
-    static const bool hooked = [] {
-        g_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed);
-        ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed); });
-        return true;
-    }();
-    (void)hooked;
-    return g_pid.load(std::memory_order_relaxed);
-}
-
-}  // namespace
-
-bool WaitSet::in_forked_child() const noexcept { return this_pid() != creator_pid_; }
+bool WaitSet::in_forked_child() const noexcept { return ringcast::detail::current_pid() != creator_pid_; }
 
 void WaitSet::refuse_in_forked_child(const char* what) const {
     if (in_forked_child())
@@ -222,7 +202,7 @@ void WaitSet::refuse_in_forked_child(const char* what) const {
                                              "is that process's); build a new WaitSet in this process");
 }
 
-WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck), creator_pid_(this_pid()) {
+WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck), creator_pid_(ringcast::detail::current_pid()) {
     if (recheck_.count() <= 0) throw Error(ErrorCode::invalid_argument, "WaitSetOptions::recheck must be positive");
     WaitSetBackend want = options.backend;
     const char* env = std::getenv("RINGCAST_WAITSET");

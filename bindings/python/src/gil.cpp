@@ -1,21 +1,12 @@
 #include "gil.hpp"
 
-#include <pthread.h>
-#include <unistd.h>
+#include "ringcast/detail/process.hpp"
 
 namespace ringcast::python::detail {
 
-namespace {
-// Every endpoint call checks that this process created the endpoint (fork detection), and getpid()
-// is a system call (glibc stopped caching it): ~2 µs each on a VM with mitigations, three per message
-// on an asyncio round trip (bench/python/bench_aio.py). So the pid is cached and refreshed in the
-// child of every fork(): pthread_atfork handlers run for os.fork() and multiprocessing's fork start
-// method; a child made without fork() (posix_spawn, vfork) runs no Python of ours before exec.
-std::atomic<pid_t> g_pid{::getpid()};
-[[maybe_unused]] const int g_pid_refresh =
-    ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
-pid_t current_pid() noexcept { return g_pid.load(std::memory_order_relaxed); }
-}  // namespace
+// Every endpoint call checks that this process created the endpoint (fork detection): a cached pid,
+// refreshed in the child of every fork() (ringcast/detail/process.hpp), not a getpid() system call.
+using ringcast::detail::current_pid;
 
 std::atomic<std::uint64_t> g_sleeps{0};
 std::atomic<std::uint64_t> g_sleeps_holding_gil{0};
