@@ -12,12 +12,13 @@ from __future__ import annotations
 import numbers
 import os
 import pickle
+import threading
 import time
 import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional, Tuple
 
 from ringcast import _core, _gpu
 from ringcast._args import (MAX_CAPACITY, MAX_RANK, _aio_refuse, _check_int, _check_timeout, _in_python_terms,
@@ -550,6 +551,7 @@ class MessageQueue:
         self._oob_threshold = OOB_THRESHOLD
         self._max_parts = _core.MAX_PARTS
         self.handle = handle
+        self._burst_lock = threading.Lock()
         return self
 
     def wait_until_ready(self, timeout: Optional[float] = None) -> None:
@@ -615,6 +617,12 @@ class MessageQueue:
     # Messages a dequeue_many took off the ring but did not return, in order: (True, object) already
     # unpickled, (False, parts) not yet. Every read takes from here first (_take_burst_left).
     _burst_left: Optional[List[Tuple[bool, Any]]] = None
+    # The one-thread rule for what is served from _burst_left, as the binding's endpoint guard keeps it
+    # for every ring call: held (never waited for) by a dequeue_many from its ring call to its return
+    # and by every read that serves _burst_left, unpickling included; a second thread meanwhile gets
+    # the binding's RuntimeError (_refuse_second_thread). Readers only (_reader_side makes it); a plain
+    # dequeue() with nothing left never touches it.
+    _burst_lock: Any = None
     # The ringcast.aio call in progress on this queue's endpoint (aio._Claim), None when none: the
     # blocking calls refuse to run beside it (aio.refuse_blocking_call), one attribute look per call.
     _aio_call: Any = None
@@ -694,7 +702,9 @@ class MessageQueue:
                 None: the current CUDA device). See docs/gpu.md.
 
         Returns:
-            The object the writer enqueued.
+            The object the writer enqueued. A bytes/bytearray/memoryview sent as the message comes
+            back as bytes, bytearray or a read-only memoryview, by what backed it and its size
+            (docs/python.md, "Bytes-like messages").
 
         Raises:
             TimeoutError: no message arrived in time.
@@ -755,6 +765,9 @@ class MessageQueue:
                 A later object that fails to unpickle ends the burst before it; the next read
                 raises its error. Nothing of a burst is lost: what a call took and did not return
                 comes first in the next read.
+            RuntimeError: also while this call runs (its burst unpickled included) or another
+                read serves what it left, to a call of another thread and to unpickled code that
+                reads this queue: one thread at a time, as every reader call; none is served twice.
             TypeError, ValueError: max_n not an int in 1..2**64-1, a negative timeout.
         """
         self._require_reader("dequeue_many")
@@ -764,19 +777,48 @@ class MessageQueue:
             _aio_refuse(self, self._reader, "dequeue_many")
         if self._gpu_pending is not None:
             return [_gpu.resume(self, timeout)]
-        if not self._burst_left:
-            self._burst_left = [(False, parts) for parts in self._reader.recv_many(max_n, timeout)]
-        return self._take_burst_left(max_n, timeout, None, "dequeue_many")
+        lock = self._burst_lock
+        if not lock.acquire(False):
+            self._refuse_second_thread("dequeue_many")
+        try:  # held from the ring call on: a second thread can neither take this burst nor replace it
+            if not self._burst_left:
+                self._burst_left = [(False, parts) for parts in self._reader.recv_many(max_n, timeout)]
+            return self._serve_burst_left(max_n, timeout, None, "dequeue_many")
+        finally:
+            lock.release()
+
+    def _refuse_second_thread(self, what: str) -> NoReturn:
+        """_burst_lock is held: what the binding's guard says to a second thread (a reader shut down or
+        inherited through fork says that first, as the guard does)."""
+        self._reader.check_open(what)
+        raise RuntimeError("this ringcast endpoint is already in use by another thread; use one "
+                           "MessageQueue or ReplyGather endpoint per thread")
 
     def _take_burst_left(self, max_n: int, timeout: Optional[float], device: Any, what: str) -> List[Any]:
-        """Up to max_n objects from _burst_left, in order. The burst is off the ring already, so an
+        """Up to max_n objects (at least one) from _burst_left, in order, for a read that found it not
+        empty; under _burst_lock, as every reader call keeps the one-thread rule: a second thread is
+        refused, never served a message twice. Found empty once held, another thread's call took the
+        rest between the caller's look and here: the two calls overlapped, so this one is refused too."""
+        lock = self._burst_lock
+        if not lock.acquire(False):
+            self._refuse_second_thread(what)
+        try:
+            if not self._burst_left:
+                self._refuse_second_thread(what)
+            return self._serve_burst_left(max_n, timeout, device, what)
+        finally:
+            lock.release()
+
+    def _serve_burst_left(self, max_n: int, timeout: Optional[float], device: Any, what: str) -> List[Any]:
+        """_take_burst_left's work, _burst_lock held. The burst is off the ring already, so an
         error must not lose it: a message that fails to unpickle after others were returned waits for
         the next read, which raises its error (consumed, as dequeue() consumes it); the first one's
         error is raised at once. An exception that is not an unpickling error (KeyboardInterrupt)
         leaves every message, the failing one too, for the next read. A device message is a read of
         its own (its arrays follow it in the ring; a receive that stops part-way is resumed from
-        _gpu_pending, not from here). Served in Python: a reader shut down says so first, but two
-        threads that break the one-thread rule are not told here."""
+        _gpu_pending, not from here). A reader shut down says so first. Unpickling runs with the lock
+        held, each message still first in _burst_left until it is unpickled: code it runs that reads
+        this reader is refused (RuntimeError), as a second thread is."""
         self._reader.check_open(what)
         left = self._burst_left
         objs: List[Any] = []
