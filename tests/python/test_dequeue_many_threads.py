@@ -192,24 +192,26 @@ def _read_only_array(n):
     return a
 
 
-# (what is sent, made for n bytes; what comes back below oob_threshold; at or above it). "ro-memoryview":
-# a read-only memoryview, format 'B', 1-D, over a bytearray. The doc's table, row by row.
+# (what is sent, made for n bytes; what comes back below oob_threshold; at or above it). The doc's table,
+# row by row. "ro-memoryview" (a read-only memoryview, format 'B', 1-D, over a bytearray) is what a
+# read-only buffer came back as at or above the threshold until such parts were rebuilt as bytes: the
+# classifier keeps naming it, so a return of it fails by name.
 _BYTES_LIKE = [
     ("bytes", lambda n: b"b" * n, "bytes", "bytes"),
     ("bytearray", lambda n: bytearray(b"a" * n), "bytearray", "bytearray"),
     ("memoryview(bytearray)", lambda n: memoryview(bytearray(b"w" * n)), "bytearray", "bytearray"),
     ("memoryview(array.array)", lambda n: memoryview(array.array("b", b"y" * n)), "bytearray", "bytearray"),
-    ("memoryview(bytes)", lambda n: memoryview(b"m" * n), "bytes", "ro-memoryview"),
-    ("memoryview(bytes)[1:]", lambda n: memoryview(b"s" * (n + 1))[1:], "bytes", "ro-memoryview"),
-    ("memoryview(bytes).cast('i')", lambda n: memoryview(b"i" * n).cast("i"), "bytes", "ro-memoryview"),
+    ("memoryview(bytes)", lambda n: memoryview(b"m" * n), "bytes", "bytes"),
+    ("memoryview(bytes)[1:]", lambda n: memoryview(b"s" * (n + 1))[1:], "bytes", "bytes"),
+    ("memoryview(bytes).cast('i')", lambda n: memoryview(b"i" * n).cast("i"), "bytes", "bytes"),
     ("PickleBuffer(bytes)", lambda n: pickle.PickleBuffer(b"p" * n), "bytes", "bytes"),
     ("PickleBuffer(bytearray)", lambda n: pickle.PickleBuffer(bytearray(b"q" * n)), "bytearray", "bytearray"),
-    ("PickleBuffer(memoryview(bytes))", lambda n: pickle.PickleBuffer(memoryview(b"r" * n)), "bytes", "ro-memoryview"),
+    ("PickleBuffer(memoryview(bytes))", lambda n: pickle.PickleBuffer(memoryview(b"r" * n)), "bytes", "bytes"),
 ]
 if np is not None:
     _BYTES_LIKE += [
         ("memoryview(numpy writable)", lambda n: memoryview(np.full(n, 7, np.uint8)), "bytearray", "bytearray"),
-        ("memoryview(numpy read-only)", lambda n: memoryview(_read_only_array(n)), "bytes", "ro-memoryview"),
+        ("memoryview(numpy read-only)", lambda n: memoryview(_read_only_array(n)), "bytes", "bytes"),
     ]
 
 

@@ -703,8 +703,8 @@ class MessageQueue:
 
         Returns:
             The object the writer enqueued. A bytes/bytearray/memoryview sent as the message comes
-            back as bytes, bytearray or a read-only memoryview, by what backed it and its size
-            (docs/python.md, "Bytes-like messages").
+            back as bytes (read-only memory) or bytearray (writable), at any size (docs/python.md,
+            "Bytes-like messages").
 
         Raises:
             TimeoutError: no message arrived in time.

@@ -41,6 +41,7 @@ public:
     PyBuf& operator=(const PyBuf&) = delete;
     [[nodiscard]] const std::byte* data() const { return static_cast<const std::byte*>(view_.buf); }
     [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(view_.len); }
+    [[nodiscard]] bool readonly() const { return view_.readonly != 0; }
 
 private:
     Py_buffer view_{};

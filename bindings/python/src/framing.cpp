@@ -11,7 +11,12 @@ OutgoingMessage::OutgoingMessage(const py::sequence& parts, std::size_t nparts) 
     bufs_.reserve(nparts);
     for (auto item : parts) {
         bufs_.push_back(std::make_unique<PyBuf>(item));
-        is_bytes.push_back(PyBytes_CheckExact(item.ptr()) != 0);
+        // A read-only part comes back as bytes, as pickle writes a read-only buffer in-band: a
+        // memoryview of bytes (or of a read-only array) is then the same type below and above the
+        // out-of-band threshold (a read-only memoryview over a bytearray above it before). Pickle's
+        // out-of-band loader keeps a read-only bytes buffer as it is; what it rebuilds (a read-only
+        // numpy array, say) is read-only either way.
+        is_bytes.push_back(PyBytes_CheckExact(item.ptr()) != 0 || bufs_.back()->readonly());
     }
 
     // Stream header.
