@@ -139,6 +139,29 @@ def test_cancel_event_interrupts_a_blocked_dequeue():
     r.shutdown()
 
 
+@pytest.mark.parametrize("ending", ["reader shut down", "writer shut down"])
+def test_an_event_set_then_the_queue_ended_is_a_cancel(ending):
+    # vLLM's executor on shutdown or a worker's death: shutdown_event.set(), then every response
+    # queue's shutdown(), while its main thread waits in dequeue(cancel=shutdown_event). The queue's
+    # end wakes the slice the event was set in: cancelled, not ClosedError (raised before the fix).
+    q, r = _pair()
+    cancel = threading.Event()
+    ended = threading.Event()
+
+    def end():
+        time.sleep(0.02)  # inside the first 50 ms slice
+        cancel.set()
+        (r if ending == "reader shut down" else q).shutdown()
+        ended.set()
+
+    threading.Thread(target=end).start()
+    with pytest.raises(RuntimeError, match="cancelled"):
+        r.dequeue(timeout=5, cancel=cancel)
+    assert ended.wait(5)
+    q.shutdown()
+    r.shutdown()
+
+
 def test_a_cancellable_dequeue_receives_a_device_message():
     """vLLM's worker loop reads with a cancel event: a message the writer sent as a device message (its
     CUDA arrays' chunks after it; here none, so no GPU is needed) took the plain path there and failed
@@ -337,6 +360,20 @@ def test_a_wildcard_host_address_is_refused_not_bound(monkeypatch, answer):
         rv.MessageQueue(2, 1, max_chunk_bytes=1 << 16, max_chunks=4)
     network_utils.get_ip = lambda: "127.0.0.1"  # a real address still goes through
     assert rv.host_ip() == "127.0.0.1"
+    # vLLM's executor passes connect_ip=get_ip() itself (positionally or by name): checked the same.
+    with pytest.raises(ValueError, match="connect_ip gave.*wildcard"):
+        rv.MessageQueue(2, 1, None, 1 << 16, 4, answer or "0.0.0.0")
+    with pytest.raises(ValueError, match="connect_ip gave.*wildcard"):
+        rv.MessageQueue(2, 1, max_chunk_bytes=1 << 16, max_chunks=4, connect_ip=answer or "::")
+
+
+def test_a_host_name_for_the_publisher_is_refused_naming_its_source(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm.utils.network_utils", None)  # no vLLM: VLLM_HOST_IP is asked
+    monkeypatch.setenv("VLLM_HOST_IP", "localhost")
+    with pytest.raises(ValueError, match="VLLM_HOST_IP gave 'localhost', not a literal"):
+        rv.MessageQueue(2, 1, max_chunk_bytes=1 << 16, max_chunks=4)
+    with pytest.raises(ValueError, match="connect_ip gave 'localhost', not a literal"):
+        rv.MessageQueue(2, 1, max_chunk_bytes=1 << 16, max_chunks=4, connect_ip="localhost")
 
 
 # ---- the whole pattern: executor + spawned workers, torch.distributed gloo groups ------------------

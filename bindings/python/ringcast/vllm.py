@@ -72,9 +72,16 @@ class MessageQueue(_RingcastQueue):
 
     def __init__(self, n_reader: int, n_local_reader: int, local_reader_ranks: Optional[List[int]] = None,
                  *args: Any, **kwargs: Any) -> None:
-        has_ip = len(args) >= 3 or kwargs.get("connect_ip") is not None
-        if not has_ip and isinstance(n_reader, int) and isinstance(n_local_reader, int) and n_reader > n_local_reader:
-            kwargs["connect_ip"] = host_ip()
+        remote = isinstance(n_reader, int) and isinstance(n_local_reader, int) and n_reader > n_local_reader
+        if remote:
+            # vLLM's executor passes connect_ip=get_ip() itself, so the address is checked wherever it
+            # came from: a wildcard (get_ip()'s fallback) would listen on every interface.
+            if len(args) >= 3 and args[2] is not None:
+                args = (*args[:2], _specific_address(str(args[2]), "connect_ip"), *args[3:])
+            elif kwargs.get("connect_ip") is not None:
+                kwargs["connect_ip"] = _specific_address(str(kwargs["connect_ip"]), "connect_ip")
+            else:
+                kwargs["connect_ip"] = host_ip()
         super().__init__(n_reader, n_local_reader, local_reader_ranks, *args, **kwargs)
         if self._is_writer:
             # enqueue in one binding call, as the base class's: without a GPU array library loaded no
@@ -178,9 +185,14 @@ class MessageQueue(_RingcastQueue):
                     raise RuntimeError("cancelled") from None
             try:
                 return call(wait)
-            except TimeoutError:
+            except (TimeoutError, ClosedError, PeerDeadError) as e:
+                # The event set during this slice, then the queue shut down or the peer found dead
+                # (vLLM's executor on shutdown or a worker's death: shutdown_event.set(), then every
+                # queue's shutdown()): cancelled, as when the event was set before the slice.
                 if cancel.is_set():
                     raise RuntimeError("cancelled") from None
+                if not isinstance(e, TimeoutError):
+                    raise
                 if left is not None and left <= CANCEL_POLL_S:
                     raise TimeoutError(f"timed out after {timeout} s (waiting with a cancel event)") from None
 
@@ -454,14 +466,16 @@ def _specific_address(ip: str, source: str) -> str:
     # and without VLLM_HOST_IP/HOST_IP. Publishing there would bind every interface, which the caller
     # never asked for, and hand remote readers tcp://0.0.0.0:PORT, which no other machine can reach.
     stripped = ip.strip().strip("[]")
+    remedy = ("set VLLM_HOST_IP to this machine's address on the readers' network (vLLM's get_ip() answers "
+              "it), or pass connect_ip")
     try:
         unspecified = not stripped or ipaddress.ip_address(stripped).is_unspecified
-    except ValueError:
-        unspecified = False  # a host name: the publisher resolves it to one interface
+    except ValueError:  # a host name: the publisher listens on one interface, named by its address
+        raise ValueError(f"ringcast.vllm: {source} gave {ip!r}, not a literal IPv4/IPv6 address: the publisher "
+                         f"listens on the one interface an address names; {remedy}") from None
     if unspecified:
         raise ValueError(f"ringcast.vllm: {source} gave {ip!r}, a wildcard address: readers on another machine "
-                         "cannot reach it and the publisher would listen on every interface; set VLLM_HOST_IP "
-                         "to this machine's address on the readers' network, or pass connect_ip")
+                         f"cannot reach it and the publisher would listen on every interface; {remedy}")
     return ip
 
 
