@@ -1105,3 +1105,42 @@ def test_a_blocking_call_that_looked_as_the_await_ended_goes_on():
     finally:
         r.shutdown()
         mq.shutdown()
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_a_timed_out_await_never_ends_before_its_timeout(loop_kind):
+    """uvloop's loop.time() is read once per loop iteration and lags the monotonic clock: judged by it
+    alone, dequeue_async, enqueue_async and aio.collect raised TimeoutError up to ~0.7 ms early."""
+    empty = ringcast.MessageQueue(1, 1, **QUEUE_KW)  # nothing is sent: dequeue_async waits
+    r = ringcast.MessageQueue.create_from_handle(empty.export_handle(), 0)
+    full = ringcast.MessageQueue(1, 1, **QUEUE_KW)  # nobody reads: enqueue_async waits for room
+    r_full = ringcast.MessageQueue.create_from_handle(full.export_handle(), 0)
+    for size in (3000, 1):  # to the last byte
+        while True:
+            try:
+                full.enqueue(b"x" * size, timeout=0)
+            except TimeoutError:
+                break
+    g = ringcast.ReplyGather(1)  # no worker replies: aio.collect waits
+
+    async def main():
+        early = []
+        for i in range(15):
+            timeout = 0.002 + i * 0.0003
+            for name, call in (("dequeue_async", lambda: r.dequeue_async(timeout=timeout)),
+                               ("enqueue_async", lambda: full.enqueue_async(b"x", timeout=timeout)),
+                               ("aio.collect", lambda: aio.collect(g, i, [0], timeout=timeout))):
+                t0 = time.monotonic()
+                with pytest.raises(TimeoutError):
+                    await call()
+                took = time.monotonic() - t0
+                if took < timeout:
+                    early.append((name, round(timeout * 1e3, 2), round(took * 1e3, 3)))
+        return early
+
+    try:
+        assert run(loop_kind, main()) == [], "(call, timeout ms, ended after ms)"
+    finally:
+        for e in (r, r_full, empty, full):
+            e.shutdown()
+        g.close()

@@ -51,6 +51,7 @@ import asyncio
 import os
 import pickle
 import re
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Generator, Iterable, List, Optional, Union
 
@@ -309,6 +310,38 @@ def _deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Opti
     return None if timeout is None else loop.time() + timeout
 
 
+class _Timeout:
+    """A call's timeout on two clocks: the loop's, whose timer ends a wait (`at`), and the monotonic
+    clock, which decides whether the time is up. uvloop reads its clock once per loop iteration (in
+    milliseconds), so its loop.time() lags real time: judged by it alone, a wait timed out up to ~0.7 ms
+    early. `passed()` is true once the monotonic clock says so; when the loop's clock was early it moves
+    `at` on by what is left."""
+
+    __slots__ = ("loop", "end", "at")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.end = time.monotonic() + timeout
+        self.at = loop.time() + timeout
+
+    def passed(self) -> bool:
+        if self.loop.time() < self.at:
+            return False
+        left = self.end - time.monotonic()
+        if left <= 0:
+            return True
+        self.at = self.loop.time() + max(left, _MIN_TIMER_STEP)
+        return False
+
+
+def _timeout(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[_Timeout]:
+    return None if timeout is None else _Timeout(loop, timeout)
+
+
+def _timer_at(t: Optional[_Timeout]) -> Optional[float]:
+    return None if t is None else t.at
+
+
 # ---- MessageQueue reader ------------------------------------------------------------------------
 async def dequeue(mq: "MessageQueue", timeout: Optional[float] = None) -> Any:
     """Awaits the next object of a MessageQueue reader (as ``mq.dequeue``, without blocking the loop).
@@ -339,15 +372,15 @@ async def _dequeue(mq: "MessageQueue", reader: _core.Reader, timeout: Optional[f
     if parts is None:  # nothing there yet (or part of a large message): wait on the loop
         w = _watch(reader, mq.handle.liveness_interval)
         loop = w.loop
-        deadline = None if timeout is None else loop.time() + timeout
+        deadline = _timeout(loop, timeout)
         check_at = loop.time() + w.liveness  # the dead-peer check's clock, one per call
         while parts is None:
-            if deadline is not None and w.reached(deadline):
+            if deadline is not None and deadline.passed():
                 raise TimeoutError(f"dequeue timed out after {timeout} s")
             due = False
             w.watch()
             if not _core.arm(reader):  # cancelled in the wait: nothing was taken
-                due = await w.wait(reader, deadline, check_at)
+                due = await w.wait(reader, _timer_at(deadline), check_at)
             # No suspension point between taking a message and returning it: a cancellation arrives
             # at the await above, before anything was taken.
             parts = _core.try_recv(reader)
@@ -382,16 +415,16 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
     try:
         w = _watch(writer, mq.handle.liveness_interval)
         loop = w.loop
-        deadline = None if timeout is None else loop.time() + timeout
+        deadline = _timeout(loop, timeout)
         check_at = loop.time() + w.liveness
         while True:
-            if deadline is not None and w.reached(deadline):
+            if deadline is not None and deadline.passed():
                 raise TimeoutError(f"enqueue timed out after {timeout} s: the slowest reader did not free ring "
                                    "space (the message was withdrawn)")
             due = False
             w.watch()
             if not _core.arm(writer):  # room for the pending message's next record
-                due = await w.wait(writer, deadline, check_at)
+                due = await w.wait(writer, _timer_at(deadline), check_at)
             if _core.send_more(writer):  # the last record is out: no suspension point after this
                 return
             if due:
@@ -433,7 +466,7 @@ async def collect(gather: "ReplyGather", tag: int, ranks: Optional[Iterable[int]
 async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int, wanted: Optional[List[int]],
                    timeout: Optional[float]) -> List[Any]:
     w: Optional[_Watch] = None
-    deadline: Optional[float] = None
+    deadline: Optional[_Timeout] = None
     check_at = 0.0
     due = False
     while True:
@@ -442,9 +475,9 @@ async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int,
         except TimeoutError as e:
             if w is None:
                 w = _watch(core, gather._liveness)
-                deadline = _deadline(w.loop, timeout)
+                deadline = _timeout(w.loop, timeout)
                 check_at = w.loop.time() + w.liveness
-            if deadline is not None and w.reached(deadline):
+            if deadline is not None and deadline.passed():
                 # the poll's own "(timeout 0 s)" is not the caller's timeout
                 raise TimeoutError(re.sub(r"\(timeout [^)]*\)$", f"(timeout {timeout} s)", str(e))) from None
         if due:  # after the poll above took what came: a worker may have replied, then died
@@ -453,7 +486,7 @@ async def _collect(gather: "ReplyGather", core: _core.GatherCollector, tag: int,
         due = False
         w.watch()
         if not _core.arm(core, tag, wanted):
-            due = await w.wait(core, deadline, check_at)
+            due = await w.wait(core, _timer_at(deadline), check_at)
 
 
 def await_pending(pending: "PendingReplies") -> Generator[Any, None, List[Any]]:
