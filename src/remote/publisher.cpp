@@ -93,6 +93,9 @@ struct RemotePublisher::State {
     std::optional<zmq::socket_t> zap;
     std::thread thread;
     std::map<std::uint32_t, Peer> peers;
+    // rank -> the nonce of another process whose hello for that held rank was left unanswered once
+    // (claim_of_a_held_rank): its next hello is refused if the holder is still connected.
+    std::map<std::uint32_t, std::uint64_t> contenders;
     std::uint64_t next_seq = 0;  // seq the next ring message gets
     bool started = false;        // every expected rank said hello (or drain() gave the rest up): forwarding runs
     bool ring_has_data = false;  // seen while waiting to give the missing ranks up (peek without release)
@@ -104,6 +107,7 @@ struct RemotePublisher::State {
     void loop();
     void service_control();
     void handle_hello(const detail::Received& r);
+    [[nodiscard]] bool claim_of_a_held_rank(std::uint32_t rank, Peer& peer, const detail::Received& r);
     void wait_control(std::chrono::nanoseconds timeout);
     void take_from_ring();
     void deliver();
@@ -213,16 +217,18 @@ void RemotePublisher::State::service_control() {
 void RemotePublisher::State::handle_hello(const detail::Received& r) {
     const auto rank = static_cast<std::uint32_t>(r.header.value);
     if (!expected.contains(rank)) {
-        std::string text = "rank " + std::to_string(rank) + " is not a remote rank of this publisher (expected: " +
-                           rank_list({expected.begin(), expected.end()}) + ")";
-        zmq::message_t body(text.data(), text.size());
-        (void)detail::route(router, r.routing_id,
-                            wire::Header{.kind = wire::Kind::writer_dead, .flags = wire::kRefused}, &body);
+        detail::refuse(router, r.routing_id, ErrorCode::invalid_argument,
+                       "rank " + std::to_string(rank) + " is not a remote rank of this publisher (expected: " +
+                           rank_list({expected.begin(), expected.end()}) + ")");
         return;
     }
+    if (const auto held = peers.find(rank);
+        held != peers.end() && held->second.nonce != r.header.tag && !claim_of_a_held_rank(rank, held->second, r))
+        return;  // refused, or its answer deferred to its next hello
     auto [it, fresh] = peers.try_emplace(rank);
     Peer& peer = it->second;
-    if (fresh || peer.nonce != r.header.tag) {  // a new reader process for this rank
+    if (fresh || peer.nonce != r.header.tag) {  // a new reader process for this rank (its holder is gone)
+        contenders.erase(rank);
         peer = Peer{};
         peer.routing_id = r.routing_id;
         peer.nonce = r.header.tag;
@@ -246,14 +252,12 @@ void RemotePublisher::State::handle_hello(const detail::Received& r) {
         // waiting for data that never comes (deliver() and heartbeats() skip a lost peer).
         const std::uint64_t now_at = pending ? pending->seq : next_seq;
         if (peer.next != peer.welcome_seq || peer.next != now_at) {
-            std::string text = "rank " + std::to_string(rank) +
+            detail::refuse(router, r.routing_id, ErrorCode::invalid_argument,
+                           "rank " + std::to_string(rank) +
                                ": this reader's connection dropped before the publisher's welcome reached it, and "
                                "messages " + std::to_string(peer.welcome_seq) + ".." + std::to_string(now_at - 1) +
                                " were sent meanwhile; a dropped connection is not resumed (a new reader process for "
-                               "this rank joins late)";
-            zmq::message_t body(text.data(), text.size());
-            (void)detail::route(router, r.routing_id,
-                                wire::Header{.kind = wire::Kind::writer_dead, .flags = wire::kRefused}, &body);
+                               "this rank joins late)");
             return;
         }
         peer.routing_id = r.routing_id;
@@ -271,6 +275,42 @@ void RemotePublisher::State::handle_hello(const detail::Received& r) {
     if (res == SendResult::unreachable) mark(peer, rank, PeerState::lost);
     peer.last_sent = Clock::now();
     if (end) send_end(peer, rank);
+}
+
+// Another process (another nonce) says hello for a rank whose holder is `peer`. The holder gone —
+// said bye, cut off, found lost, or its connection gone now (the probe below finds no such peer) —
+// the claimant is its replacement: true, and handle_hello() serves it as before. The holder still
+// served and connected: the claimant is refused (rank_in_use) at its next hello if the holder is still
+// connected then; the holder keeps the rank and its connection (each process has a routing id of its
+// own: nothing is handed over).
+bool RemotePublisher::State::claim_of_a_held_rank(std::uint32_t rank, Peer& peer, const detail::Received& r) {
+    if (peer.state != PeerState::active) return true;
+    // The probe: a heartbeat (seq = what it expects next, as every heartbeat) to the holder's routing
+    // id. ROUTER_MANDATORY answers from the socket's table of connections, which the send brings up to
+    // date first (the I/O thread's queued commands): a connection that ended before this hello's
+    // connection was attached is gone by then (one mailbox, in order), and one ending with frames
+    // still unread is reported unreachable too (libzmq: a closing pipe that is not full).
+    const wire::Header probe{.kind = wire::Kind::heartbeat, .seq = peer.next};
+    const auto res = detail::route(router, peer.routing_id, probe, nullptr);
+    if (res == SendResult::unreachable) {
+        mark(peer, rank, PeerState::lost);
+        return true;
+    }
+    if (res == SendResult::sent) peer.last_sent = Clock::now();
+    // Still connected. Not refused at its first hello: a holder that is closing (its bye on its way,
+    // read after this hello) would refuse its own replacement. The claimant says hello again within its
+    // liveness_interval / 4 while it waits, and is judged then.
+    if (const auto c = contenders.find(rank); c == contenders.end() || c->second != r.header.tag) {
+        contenders[rank] = r.header.tag;
+        return false;
+    }
+    contenders.erase(rank);
+    detail::refuse(router, r.routing_id, ErrorCode::rank_in_use,
+                   "remote reader rank " + std::to_string(rank) +
+                       " is already held by a live remote reader (another process, still connected to " + endpoint +
+                       "): a second reader of the same rank is refused and the first one keeps it; a replacement is "
+                       "served once that reader has closed or its process is gone");
+    return false;
 }
 
 void RemotePublisher::State::mark(Peer& peer, std::uint32_t rank, PeerState state) {
@@ -471,7 +511,8 @@ RemotePublisher RemotePublisher::start(std::string_view ring_name, std::uint32_t
         state->router = zmq::socket_t(state->context, zmq::socket_type::router);
         auto& s = state->router;
         s.set(zmq::sockopt::router_mandatory, 1);  // full / gone peers are reported, never silently skipped
-        s.set(zmq::sockopt::router_handover, 1);   // a replacement reader of a rank takes its routing id
+        // A reader process's reconnect takes its own routing id back (each process has its own, wire.hpp).
+        s.set(zmq::sockopt::router_handover, 1);
         // Readers send control frames only (a header, a refusal's text): a peer that sends more is no
         // reader of ours, and is disconnected before anything of it is allocated past this bound.
         s.set(zmq::sockopt::maxmsgsize, std::int64_t{64} * 1024);
@@ -515,9 +556,9 @@ Status RemotePublisher::wait_ready(std::chrono::nanoseconds timeout) {
         return Status::timed_out;
     }
     if (state_->failure) std::rethrow_exception(state_->failure);
-    if (state_->finished && !std::includes(state_->hello_seen.begin(), state_->hello_seen.end(),
-                                           state_->expected.begin(), state_->expected.end()))
-        return Status::closed;
+    // Stopped (or stopping): it forwards nothing any more, so it is not ready, whoever had connected.
+    // (finished is stored under the mutex before notify_all: a waiter woken by stop() sees it.)
+    if (state_->finished || state_->stop_requested.load(std::memory_order_acquire)) return Status::closed;
     return Status::ok;
 }
 

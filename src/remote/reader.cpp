@@ -123,8 +123,7 @@ void RemoteReader::State::apply(detail::Received& r) {
             return;
         case wire::Kind::writer_dead: {
             const std::string text = r.body.to_string();
-            if ((h.flags & wire::kRefused) != 0)
-                fail(ErrorCode::invalid_argument, where + ": refused by the publisher: " + text);
+            if ((h.flags & wire::kRefused) != 0) fail(detail::refusal_code(h), where + ": refused by the publisher: " + text);
             if (!welcomed) return;
             if (h.seq > expected)  // what it did get is delivered first; then the death
                 fail(ErrorCode::fell_behind, where + " fell behind before its writer ended: messages " +
@@ -184,7 +183,9 @@ RemoteReader RemoteReader::connect(std::string_view endpoint, std::uint32_t rank
     if (s->cancel_fd < 0) throw_system_error("eventfd", errno);
     try {
         s->socket = zmq::socket_t(s->context, zmq::socket_type::dealer);
-        s->socket.set(zmq::sockopt::routing_id, "rank-" + std::to_string(rank));
+        // Its own routing id (per process, wire.hpp): another process of the same rank never takes its
+        // connection over; the publisher refuses that one instead.
+        s->socket.set(zmq::sockopt::routing_id, detail::peer_routing_id("rank", rank, s->nonce));
         s->socket.set(zmq::sockopt::rcvhwm, options.high_water_mark);
         s->socket.set(zmq::sockopt::linger, 500);  // bye may still leave after the object is gone
         detail::set_keepalive(s->socket, std::chrono::seconds(10));

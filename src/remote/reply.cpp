@@ -2,7 +2,6 @@
 // remote worker (DEALER).
 #include "ringcast/remote/reply.hpp"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -64,6 +63,7 @@ struct RemoteReplyBridge::State {
         std::uint64_t tag = 0;
         zmq::message_t body;
         WriteProgress progress;
+        std::uint64_t nonce = 0;  // the worker process that sent it (its window counts it until written)
     };
     struct Worker {
         std::optional<GatherWorker> ring;  // nullopt: closed after its connection was lost
@@ -74,17 +74,41 @@ struct RemoteReplyBridge::State {
         std::deque<Backlogged> backlog;  // its replies not yet (whole) in its ring; front: the one being written
         bool room_by_fd = true;  // waits for room on its ring's eventfd (false: the collector cannot take it)
         bool close_when_written = false;  // gone (bye, or its connection lost): close the ring once the backlog is in
+        // Credit (wire.hpp): replies of the process `nonce` written whole into the ring, the last such
+        // count sent to it, and how many of its replies the backlog holds (at most the window).
+        std::uint64_t taken = 0, told = 0, held = 0;
     };
     std::map<std::uint32_t, Worker> workers;
+    // Hellos of another process for a rank whose worker is present, judged once the socket was read
+    // up to now (judge_claims): what the holder sent before it went — replies, a bye — is taken first.
+    struct Claim {
+        std::uint32_t rank = 0;
+        std::string routing_id;
+        std::uint64_t nonce = 0;
+    };
+    std::vector<Claim> claims;
+    // rank -> the nonce of a claimant left unanswered once while the holder was still connected:
+    // refused at its next hello if the holder still is.
+    std::map<std::uint32_t, std::uint64_t> contenders;
+
+    // How many replies a worker may have sent beyond those written into its ring (told in the welcome).
+    [[nodiscard]] std::uint64_t window() const noexcept {
+        return static_cast<std::uint64_t>(std::max(1, options.high_water_mark));
+    }
 
     void run() noexcept;
     void handle(detail::Received& r);
-    // Heartbeats every worker whose line was quiet; one found unreachable is lost (lose) if `may_lose`,
-    // i.e. once the socket was read up to now (what it sent before it went is handled first).
-    void heartbeats(bool may_lose = true);
-    // handle()'s wait for room for `w`'s backlog: on its ring's eventfd up to 100 ms, else 1 ms.
-    // `moved`: the last write took something (room that took nothing is not looked at again at once).
-    void wait_for_room(Worker& w, bool moved);
+    // The claims of the loop turn: a holder whose connection is gone is lost and the claimant
+    // welcomed; one still connected keeps its rank (the claimant is refused at its next hello).
+    void judge_claims();
+    // The answer to the hello of process `nonce` at `routing_id` for `rank` (not held by another).
+    void welcome(std::uint32_t rank, Worker& w, const std::string& routing_id, std::uint64_t nonce);
+    // Heartbeats every worker whose line was quiet (with its credit); one found unreachable is lost —
+    // called once the socket was read up to now (what it sent before it went is handled first).
+    void heartbeats();
+    // Sends `w` its credit when half a window of its replies went into the ring since it was last told
+    // (so a worker waiting for credit hears at once; one that is not pays one frame per half window).
+    void tell_taken(Worker& w);
     // Arms `w`'s backlog front for room on its ring's eventfd: room now (nothing armed), armed, or no
     // fd (the collector cannot take it: from then on room is looked for every 1 ms).
     enum class Room : std::uint8_t { now, armed, no_fd };
@@ -134,16 +158,36 @@ void RemoteReplyBridge::State::close_if_written(Worker& w) {
 }
 
 bool RemoteReplyBridge::State::write_backlog(Worker& w, std::chrono::nanoseconds slice) {
+    bool all = true;
     while (!w.backlog.empty() && w.ring) {
         Backlogged& b = w.backlog.front();
         const std::span<const std::byte> bytes{static_cast<const std::byte*>(b.body.data()), b.body.size()};
-        if (w.ring->reply(b.tag, bytes, slice, b.progress) != Status::ok) return false;
+        if (w.ring->reply(b.tag, bytes, slice, b.progress) != Status::ok) {
+            all = false;
+            break;
+        }
+        if (b.nonce == w.nonce) {  // (a gone process's reply: its credit is nobody's any more)
+            ++w.taken;
+            --w.held;
+        }
         w.backlog.pop_front();
         std::lock_guard lock(mutex);
         ++replies;
     }
-    close_if_written(w);
-    return true;
+    tell_taken(w);
+    if (all) close_if_written(w);
+    return all;
+}
+
+void RemoteReplyBridge::State::tell_taken(Worker& w) {
+    if (!w.present || w.taken - w.told < std::max<std::uint64_t>(1, window() / 2)) return;
+    // No wake is lost: the worker waits for credit in a poll on its socket; this frame (or, if its queue
+    // is full now, the next heartbeat, which carries the same count) makes that socket readable.
+    if (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat, .seq = w.taken}, nullptr) ==
+        SendResult::sent) {
+        w.told = w.taken;
+        w.last_sent = Clock::now();
+    }  // unreachable: heartbeats() loses it after the socket was read; full: the next heartbeat tells it
 }
 
 long RemoteReplyBridge::State::arm_backlogs(std::vector<zmq::pollitem_t>& items, std::vector<Worker*>& armed, long ms) {
@@ -170,35 +214,92 @@ long RemoteReplyBridge::State::arm_backlogs(std::vector<zmq::pollitem_t>& items,
     return timeout;
 }
 
+void RemoteReplyBridge::State::judge_claims() {
+    for (const Claim& c : claims) {
+        Worker& w = workers.at(c.rank);
+        if (w.present && w.nonce != c.nonce) {
+            // The probe: a heartbeat to the holder's routing id. ROUTER_MANDATORY answers from the
+            // socket's table of connections, brought up to date by the send (the I/O thread's queued
+            // commands, in order): unreachable once the holder's connection ended — and, as the socket
+            // was read up to now, what it sent before it ended is in (libzmq reads a closing
+            // connection's frames out before it drops it, and reports that closing one unreachable).
+            const auto res = detail::route(router, w.routing_id,
+                                           wire::Header{.kind = wire::Kind::heartbeat, .seq = w.taken}, nullptr);
+            if (res == SendResult::unreachable) {
+                lose(c.rank, w, false);  // gone: the claimant replaces it, as after any loss
+            } else {
+                if (res == SendResult::sent) {
+                    w.told = w.taken;
+                    w.last_sent = Clock::now();
+                }
+                // Still connected. Not refused at the claimant's first hello: a holder that is closing
+                // (its bye on its way, read after this hello) would refuse its own replacement. The
+                // claimant says hello again within its liveness_interval / 4 while it waits (and sends
+                // no reply before its welcome), and is judged then.
+                if (const auto k = contenders.find(c.rank); k == contenders.end() || k->second != c.nonce) {
+                    contenders[c.rank] = c.nonce;
+                    continue;
+                }
+                contenders.erase(c.rank);
+                detail::refuse(router, c.routing_id, ErrorCode::rank_in_use,
+                               "remote worker rank " + std::to_string(c.rank) +
+                                   " is already held by a live remote worker (another process, still connected to " +
+                                   endpoint +
+                                   "): a second worker of the same rank is refused and the first one keeps it; a "
+                                   "replacement is served once that worker has closed or its process is gone");
+                continue;
+            }
+        }
+        welcome(c.rank, w, c.routing_id, c.nonce);
+    }
+    claims.clear();
+}
+
+void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std::string& routing_id,
+                                       std::uint64_t nonce) {
+    if (!w.present || w.nonce != nonce) {
+        contenders.erase(rank);
+        if (w.nonce != nonce) {  // another process: its own credit (a gone one's replies still kept are
+            w.taken = w.told = w.held = 0;  // written first, counted for nobody)
+        }
+        w.routing_id = routing_id;
+        w.nonce = nonce;
+        w.present = true;
+        w.close_when_written = false;  // a replacement: its replies follow the gone one's still kept
+        if (!w.ring) {  // a replacement after a lost connection: reopen the closed reply ring
+            w.ring.emplace(GatherWorker::attach(gather_name, rank, ring_options()));
+        }
+        std::lock_guard lock(mutex);
+        connected.insert(rank);
+        std::erase(lost, rank);
+        std::erase(left, rank);
+        changed.notify_all();
+    }
+    // The welcome carries the window and the credit so far (a repeated hello of the same process: its
+    // count goes on).
+    if (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome, .seq = w.taken, .value = window()},
+                      nullptr) == SendResult::sent)
+        w.told = w.taken;
+    w.last_sent = Clock::now();
+}
+
 void RemoteReplyBridge::State::handle(detail::Received& r) {
     if (!r.valid) return;
     const auto rank = static_cast<std::uint32_t>(r.header.value);
     auto it = workers.find(rank);
     if (r.header.kind == wire::Kind::hello) {
         if (it == workers.end()) {
-            std::string text = "rank " + std::to_string(rank) + " is not a remote worker rank of this gather";
-            zmq::message_t body(text.data(), text.size());
-            (void)detail::route(router, r.routing_id,
-                                wire::Header{.kind = wire::Kind::writer_dead, .flags = wire::kRefused}, &body);
+            detail::refuse(router, r.routing_id, ErrorCode::invalid_argument,
+                           "rank " + std::to_string(rank) + " is not a remote worker rank of this gather");
             return;
         }
         Worker& w = it->second;
-        if (!w.present || w.nonce != r.header.tag) {
-            w.routing_id = r.routing_id;
-            w.nonce = r.header.tag;
-            w.present = true;
-            w.close_when_written = false;  // a replacement: its replies follow the gone one's still kept
-            if (!w.ring) {  // a replacement after a lost connection: reopen the closed reply ring
-                w.ring.emplace(GatherWorker::attach(gather_name, rank, ring_options()));
-            }
-            std::lock_guard lock(mutex);
-            connected.insert(rank);
-            std::erase(lost, rank);
-            std::erase(left, rank);
-            changed.notify_all();
+        if (w.present && w.nonce != r.header.tag) {  // another process for a held rank: judge_claims()
+            const auto same = [&](const Claim& c) { return c.rank == rank && c.nonce == r.header.tag; };
+            if (std::none_of(claims.begin(), claims.end(), same)) claims.push_back({rank, r.routing_id, r.header.tag});
+            return;  // (a repeat within one turn is one hello: the claimant is judged at a later one)
         }
-        (void)detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome}, nullptr);
-        w.last_sent = Clock::now();
+        welcome(rank, w, r.routing_id, r.header.tag);
         return;
     }
     if (r.header.kind == wire::Kind::bye) {  // a clean close: only from the connection that said hello
@@ -207,26 +308,29 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
             lose(rank, it->second, true);
         return;
     }
-    if (r.header.kind != wire::Kind::reply || it == workers.end() || !it->second.present) return;
+    // Replies only from the rank's holder (a refused or replaced process's are not its).
+    if (r.header.kind != wire::Kind::reply || it == workers.end() || !it->second.present ||
+        it->second.routing_id != r.routing_id)
+        return;
     Worker& w = it->second;
-    // Written now if its ring has room (and nothing of this rank waits before it); else kept, and the
-    // loop (run, arm_backlogs) writes it on as room comes while it goes on serving the other ranks: a
-    // rank whose replies are not being collected holds up no other rank's, as with local workers.
-    w.backlog.push_back({r.header.tag, std::move(r.body), {}});
-    if (write_backlog(w, std::chrono::nanoseconds::zero())) return;
-    // More kept than the connection's own queue holds (high_water_mark): this rank's sender is far
-    // ahead of the collector. Wait for room here, in slices of up to 100 ms (stop() is honoured; the
-    // other workers get their heartbeats), as the connection's queue would make it wait: what the
-    // bridge keeps stays bounded. Only this rank's excess waits: the rest of the backlog stays kept.
-    while (w.backlog.size() > static_cast<std::size_t>(std::max(1, options.high_water_mark)) &&
-           !stop_requested.load(std::memory_order_acquire) && w.ring) {
-        const auto before = backlog_position(w);
-        (void)write_backlog(w, std::chrono::nanoseconds::zero());
-        wait_for_room(w, backlog_position(w) != before);
-        // The socket is not read meanwhile: a worker found unreachable here may have sent replies and
-        // its bye before it went, still queued; the loop reads them first and judges it then.
-        heartbeats(false);
+    if (w.held >= window()) {
+        // Beyond its credit: no ringcast worker sends that (it waits for credit). Refused and given up,
+        // so that what the bridge keeps stays bounded; what it kept still reaches the ring.
+        detail::refuse(router, r.routing_id, ErrorCode::protocol,
+                       "remote worker rank " + std::to_string(rank) + " sent more than " + std::to_string(window()) +
+                           " replies beyond those written into its reply ring (the bridge's window)");
+        lose(rank, w, false);
+        return;
     }
+    // Written now if its ring has room (and nothing of this rank waits before it); else kept, and the
+    // loop (run, arm_backlogs) writes it on as room comes while it goes on serving the socket: a rank
+    // whose replies are not being collected holds up no other rank's, nor anyone's hello or handshake.
+    // What it keeps stays bounded without a wait here: a worker sends at most window() replies beyond
+    // those written (credit, wire.hpp) and then waits in its own reply() for the credit that
+    // write_backlog() sends as the collector makes room.
+    w.backlog.push_back({r.header.tag, std::move(r.body), {}, w.nonce});
+    ++w.held;
+    (void)write_backlog(w, std::chrono::nanoseconds::zero());
 }
 
 RemoteReplyBridge::State::Room RemoteReplyBridge::State::arm_for_room(Worker& w) {
@@ -240,30 +344,17 @@ RemoteReplyBridge::State::Room RemoteReplyBridge::State::arm_for_room(Worker& w)
     }
 }
 
-void RemoteReplyBridge::State::wait_for_room(Worker& w, bool moved) {
-    // Never the ring writer's own blocking wait: once the ring has an eventfd it sleeps there, and a
-    // collector that cannot take the fd would make it throw (permission_denied) out of the bridge.
-    if (w.backlog.empty() || !w.ring) return;
-    const Room room = arm_for_room(w);
-    if (room == Room::now && moved) return;  // write on at once
-    if (room == Room::armed) {
-        pollfd fd{w.ring->wake_fd(), POLLIN, 0};
-        (void)::poll(&fd, 1, 100);  // the collector's release signals it; EINTR: a wake as any
-        w.ring->disarm_wake_fd();
-        return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // no fd, or room that took nothing: look again
-}
-
-void RemoteReplyBridge::State::heartbeats(bool may_lose) {
+void RemoteReplyBridge::State::heartbeats() {
     const auto now = Clock::now();
     for (auto& [rank, w] : workers) {
         if (!w.present || now - w.last_sent < options.heartbeat_interval) continue;
-        switch (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat}, nullptr)) {
-            case SendResult::sent: w.last_sent = now; break;
-            case SendResult::unreachable:
-                if (may_lose) lose(rank, w, false);
+        switch (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat, .seq = w.taken},
+                              nullptr)) {
+            case SendResult::sent:
+                w.last_sent = now;
+                w.told = w.taken;
                 break;
+            case SendResult::unreachable: lose(rank, w, false); break;
             case SendResult::full: break;
         }
     }
@@ -287,6 +378,7 @@ void RemoteReplyBridge::State::run() noexcept {
             if (zap) detail::answer_zap(*zap, options.listen.curve_allowed_clients);
             detail::Received r;
             while (detail::receive(router, true, r)) handle(r);
+            judge_claims();  // the socket was read up to now
             heartbeats();
         }
     } catch (...) {
@@ -355,7 +447,8 @@ Status RemoteReplyBridge::wait_ready(std::chrono::nanoseconds timeout) {
         return Status::timed_out;
     }
     if (state_->failure) std::rethrow_exception(state_->failure);
-    return state_->finished ? Status::closed : Status::ok;
+    // Stopped (or stopping): never reported ready (finished is stored under the mutex, then notified).
+    return state_->finished || state_->stop_requested.load(std::memory_order_acquire) ? Status::closed : Status::ok;
 }
 
 std::vector<std::uint32_t> RemoteReplyBridge::missing_ranks() const {
@@ -405,6 +498,9 @@ struct RemoteGatherWorker::State {
     bool closed = false;
     bool sent_reply = false;  // a reply was queued: close() must let it leave (linger)
     Clock::time_point last_heard, last_hello{};
+    // Credit (wire.hpp): replies queued on this connection, how many of them the bridge has written
+    // into the rank's ring (its latest welcome/heartbeat; counts only grow), and the window it gave.
+    std::uint64_t sent = 0, taken = 0, window = 0;
 
     void hello() {
         zmq::message_t m = detail::header_frame({.kind = wire::Kind::hello, .tag = nonce, .value = rank});
@@ -417,10 +513,15 @@ struct RemoteGatherWorker::State {
         while (detail::receive(socket, false, r)) {
             if (!r.valid) continue;
             last_heard = Clock::now();
-            if (r.header.kind == wire::Kind::welcome) welcomed = true;
-            if (r.header.kind == wire::Kind::writer_dead && (r.header.flags & wire::kRefused) != 0)
-                throw Error(ErrorCode::invalid_argument, "remote gather worker rank " + std::to_string(rank) +
-                                                             ": refused by the bridge: " + r.body.to_string());
+            const auto& h = r.header;
+            if (h.kind == wire::Kind::welcome) {
+                welcomed = true;
+                window = std::max<std::uint64_t>(1, h.value);
+            }
+            if (h.kind == wire::Kind::welcome || h.kind == wire::Kind::heartbeat) taken = std::max(taken, h.seq);
+            if (h.kind == wire::Kind::writer_dead && (h.flags & wire::kRefused) != 0)
+                throw Error(detail::refusal_code(h), "remote gather worker rank " + std::to_string(rank) +
+                                                         ": refused by the bridge: " + r.body.to_string());
         }
         const auto now = Clock::now();
         if (!welcomed && now - last_hello >= options.liveness_interval / 4) hello();
@@ -443,7 +544,9 @@ RemoteGatherWorker RemoteGatherWorker::connect(std::string_view endpoint, std::u
     s->nonce = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1;
     try {
         s->socket = zmq::socket_t(s->context, zmq::socket_type::dealer);
-        s->socket.set(zmq::sockopt::routing_id, "worker-" + std::to_string(rank));
+        // Its own routing id (per process, wire.hpp): another process of the same rank never takes its
+        // connection over; the bridge refuses that one instead.
+        s->socket.set(zmq::sockopt::routing_id, detail::peer_routing_id("worker", rank, s->nonce));
         s->socket.set(zmq::sockopt::sndhwm, options.high_water_mark);
         s->socket.set(zmq::sockopt::linger, 2000);  // the last replies still leave after destruction
         detail::set_keepalive(s->socket, std::chrono::seconds(10));
@@ -504,20 +607,31 @@ Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> b
     const auto deadline = detail::deadline_after(timeout);
     if (s.closed) return Status::closed;
     const wire::Header h{.kind = wire::Kind::reply, .tag = tag, .value = s.rank};
-    std::vector<zmq::pollitem_t> items{{s.socket.handle(), 0, ZMQ_POLLIN | ZMQ_POLLOUT, 0}};
+    std::vector<zmq::pollitem_t> items{{s.socket.handle(), 0, ZMQ_POLLIN, 0}};
     for (;;) {
         s.pump();
-        // A DEALER takes a message when its queue to the bridge is below the high-water mark; the
-        // two frames then go together (ZeroMQ queues a multipart message whole).
-        zmq::message_t head = detail::header_frame(h);
-        if (s.socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-            zmq::message_t body(bytes.data(), bytes.size());
-            (void)s.socket.send(body, zmq::send_flags::none);
-            s.sent_reply = true;
-            return Status::ok;
+        // Sent only with credit: once welcomed (the welcome gives the window), and while fewer than
+        // `window` of its replies are not yet written into its ring. Else it waits here, for the bridge's
+        // credit, its welcome, or room in the connection's queue — not the bridge for it.
+        const bool credit = s.welcomed && s.sent - s.taken < s.window;
+        if (credit) {
+            // A DEALER takes a message when its queue to the bridge is below the high-water mark; the
+            // two frames then go together (ZeroMQ queues a multipart message whole).
+            zmq::message_t head = detail::header_frame(h);
+            if (s.socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+                zmq::message_t body(bytes.data(), bytes.size());
+                (void)s.socket.send(body, zmq::send_flags::none);
+                ++s.sent;
+                s.sent_reply = true;
+                return Status::ok;
+            }
         }
         if (deadline && Clock::now() >= *deadline) return Status::timed_out;
+        // No wake lost: credit and the welcome arrive as frames on the socket (POLLIN); room in the
+        // queue is POLLOUT, asked for only when credit is there (else it would be ready at once: a spin).
+        items[0].events = static_cast<short>(ZMQ_POLLIN | (credit ? ZMQ_POLLOUT : 0));
         auto wake = s.last_heard + s.options.liveness_interval;
+        if (!s.welcomed) wake = std::min(wake, s.last_hello + s.options.liveness_interval / 4);  // hello again
         if (deadline) wake = std::min(wake, *deadline);
         detail::poll(items, detail::poll_ms(wake), "remote gather worker: zmq_poll");
     }

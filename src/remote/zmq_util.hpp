@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,6 +46,31 @@ enum class SendResult : std::uint8_t { sent, full, unreachable };
 // Sends [routing id][header][body?] without waiting. `body` is shared, not copied (zmq_msg_copy).
 [[nodiscard]] SendResult route(zmq::socket_t& router, std::string_view routing_id, const wire::Header& h,
                                zmq::message_t* body);
+
+// Refuses a peer's hello (or what it sent): writer_dead with kRefused, `code` in value, `why` as the
+// body. The peer raises Error(code, ... why). Not waiting: a peer gone or full meanwhile is not told.
+inline void refuse(zmq::socket_t& router, std::string_view routing_id, ErrorCode code, const std::string& why) {
+    zmq::message_t body(why.data(), why.size());
+    (void)route(router, routing_id,
+                wire::Header{.kind = wire::Kind::writer_dead, .flags = wire::kRefused, .value = static_cast<std::uint64_t>(code)},
+                &body);
+}
+// The ErrorCode a refusal carries (a value that is none: invalid_argument, what every refusal was).
+[[nodiscard]] inline ErrorCode refusal_code(const wire::Header& h) noexcept {
+    switch (static_cast<ErrorCode>(h.value)) {
+        case ErrorCode::rank_in_use:
+        case ErrorCode::protocol:
+        case ErrorCode::invalid_argument: return static_cast<ErrorCode>(h.value);
+        default: return ErrorCode::invalid_argument;
+    }
+}
+// A connecting peer's routing id: its own per process (per nonce), stable across ZeroMQ's reconnects,
+// so that another process claiming the same rank never takes its connection over (wire.hpp).
+[[nodiscard]] inline std::string peer_routing_id(const char* prefix, std::uint32_t rank, std::uint64_t nonce) {
+    char buf[64];
+    const int n = std::snprintf(buf, sizeof buf, "%s-%u-%016llx", prefix, rank, static_cast<unsigned long long>(nonce));
+    return std::string(buf, static_cast<std::size_t>(n));
+}
 
 // Receives one whole message without waiting: false if none. `frames` gets its parts.
 struct Received {

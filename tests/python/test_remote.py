@@ -293,6 +293,56 @@ def test_shutdown_of_an_empty_queue_does_not_wait_for_a_remote_rank_that_never_c
 
 
 
+def test_a_stopped_publisher_is_never_reported_ready():
+    """The executor's wait for its remote ranks, ended by the publisher's stop (the queue's shutdown),
+    raises ClosedError naming the stop and the rank that never connected — it returned as if every
+    rank had connected, before or during the wait. The publisher's wait says the same before the stop
+    ended it, and once every rank had connected too: a stopped publisher forwards nothing."""
+    w = ringcast.MessageQueue(2, 0, connect_ip="127.0.0.1")
+    r0 = ringcast.MessageQueue.create_from_handle(w.export_handle(), 0)
+    r0.wait_until_ready(timeout=10)
+    pub, outcome = w._publisher, []
+
+    def wait(call):
+        try:
+            call(timeout=30)
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 — the test looks at it
+            outcome.append(e)
+
+    th = threading.Thread(target=wait, args=(pub.wait_ready,))
+    th.start()
+    t0 = time.monotonic()
+    pub.stop()  # before or during the other thread's wait: the same error
+    th.join(10)
+    assert time.monotonic() - t0 < 5
+    assert len(outcome) == 1 and isinstance(outcome[0], ringcast.ClosedError), outcome
+    assert "was stopped" in str(outcome[0]) and "remote reader rank(s) 1 never connected" in str(outcome[0])
+    with pytest.raises(ringcast.ClosedError, match=r"stopped \(the queue was shut down\); remote reader rank\(s\) 1"):
+        pub.wait_ready(0)
+    r0.shutdown()
+    w.shutdown()
+
+    # through the queue, a wait in another thread while the queue shuts down (either order: ClosedError)
+    w = ringcast.MessageQueue(2, 0, connect_ip="127.0.0.1")
+    outcome.clear()
+    th = threading.Thread(target=wait, args=(w.wait_until_ready,))
+    th.start()
+    w.shutdown()
+    th.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], ringcast.ClosedError), outcome
+
+    # every rank connected, then stopped: not ready either
+    w = ringcast.MessageQueue(1, 0, connect_ip="127.0.0.1")
+    r0 = ringcast.MessageQueue.create_from_handle(w.export_handle(), 0)
+    r0.wait_until_ready(timeout=10)
+    w.wait_until_ready(timeout=10)
+    w._publisher.stop()
+    with pytest.raises(ringcast.ClosedError, match="stopped"):
+        w._publisher.wait_ready(0)
+    r0.shutdown()
+    w.shutdown()
+
 def test_a_remote_reader_may_connect_by_another_address_than_the_handles():
     """A writer bound to every interface exports the wildcard (no other machine can connect to it): a
     remote reader passes the address it reaches the writer by (remote_addr=); a local rank refuses it."""

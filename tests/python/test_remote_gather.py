@@ -316,6 +316,31 @@ def test_wait_until_ready_names_the_missing_remote_rank_and_bad_construction_is_
         w.wait_until_ready(timeout=0.2)
 
 
+def test_a_stopped_bridge_is_never_reported_ready():
+    """The executor's wait for its remote workers, ended by the bridge's stop (the gather's close),
+    raises ClosedError naming the stop and the rank that never connected — it returned as if every
+    rank had connected."""
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1")
+    bridge, outcome = g._bridge, []
+
+    def wait():
+        try:
+            bridge.wait_ready(timeout=30)
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 — the test looks at it
+            outcome.append(e)
+
+    th = threading.Thread(target=wait)
+    th.start()
+    t0 = time.monotonic()
+    g.close()  # stops the bridge, before or during the other thread's wait: the same error
+    th.join(10)
+    assert time.monotonic() - t0 < 5
+    assert len(outcome) == 1 and isinstance(outcome[0], ringcast.ClosedError), outcome
+    assert "was stopped" in str(outcome[0]) and "remote worker rank(s) 1 never connected" in str(outcome[0])
+    with pytest.raises(ringcast.ClosedError, match=r"reply bridge .* was stopped"):
+        g.wait_until_ready(timeout=1)
+
 def test_remote_gather_example_runs():
     """examples/remote_gather.py (shown in docs/remote.md) runs: one collect over a local and a remote rank."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -477,8 +479,8 @@ TEST(RemoteHandshake, MissingRankConnectingDuringTheGraceGetsEverythingALaterOne
 // Stopped before forwarding started: the connected readers are told which rank never connected.
 // A reader whose connection dropped before the publisher's welcome reached it says hello again, with
 // the same nonce, on the connection ZeroMQ re-made; by then a send on the old connection may have found
-// it gone (lost). A raw DEALER with the reader's routing id and nonce stands in for the reader process,
-// so the connection drops at exactly that moment. Nothing sent meanwhile: it is served again. Messages
+// it gone (lost). A raw DEALER with one routing id and nonce on both connections (as a reader process
+// keeps its own) stands in for the reader process, so the connection drops at exactly that moment. Nothing sent meanwhile: it is served again. Messages
 // sent meanwhile (not kept for it): it is refused, naming why — never welcomed and then left unserved.
 void rehello_after_lost(bool message_while_lost) {
     namespace wire = remote::wire;
@@ -1319,6 +1321,327 @@ TEST(RemoteReplies, VanishedWorkerHostIsDroppedWithinTheConnectionTimeout) {
     const int status = guard.wait(ns, 90s);
     if (status == kNoNamespace) GTEST_SKIP() << "cannot make a network namespace (unshare(CLONE_NEWNET) needs CAP_SYS_ADMIN)";
     EXPECT_EQ(status, 0);
+}
+
+}  // namespace
+}  // namespace ringcast::test
+
+namespace ringcast::test {
+namespace {
+
+// Whether `pred` holds within `limit`, looked at every 5 ms. For counters the bridge's thread bumps just
+// after the ring write that a collect may already have taken (RemoteReplyBridge::replies()).
+template <class Pred>
+bool eventually(Pred&& pred, std::chrono::milliseconds limit = 5000ms) {
+    for (const auto end = std::chrono::steady_clock::now() + limit;; std::this_thread::sleep_for(5ms)) {
+        if (pred()) return true;
+        if (std::chrono::steady_clock::now() >= end) return false;
+    }
+}
+
+// ---- a stopped publisher is never ready ---------------------------------------------------------
+// wait_ready() after stop(), or woken by it, returns closed — with a rank missing (a wait blocked in
+// another thread, and one after the stop), and also once every rank had connected: a stopped publisher
+// forwards nothing, so it must not say ok (it did; Python's wait_until_ready then passed).
+TEST(RemoteHandshake, WaitReadyAfterStopIsClosedNeverReady) {
+    run_in_child([] {
+        ScopedName name("hsstopped");
+        auto w = Writer::create(name, SegmentOptions{.readers = 2});
+        auto pub = RemotePublisher::start(name.str(), 0, publisher_options("127.0.0.1", {3, 7}));
+        auto r3 = RemoteReader::connect(pub.endpoint(), 3);
+        ASSERT_EQ(r3.wait_ready(5s), Status::ok);
+        std::atomic<int> blocked{-1};
+        std::thread waiter([&] { blocked = static_cast<int>(pub.wait_ready(20s)); });
+        const auto t0 = std::chrono::steady_clock::now();
+        pub.stop();  // before or during the waiter's wait: both must end in closed
+        waiter.join();
+        EXPECT_EQ(blocked.load(), static_cast<int>(Status::closed));
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the stop did not end the wait";
+        EXPECT_EQ(pub.wait_ready(0ns), Status::closed);
+        EXPECT_EQ(pub.wait_ready(), Status::closed);
+        EXPECT_EQ(pub.missing_ranks(), std::vector<std::uint32_t>{7}) << "the rank that never connected";
+
+        // Every rank connected, then stopped: not ready either.
+        auto pub2 = RemotePublisher::start(name.str(), 1, publisher_options("127.0.0.1", {5}));
+        auto r5 = RemoteReader::connect(pub2.endpoint(), 5);
+        ASSERT_EQ(r5.wait_ready(5s), Status::ok);
+        ASSERT_EQ(pub2.wait_ready(5s), Status::ok);
+        pub2.stop();
+        EXPECT_EQ(pub2.wait_ready(0ns), Status::closed) << "a stopped publisher reported ready";
+        EXPECT_TRUE(pub2.missing_ranks().empty());
+    });
+}
+
+// ---- one live process per rank ----------------------------------------------------------------------
+// A second reader process saying hello for rank 0 while rank 0's reader is connected: refused with
+// Error(rank_in_use) naming the rank, and the first keeps the rank (it reads the next message). Both
+// DEALERs had the routing id "rank-0" and the publisher's ROUTER_HANDOVER gave it to the second one:
+// the first's connection was dropped silently and the second welcomed (as one joined late). Once the
+// first is killed, the rank is taken again (the next process is welcomed, told it joined late).
+TEST(RemoteHandshake, ASecondLiveReaderOfARankIsRefusedAndTheFirstKeepsIt) {
+    ScopedName name("dupreader");
+    ChildGuard guard;
+    LinePipe endpoint, first_has, refused, go_on, first_done;
+    const pid_t writer = guard.add(fork_child([&] {
+        auto w = Writer::create(name, SegmentOptions{.readers = 1});
+        auto pub = RemotePublisher::start(name.str(), 0, publisher_options("127.0.0.1", {0}));
+        endpoint.send(pub.endpoint());
+        ASSERT_EQ(pub.wait_ready(10s), Status::ok);
+        const std::byte x{1};
+        ASSERT_EQ(w.write({&x, 1}, 5s, 1), Status::ok);
+        ASSERT_EQ(go_on.receive(), "write");  // the second reader was refused
+        ASSERT_EQ(w.write({&x, 1}, 5s, 2), Status::ok);
+        EXPECT_EQ(go_on.receive(), "done");
+        const auto st = pub.stats();
+        EXPECT_EQ(st.connected_ranks, std::vector<std::uint32_t>{0}) << "the replacement is served";
+        EXPECT_TRUE(st.lost_ranks.empty());
+    }));
+    const std::string ep = endpoint.receive();
+    ASSERT_FALSE(ep.empty());
+    const pid_t first = guard.add(fork_child([&] {
+        auto r = RemoteReader::connect(ep, 0);
+        for (const std::uint64_t tag : {1, 2}) {
+            const Message m = r.peek(10s);
+            ASSERT_EQ(m.status, Status::ok) << "the first reader lost its rank";
+            EXPECT_EQ(m.tag, tag);
+            r.release();
+            first_has.send(std::to_string(tag));
+        }
+        ::pause();  // alive and connected until killed
+    }));
+    ASSERT_EQ(first_has.receive(), "1");
+    const pid_t second = guard.add(fork_child([&] {
+        RemoteReaderOptions o;
+        o.liveness_interval = 400ms;  // says hello again after 100 ms
+        auto r = RemoteReader::connect(ep, 0, o);
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            (void)r.wait_ready(5s);
+            ADD_FAILURE() << "a second reader of a live rank was welcomed";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::rank_in_use) << e.what();
+            EXPECT_NE(std::string(e.what()).find("rank 0 is already held by a live remote reader"), std::string::npos)
+                << e.what();
+        }
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+        refused.send("refused");
+    }));
+    EXPECT_EQ(refused.receive(), "refused");
+    EXPECT_EQ(guard.wait(second, 30s), 0);
+    go_on.send("write");
+    EXPECT_EQ(first_has.receive(), "2") << "the first reader did not get the message after the refusal";
+    guard.kill_and_wait(first);  // gone: its rank may be taken again
+    const pid_t third = guard.add(fork_child([&] {
+        auto r = RemoteReader::connect(ep, 0);
+        try {
+            (void)r.wait_ready(5s);
+            ADD_FAILURE() << "a replacement after 2 messages was not told it joined late";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::fell_behind) << e.what();
+            EXPECT_NE(std::string(e.what()).find("joined after 2 messages"), std::string::npos) << e.what();
+        }
+    }));
+    EXPECT_EQ(guard.wait(third, 30s), 0);
+    go_on.send("done");
+    EXPECT_EQ(guard.wait(writer, 30s), 0);
+}
+
+// The same for remote gather workers: a second worker process of a live rank is refused (rank_in_use
+// naming the rank) and the first one's replies still reach the collector; once the first is killed, a
+// replacement takes the rank and its replies arrive. (The second took the routing id "worker-0" over:
+// welcomed, while the first's connection was dropped without a word.)
+TEST(RemoteReplies, ASecondLiveWorkerOfARankIsRefusedAndTheFirstKeepsIt) {
+    ScopedName gather("dupworker");
+    ChildGuard guard;
+    LinePipe endpoint, first_ready, refused, go_on, replied;
+    const auto bytes_of = [](const std::string& s) {
+        return std::vector<std::byte>(reinterpret_cast<const std::byte*>(s.data()),
+                                      reinterpret_cast<const std::byte*>(s.data()) + s.size());
+    };
+    const pid_t executor = guard.add(fork_child([&] {
+        auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
+        remote::RemoteReplyOptions ro;
+        ro.listen.ip = "127.0.0.1";
+        ro.ranks = {0};
+        ro.heartbeat_interval = 50ms;
+        auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
+        endpoint.send(bridge.endpoint());
+        ASSERT_EQ(bridge.wait_ready(10s), Status::ok);
+        ASSERT_EQ(go_on.receive(), "collect 1");
+        GatherResult res = collector.collect_all(1, 10s);
+        ASSERT_EQ(res.status, Status::ok) << res.describe();
+        EXPECT_EQ(*res.replies[0], bytes_of("first"));
+        EXPECT_TRUE(bridge.lost_ranks().empty()) << "the first worker was dropped";
+        ASSERT_EQ(go_on.receive(), "collect 2");
+        res = collector.collect_all(2, 10s);
+        ASSERT_EQ(res.status, Status::ok) << res.describe();
+        EXPECT_EQ(*res.replies[0], bytes_of("replacement"));
+        EXPECT_TRUE(eventually([&] { return bridge.replies() == 2; })) << bridge.replies() << " replies";
+    }));
+    const std::string ep = endpoint.receive();
+    ASSERT_FALSE(ep.empty());
+    const pid_t first = guard.add(fork_child([&] {
+        auto g = remote::RemoteGatherWorker::connect(ep, 0);
+        ASSERT_EQ(g.wait_ready(10s), Status::ok);
+        first_ready.send("ready");
+        ASSERT_EQ(refused.receive(), "refused");
+        ASSERT_EQ(g.reply(1, bytes_of("first"), 5s), Status::ok);
+        g.check_liveness();  // the bridge still heartbeats it
+        replied.send("first");
+        ::pause();
+    }));
+    ASSERT_EQ(first_ready.receive(), "ready");
+    const pid_t second = guard.add(fork_child([&] {
+        remote::RemoteWorkerOptions o;
+        o.liveness_interval = 400ms;  // says hello again after 100 ms
+        auto g = remote::RemoteGatherWorker::connect(ep, 0, o);
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            (void)g.wait_ready(5s);
+            ADD_FAILURE() << "a second worker of a live rank was welcomed";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::rank_in_use) << e.what();
+            EXPECT_NE(std::string(e.what()).find("rank 0 is already held by a live remote worker"), std::string::npos)
+                << e.what();
+        }
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+        refused.send("refused");
+    }));
+    EXPECT_EQ(guard.wait(second, 30s), 0);
+    EXPECT_EQ(replied.receive(), "first");
+    go_on.send("collect 1");
+    guard.kill_and_wait(first);  // gone (no bye): the rank may be taken again
+    const pid_t third = guard.add(fork_child([&] {
+        auto g = remote::RemoteGatherWorker::connect(ep, 0);
+        ASSERT_EQ(g.wait_ready(5s), Status::ok) << "the rank of a killed worker was not taken again";
+        ASSERT_EQ(g.reply(2, bytes_of("replacement"), 5s), Status::ok);
+        replied.send("replacement");
+        g.close();
+    }));
+    EXPECT_EQ(replied.receive(), "replacement");
+    go_on.send("collect 2");
+    EXPECT_EQ(guard.wait(third, 30s), 0);
+    EXPECT_EQ(guard.wait(executor, 30s), 0);
+}
+
+// ---- a full reply ring holds up nobody else -----------------------------------------------------
+// Worker A's rank is not being collected: its ring fills, then the bridge's window of A's replies; A's
+// next reply waits in A (credit), not in the bridge. Meanwhile worker B connects — through a CURVE
+// handshake whose ZAP request the bridge's thread answers — and is welcomed within a bound; the bridge
+// uses no CPU to speak of while the ring stays full. Then collecting drains every reply A sent, whole
+// and in order, and A's next reply goes through (the credit came back). Before: the bridge waited for
+// room in A's ring in its own loop once A was more than a window ahead, reading nothing else — B's
+// handshake and hello waited until the collector collected A.
+std::vector<std::byte> numbered_reply(std::uint64_t tag) {
+    std::vector<std::byte> r(8 * 1024);
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = static_cast<std::byte>((tag * 131 + i * 7) & 0xff);
+    return r;
+}
+
+TEST(RemoteReplies, AWorkerWhoseRingIsFullHoldsUpNoOtherWorkersHandshake) {
+    const bool curve = remote::curve_available();
+    ScopedName gather("fullring");
+    ChildGuard guard;
+    LinePipe setup, a_sent, a_count, b_result, drained, a_done;
+    const pid_t executor = guard.add(fork_child([&] {
+        auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 2, .capacity = 64 * 1024});
+        remote::RemoteReplyOptions ro;
+        ro.listen.ip = "127.0.0.1";
+        ro.ranks = {0, 1};
+        ro.heartbeat_interval = 50ms;
+        ro.high_water_mark = 4;
+        std::string keys = "- - - - -";
+        if (curve) {
+            const auto server = remote::curve_keypair(), a = remote::curve_keypair(), b = remote::curve_keypair();
+            ro.listen.curve_secret_key = server.secret_key;
+            ro.listen.curve_allowed_clients = {a.public_key, b.public_key};
+            keys = server.public_key + " " + a.public_key + " " + a.secret_key + " " + b.public_key + " " + b.secret_key;
+        }
+        auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
+        setup.send(bridge.endpoint() + " " + keys);
+        const std::string b = b_result.receive();
+        EXPECT_EQ(b, "welcomed") << "worker B while worker A's ring was full: " << b;
+        // The bridge's thread sleeps while A's ring stays full (its eventfd and the socket in one poll).
+        rusage u0{}, u1{};
+        ::getrusage(RUSAGE_SELF, &u0);
+        const auto t0 = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(300ms);
+        ::getrusage(RUSAGE_SELF, &u1);
+        const auto cpu = [](const rusage& u) {
+            return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                   static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+        };
+        const double share = (cpu(u1) - cpu(u0)) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        EXPECT_LT(share, 0.1) << "the executor used " << 100 * share << " % of a core while a ring stayed full";
+        const std::string n_text = a_count.receive();  // relayed by the test once B was forked
+        ASSERT_FALSE(n_text.empty());
+        const std::uint64_t n = std::stoull(n_text);
+        const std::array<std::uint32_t, 1> rank_a{0}, rank_b{1};
+        for (std::uint64_t tag = 0; tag < n; ++tag) {
+            const GatherResult res = collector.collect(tag, rank_a, 10s);
+            ASSERT_EQ(res.status, Status::ok) << "A's reply " << tag << " of " << n << ": " << res.describe();
+            ASSERT_EQ(*res.replies[0], numbered_reply(tag)) << "A's reply " << tag;
+        }
+        drained.send("drained");
+        GatherResult res = collector.collect(n, rank_a, 10s);
+        ASSERT_EQ(res.status, Status::ok) << "A's reply after the drain: " << res.describe();
+        EXPECT_EQ(*res.replies[0], numbered_reply(n));
+        res = collector.collect(1000, rank_b, 10s);
+        ASSERT_EQ(res.status, Status::ok) << res.describe();
+        EXPECT_EQ(*res.replies[1], numbered_reply(1000));
+        EXPECT_EQ(a_done.receive(), "done");
+        EXPECT_TRUE(eventually([&] { return bridge.replies() == n + 2; })) << bridge.replies() << " replies";
+        EXPECT_TRUE(bridge.lost_ranks().empty());
+    }));
+    std::string ep, server_pub, a_pub, a_sec, b_pub, b_sec;
+    {
+        std::istringstream in(setup.receive());
+        in >> ep >> server_pub >> a_pub >> a_sec >> b_pub >> b_sec;
+    }
+    ASSERT_FALSE(ep.empty());
+    const auto options = [&](const std::string& pub, const std::string& sec) {
+        remote::RemoteWorkerOptions o;
+        if (curve) o.security = {server_pub, pub, sec};
+        return o;
+    };
+    const pid_t a = guard.add(fork_child([&] {
+        auto g = remote::RemoteGatherWorker::connect(ep, 0, options(a_pub, a_sec));
+        ASSERT_EQ(g.wait_ready(10s), Status::ok);
+        // Replies until one waits: the ring (64 KiB: 7 of 8 KiB) and the window (4) are full. (Before,
+        // the connection's queues and socket buffers took hundreds: capped.)
+        std::uint64_t n = 0;
+        while (n < 400 && g.reply(n, numbered_reply(n), 300ms) == Status::ok) ++n;
+        EXPECT_LT(n, 400u) << "no reply ever waited for credit";
+        std::printf("worker A: %llu replies of 8 KiB, then one waited for credit\n", static_cast<unsigned long long>(n));
+        a_sent.send(std::to_string(n));
+        ASSERT_EQ(drained.receive(), "drained");
+        ASSERT_EQ(g.reply(n, numbered_reply(n), 5s), Status::ok) << "no credit after the collector drained the ring";
+        a_done.send("done");
+        g.close();
+    }));
+    const std::string n_text = a_sent.receive();  // A waits for credit now: its ring and window are full
+    ASSERT_FALSE(n_text.empty());
+    const pid_t b = guard.add(fork_child([&] {
+        auto g = remote::RemoteGatherWorker::connect(ep, 1, options(b_pub, b_sec));
+        const auto t0 = std::chrono::steady_clock::now();
+        Status st = Status::timed_out;
+        try {
+            st = g.wait_ready(3s);
+        } catch (const Error& e) {
+            b_result.send(e.what());  // (a bridge that reads nothing is silent: peer_dead)
+            throw;
+        }
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        b_result.send(st == Status::ok ? "welcomed" : "not welcomed within 3 s");
+        ASSERT_EQ(st, Status::ok);
+        EXPECT_LT(s, 2.0);
+        ASSERT_EQ(g.reply(1000, numbered_reply(1000), 5s), Status::ok);
+        g.close();
+    }));
+    a_count.send(n_text);  // on to the executor
+    EXPECT_EQ(guard.wait(b, 30s), 0);
+    EXPECT_EQ(guard.wait(a, 60s), 0);
+    EXPECT_EQ(guard.wait(executor, 60s), 0);
 }
 
 }  // namespace

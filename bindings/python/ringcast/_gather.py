@@ -390,6 +390,9 @@ class ReplyGather:
             TimeoutError: names the remote ranks that never connected or the local ranks whose worker
                 never attached (executor), or says the bridge never answered (remote worker).
             PeerDeadError: remote worker: the executor was silent for liveness_interval.
+            ClosedError: executor: the gather was closed (its bridge stopped) before every remote rank
+                connected, naming the ranks that did not.
+            ValueError: remote worker: another live process holds this rank (the first one keeps it).
         """
         _check_timeout(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -425,8 +428,9 @@ class ReplyGather:
             obj: any picklable object.
             timeout: seconds; None (default) waits forever, 0 only takes free space.
 
-        A remote worker's reply() returns once ZeroMQ queued it (it waits, GIL released, only while
-        16 replies are queued towards the executor).
+        A remote worker's reply() returns once ZeroMQ queued it. It waits (GIL released) for the
+        executor's welcome, and while 16 of its replies are not yet in its reply ring on the executor's
+        machine (the bridge's credit: a collector that does not collect holds up this worker only).
 
         Raises:
             TimeoutError: the ring stayed full (remote: the ZeroMQ queue).

@@ -32,8 +32,6 @@ void register_remote(py::module_& m) {
 }  // namespace ringcast::python
 #else
 
-#include <unistd.h>
-
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -44,6 +42,7 @@ void register_remote(py::module_& m) {
 #include "errors.hpp"
 #include "framing.hpp"
 #include "gil.hpp"
+#include "ringcast/detail/process.hpp"
 #include "ringcast/remote/publisher.hpp"
 #include "ringcast/remote/reader.hpp"
 #include "ringcast/remote/reply.hpp"
@@ -121,21 +120,27 @@ public:
             py::gil_scoped_release release;
             s = pub_->wait_ready(t);
         }
-        if (s == Status::timed_out) {
-            std::string missing;
+        std::string missing;
+        if (s != Status::ok)
             for (const auto r : pub_->missing_ranks()) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (s == Status::timed_out)
             throw TimedOut{"wait_until_ready: remote reader rank(s) " + missing + " did not connect to " +
                            pub_->endpoint() + " within " + timeout_text(timeout)};
-        }
+        // closed: stopped (the queue was shut down) before or while waiting — never reported as ready.
+        if (s != Status::ok)
+            throw Closed{"wait_until_ready: the remote publisher at " + pub_->endpoint() +
+                         " was stopped (the queue was shut down)" +
+                         (missing.empty() ? std::string("; it forwards nothing any more")
+                                          : "; remote reader rank(s) " + missing + " never connected")};
     }
     bool drain(std::optional<double> timeout) {
-        if (::getpid() != owner_pid_) return true;  // a forked child's copy (a finalizer): nothing of ours
+        if (ringcast::detail::current_pid() != owner_pid_) return true;  // a forked child's copy (a finalizer): nothing of ours
         const auto t = to_timeout(timeout);
         py::gil_scoped_release release;
         return pub_->drain(t) == Status::ok;
     }
     void stop() {
-        if (::getpid() != owner_pid_) return;
+        if (ringcast::detail::current_pid() != owner_pid_) return;
         py::gil_scoped_release release;
         pub_->stop();
     }
@@ -152,16 +157,16 @@ public:
     }
     ~PyRemotePublisher() {
         // A forked child holds a copy of the parent's object, not its thread: never stop or join it.
-        if (::getpid() != owner_pid_) (void)pub_.release();
+        if (ringcast::detail::current_pid() != owner_pid_) (void)pub_.release();
     }
     PyRemotePublisher(const PyRemotePublisher&) = delete;
     PyRemotePublisher& operator=(const PyRemotePublisher&) = delete;
     void require_owner(const char* what) const {
-        if (::getpid() != owner_pid_)
+        if (ringcast::detail::current_pid() != owner_pid_)
             throw Failure{g_ringcast_error, std::string(what) + ": this RemotePublisher belongs to the parent process"};
     }
     std::unique_ptr<remote::RemotePublisher> pub_;
-    pid_t owner_pid_ = ::getpid();
+    pid_t owner_pid_ = ringcast::detail::current_pid();
 };
 
 // ---- reader: Reader's methods over a RemoteReader --------------------------------------------------
@@ -354,25 +359,31 @@ public:
             py::gil_scoped_release release;
             s = bridge_->wait_ready(t);
         }
-        if (s == Status::timed_out) {
-            std::string missing;
+        std::string missing;
+        if (s != Status::ok)
             for (const auto r : bridge_->missing_ranks()) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (s == Status::timed_out)
             throw TimedOut{"wait_until_ready: remote worker rank(s) " + missing + " did not connect to " +
                            bridge_->endpoint() + " within " + timeout_text(timeout)};
-        }
+        // closed: the bridge was stopped (the gather was closed) before or while waiting: not ready.
+        if (s != Status::ok)
+            throw Closed{"wait_until_ready: the reply bridge at " + bridge_->endpoint() +
+                         " was stopped (the gather was closed)" +
+                         (missing.empty() ? std::string("; it takes no replies any more")
+                                          : "; remote worker rank(s) " + missing + " never connected")};
     }
     void stop() {
-        if (::getpid() != owner_pid_) return;
+        if (ringcast::detail::current_pid() != owner_pid_) return;
         py::gil_scoped_release release;
         bridge_->stop();
     }
     ~PyRemoteReplyBridge() {
-        if (::getpid() != owner_pid_) (void)bridge_.release();  // a forked child's copy: not its thread
+        if (ringcast::detail::current_pid() != owner_pid_) (void)bridge_.release();  // a forked child's copy: not its thread
     }
     PyRemoteReplyBridge(const PyRemoteReplyBridge&) = delete;
     PyRemoteReplyBridge& operator=(const PyRemoteReplyBridge&) = delete;
     std::unique_ptr<remote::RemoteReplyBridge> bridge_;
-    pid_t owner_pid_ = ::getpid();
+    pid_t owner_pid_ = ringcast::detail::current_pid();
 };
 
 // One thread at a time (Endpoint's Busy, as every other endpoint): the worker's ZeroMQ socket is not
@@ -483,7 +494,9 @@ void register_remote(py::module_& m) {
         .def_property_readonly("curve_public_key", [](const PyRemotePublisher& p) { return p.pub_->curve_public_key(); },
                                "The CURVE public key readers need ('' without CURVE).")
         .def("wait_ready", &PyRemotePublisher::wait_ready, py::arg("timeout") = py::none(),
-             "Waits (GIL released) until every remote rank connected. Raises TimeoutError naming the missing ones.")
+             "Waits (GIL released) until every remote rank connected. Raises TimeoutError naming the missing ones,\n"
+             "ClosedError once the publisher was stopped (before or during the wait; naming the ranks that never\n"
+             "connected): a stopped publisher is never reported ready.")
         .def("missing_ranks", [](const PyRemotePublisher& p) { return p.pub_->missing_ranks(); },
              "The expected remote ranks that have not connected yet.")
         .def("stats", &PyRemotePublisher::stats,
@@ -537,7 +550,8 @@ void register_remote(py::module_& m) {
         .def_property_readonly("curve_public_key", [](const PyRemoteReplyBridge& b) { return b.bridge_->curve_public_key(); },
                                "The CURVE public key workers need ('' without CURVE).")
         .def("wait_ready", &PyRemoteReplyBridge::wait_ready, py::arg("timeout") = py::none(),
-             "Waits until every remote worker rank connected; TimeoutError names the missing ones.")
+             "Waits until every remote worker rank connected; TimeoutError names the missing ones, ClosedError\n"
+             "says the bridge was stopped (before or during the wait).")
         .def("lost_ranks", [](const PyRemoteReplyBridge& b) { return b.bridge_->lost_ranks(); },
              "Ranks whose connection was lost (their reply rings were closed).")
         .def("left_ranks", [](const PyRemoteReplyBridge& b) { return b.bridge_->left_ranks(); },
@@ -555,8 +569,9 @@ void register_remote(py::module_& m) {
         .def("wait_ready", &PyRemoteGatherWorker::wait_ready, py::arg("timeout") = py::none(),
              "Waits for the bridge's welcome; TimeoutError otherwise.")
         .def("reply", &PyRemoteGatherWorker::reply, py::arg("tag"), py::arg("data"), py::arg("timeout") = py::none(),
-             "Sends one reply (raw bytes) for request `tag`. TimeoutError, PeerDeadError (bridge silent),\n"
-             "ClosedError (after close()).")
+             "Sends one reply (raw bytes) for request `tag`: waits for the bridge's welcome, and while 16 of its\n"
+             "replies are not yet written into its reply ring (the bridge's credit). TimeoutError, PeerDeadError\n"
+             "(bridge silent), ClosedError (after close()), ValueError (the rank is held by another live worker).")
         .def("check_liveness", &PyRemoteGatherWorker::check_liveness,
              "Raises PeerDeadError when the bridge has been silent for the liveness interval.")
         .def("close", &PyRemoteGatherWorker::close,

@@ -25,6 +25,10 @@
 //   drop_after a reader that stayed full for slow_reader_timeout is cut off: it gets no further data,
 //              and once it has read what it was sent it gets Error(fell_behind) (the heartbeats carry
 //              the next sequence number). The others go on.
+// One reader process per rank: another process that says hello for a rank whose reader is still
+// connected is refused (Error(rank_in_use) naming the rank, on that process's side); the holder keeps
+// its rank and its connection. A rank whose reader said bye, was cut off or whose connection is gone is
+// taken by the next process that says hello (a replacement, told where it starts; see below).
 // A remote reader whose connection is gone (its process died; its host vanished while the line was
 // idle: TCP keepalive drops the connection) is dropped at once and listed in lost_ranks(): it never
 // holds the writer. A host that vanishes while bytes are in flight to it is only given up by the
@@ -106,7 +110,10 @@ public:
     // The Z85 public key readers need (empty without CURVE).
     [[nodiscard]] const std::string& curve_public_key() const noexcept;
 
-    // Waits until every expected rank said hello. ok, or timed_out (missing_ranks() names them).
+    // Waits until every expected rank said hello. ok; timed_out (missing_ranks() names the ranks still
+    // missing); or closed once stop() was called — before or during the wait, whether or not every rank
+    // had connected: a stopped publisher forwards nothing, so it never reports ready (missing_ranks()
+    // names the ranks that never connected; Python raises ClosedError saying so).
     // Rethrows the error that stopped the publisher's thread, if one did.
     [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
     [[nodiscard]] std::vector<std::uint32_t> missing_ranks() const;

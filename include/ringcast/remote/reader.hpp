@@ -1,7 +1,7 @@
 // ringcast/remote/reader.hpp — a reader rank on another machine: the Reader API over ZeroMQ.
 //
-// Connects a DEALER socket (routing id "rank-<rank>") to a RemotePublisher's endpoint and says hello;
-// the publisher answers welcome and then sends the ring's messages in order. peek() hands out the
+// Connects a DEALER socket (routing id "rank-<rank>-<nonce>": this reader's own) to a RemotePublisher's
+// endpoint and says hello; the publisher answers welcome and then sends the ring's messages in order. peek() hands out the
 // received ZeroMQ frame itself (no copy) until release().
 //
 // Errors, all thrown from peek()/read()/wait_ready():
@@ -12,6 +12,10 @@
 //                      cut off past the high-water mark under SlowReaderPolicy::drop_after, or it joined
 //                      after messages had been sent). Sticky: every later call throws it again.
 //   Error(corrupt)     a frame that is not this protocol (another program on that port).
+//   Error(rank_in_use) another live reader process holds this rank at that publisher (it keeps it; this
+//                      one is refused at its second hello, within liveness_interval / 4 of waiting).
+//                      A rank whose reader closed or whose process is gone is served as a replacement.
+//   Error(invalid_argument) refused for another reason (a rank the publisher does not expect, ...).
 // Status closed: the writer closed the ring and every message before the close was read.
 #pragma once
 

@@ -25,6 +25,18 @@
 // left_ranks(), ring closed after its replies — as a local worker's close. A worker that reconnects (a replacement process) reopens its
 // ring. A worker whose bridge went silent for its liveness_interval gets Error(peer_dead) from
 // reply() / check_liveness().
+//
+// One worker process per rank: another process that says hello for a rank whose worker is still
+// connected is refused (Error(rank_in_use) naming the rank, from its wait_ready() / reply(), at its
+// second hello: within liveness_interval / 4 of waiting); the holder keeps the rank, its connection and
+// its replies. A rank whose worker closed or whose connection is gone is taken by the next hello.
+//
+// Never held up by one rank: a reply its ring has no room for (the rank is not being collected) is kept
+// by the bridge and written on as the collector makes room, while the bridge goes on serving its socket
+// — every other worker's hello, CURVE handshake (ZAP) and replies — sleeping in one poll on the socket
+// and the full rings' eventfds (no CPU while a ring stays full). What it keeps per rank is bounded by
+// credit: a worker sends at most high_water_mark replies beyond those written into its ring, then
+// waits in its own reply() until the bridge tells it that the collector made room (wire.hpp).
 #pragma once
 
 #include <chrono>
@@ -44,7 +56,9 @@ namespace ringcast::remote {
 struct RemoteReplyOptions {
     ListenOptions listen;
     std::vector<std::uint32_t> ranks;  // the gather's worker ranks that reply from other machines
-    int high_water_mark = 16;          // replies buffered per worker connection
+    // Replies buffered per worker connection, and each worker's window: how many replies it may have
+    // sent beyond those written into its ring (what the bridge keeps for a rank not being collected).
+    int high_water_mark = 16;
     std::chrono::nanoseconds heartbeat_interval = std::chrono::milliseconds(200);
     std::chrono::nanoseconds connection_timeout = std::chrono::seconds(10);
     std::chrono::milliseconds linger = std::chrono::seconds(1);
@@ -64,7 +78,8 @@ public:
 
     [[nodiscard]] const std::string& endpoint() const noexcept;
     [[nodiscard]] const std::string& curve_public_key() const noexcept;
-    // Until every remote rank has connected: ok or timed_out (missing_ranks() names them).
+    // Until every remote rank has connected: ok or timed_out (missing_ranks() names them); closed once
+    // stop() was called, before or during the wait (a stopped bridge is never reported ready).
     [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
     [[nodiscard]] std::vector<std::uint32_t> missing_ranks() const;
     // Connection gone / said bye (clean close); the ring closes once the replies it sent are in.
@@ -82,7 +97,9 @@ private:
 
 struct RemoteWorkerOptions {
     std::chrono::nanoseconds liveness_interval = std::chrono::seconds(1);
-    int high_water_mark = 16;  // replies queued towards the bridge before reply() waits
+    // Replies queued in ZeroMQ towards the bridge before reply() waits. (reply() also waits while the
+    // bridge's window — its own high_water_mark — of replies are not yet written into the ring.)
+    int high_water_mark = 16;
     ConnectSecurity security;
 };
 
@@ -95,11 +112,14 @@ public:
     RemoteGatherWorker& operator=(RemoteGatherWorker&&) = delete;
     ~RemoteGatherWorker();  // close()
 
-    // Waits for the bridge's welcome: ok or timed_out.
+    // Waits for the bridge's welcome: ok or timed_out. Throws Error(rank_in_use) when another live
+    // worker process holds this rank at the bridge, Error(invalid_argument) for a rank it does not take.
     [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
-    // Sends one reply for request `tag` (any size). Waits (up to `timeout`) only while the
-    // connection's queue is full. Throws Error(peer_dead) when the bridge has been silent for the
-    // liveness interval.
+    // Sends one reply for request `tag` (any size). Waits (up to `timeout`) for the bridge's welcome,
+    // and while the bridge's window (its high_water_mark) of this worker's replies are not yet written
+    // into its reply ring — the rank is not being collected — or the connection's queue is full.
+    // Throws Error(peer_dead) when the bridge has been silent for the liveness interval, and the
+    // refusals of wait_ready().
     [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
                                std::chrono::nanoseconds timeout = kForever);
     void check_liveness();
