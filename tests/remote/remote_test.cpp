@@ -1378,6 +1378,24 @@ TEST(RemoteHandshake, WaitReadyAfterStopIsClosedNeverReady) {
 // DEALERs had the routing id "rank-0" and the publisher's ROUTER_HANDOVER gave it to the second one:
 // the first's connection was dropped silently and the second welcomed (as one joined late). Once the
 // first is killed, the rank is taken again (the next process is welcomed, told it joined late).
+
+// A second process's claim of rank 0 while a live process holds it (a RemoteReader or a
+// RemoteGatherWorker, just connected): refused with rank_in_use naming the holder, within 3 s (at its
+// second hello), never welcomed.
+template <class Endpoint>
+void expect_refused_as_rank_in_use(Endpoint endpoint, const std::string& holder) {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        (void)endpoint.wait_ready(5s);
+        ADD_FAILURE() << "a second " << holder << " of a live rank was welcomed";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::rank_in_use) << e.what();
+        EXPECT_NE(std::string(e.what()).find("rank 0 is already held by a live " + holder), std::string::npos)
+            << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
 TEST(RemoteHandshake, ASecondLiveReaderOfARankIsRefusedAndTheFirstKeepsIt) {
     ScopedName name("dupreader");
     ChildGuard guard;
@@ -1413,17 +1431,7 @@ TEST(RemoteHandshake, ASecondLiveReaderOfARankIsRefusedAndTheFirstKeepsIt) {
     const pid_t second = guard.add(fork_child([&] {
         RemoteReaderOptions o;
         o.liveness_interval = 400ms;  // says hello again after 100 ms
-        auto r = RemoteReader::connect(ep, 0, o);
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-            (void)r.wait_ready(5s);
-            ADD_FAILURE() << "a second reader of a live rank was welcomed";
-        } catch (const Error& e) {
-            EXPECT_EQ(e.code(), ErrorCode::rank_in_use) << e.what();
-            EXPECT_NE(std::string(e.what()).find("rank 0 is already held by a live remote reader"), std::string::npos)
-                << e.what();
-        }
-        EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+        expect_refused_as_rank_in_use(RemoteReader::connect(ep, 0, o), "remote reader");
         refused.send("refused");
     }));
     EXPECT_EQ(refused.receive(), "refused");
@@ -1494,17 +1502,7 @@ TEST(RemoteReplies, ASecondLiveWorkerOfARankIsRefusedAndTheFirstKeepsIt) {
     const pid_t second = guard.add(fork_child([&] {
         remote::RemoteWorkerOptions o;
         o.liveness_interval = 400ms;  // says hello again after 100 ms
-        auto g = remote::RemoteGatherWorker::connect(ep, 0, o);
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-            (void)g.wait_ready(5s);
-            ADD_FAILURE() << "a second worker of a live rank was welcomed";
-        } catch (const Error& e) {
-            EXPECT_EQ(e.code(), ErrorCode::rank_in_use) << e.what();
-            EXPECT_NE(std::string(e.what()).find("rank 0 is already held by a live remote worker"), std::string::npos)
-                << e.what();
-        }
-        EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+        expect_refused_as_rank_in_use(remote::RemoteGatherWorker::connect(ep, 0, o), "remote worker");
         refused.send("refused");
     }));
     EXPECT_EQ(guard.wait(second, 30s), 0);
