@@ -95,7 +95,7 @@ struct RemotePublisher::State {
     std::map<std::uint32_t, Peer> peers;
     // rank -> the nonce of another process whose hello for that held rank was left unanswered once
     // (claim_of_a_held_rank): its next hello is refused if the holder is still connected.
-    std::map<std::uint32_t, std::uint64_t> contenders;
+    std::map<std::uint32_t, std::set<std::uint64_t>> contenders;
     std::uint64_t next_seq = 0;  // seq the next ring message gets
     bool started = false;        // every expected rank said hello (or drain() gave the rest up): forwarding runs
     bool ring_has_data = false;  // seen while waiting to give the missing ranks up (peek without release)
@@ -300,11 +300,10 @@ bool RemotePublisher::State::claim_of_a_held_rank(std::uint32_t rank, Peer& peer
     // Still connected. Not refused at its first hello: a holder that is closing (its bye on its way,
     // read after this hello) would refuse its own replacement. The claimant says hello again within its
     // liveness_interval / 4 while it waits, and is judged then.
-    if (const auto c = contenders.find(rank); c == contenders.end() || c->second != r.header.tag) {
-        contenders[rank] = r.header.tag;
-        return false;
-    }
-    contenders.erase(rank);
+    // Every claimant is remembered (a set: two claimants' alternating hellos each found the other's
+    // nonce and neither was ever refused, both timing out on a silent publisher).
+    if (contenders[rank].insert(r.header.tag).second) return false;
+    contenders[rank].erase(r.header.tag);
     detail::refuse(router, r.routing_id, ErrorCode::rank_in_use,
                    "remote reader rank " + std::to_string(rank) +
                        " is already held by a live remote reader (another process, still connected to " + endpoint +

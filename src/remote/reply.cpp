@@ -64,6 +64,7 @@ struct RemoteReplyBridge::State {
         zmq::message_t body;
         WriteProgress progress;
         std::uint64_t nonce = 0;  // the worker process that sent it (its window counts it until written)
+        bool counted = true;      // false: it came after a later reply or hello had counted it as lost
     };
     struct Worker {
         std::optional<GatherWorker> ring;  // nullopt: closed after its connection was lost
@@ -77,8 +78,12 @@ struct RemoteReplyBridge::State {
         // Credit (wire.hpp): replies of the process `nonce` written whole into the ring, the last such
         // count sent to it, and how many of its replies the backlog holds (at most the window).
         std::uint64_t taken = 0, told = 0, held = 0;
+        // The highest reply number (wire.hpp) received from the process `nonce`: a reply numbered past
+        // it + 1, or a hello saying more were sent, shows replies lost with a broken connection.
+        std::uint64_t received = 0;
     };
     std::map<std::uint32_t, Worker> workers;
+    std::uint64_t lost_replies = 0;  // bridge thread only: replies sent by workers that never arrived
     // Hellos of another process for a rank whose worker is present, judged once the socket was read
     // up to now (judge_claims): what the holder sent before it went — replies, a bye — is taken first.
     struct Claim {
@@ -89,7 +94,7 @@ struct RemoteReplyBridge::State {
     std::vector<Claim> claims;
     // rank -> the nonce of a claimant left unanswered once while the holder was still connected:
     // refused at its next hello if the holder still is.
-    std::map<std::uint32_t, std::uint64_t> contenders;
+    std::map<std::uint32_t, std::set<std::uint64_t>> contenders;
 
     // How many replies a worker may have sent beyond those written into its ring (told in the welcome).
     [[nodiscard]] std::uint64_t window() const noexcept {
@@ -102,7 +107,13 @@ struct RemoteReplyBridge::State {
     // welcomed; one still connected keeps its rank (the claimant is refused at its next hello).
     void judge_claims();
     // The answer to the hello of process `nonce` at `routing_id` for `rank` (not held by another).
-    void welcome(std::uint32_t rank, Worker& w, const std::string& routing_id, std::uint64_t nonce);
+    // `sent`: how many replies the process says it sent (its hello's count; 0 from a new process).
+    void welcome(std::uint32_t rank, Worker& w, const std::string& routing_id, std::uint64_t nonce,
+                 std::uint64_t sent);
+    // Replies of `w`'s process numbered up to `number` that never arrived were lost with a connection
+    // that broke (one connection is ordered): counted as taken, or each would hold a unit of its window
+    // for good and, 16 lost, wedge its reply() with no error anywhere.
+    void count_lost_replies(Worker& w, std::uint64_t number);
     // Heartbeats every worker whose line was quiet (with its credit); one found unreachable is lost —
     // called once the socket was read up to now (what it sent before it went is handled first).
     void heartbeats();
@@ -166,7 +177,7 @@ bool RemoteReplyBridge::State::write_backlog(Worker& w, std::chrono::nanoseconds
             all = false;
             break;
         }
-        if (b.nonce == w.nonce) {  // (a gone process's reply: its credit is nobody's any more)
+        if (b.nonce == w.nonce && b.counted) {  // (a gone process's reply: its credit is nobody's any more)
             ++w.taken;
             --w.held;
         }
@@ -236,11 +247,10 @@ void RemoteReplyBridge::State::judge_claims() {
                 // (its bye on its way, read after this hello) would refuse its own replacement. The
                 // claimant says hello again within its liveness_interval / 4 while it waits (and sends
                 // no reply before its welcome), and is judged then.
-                if (const auto k = contenders.find(c.rank); k == contenders.end() || k->second != c.nonce) {
-                    contenders[c.rank] = c.nonce;
-                    continue;
-                }
-                contenders.erase(c.rank);
+                // Every claimant is remembered (a set: two claimants' alternating hellos each found the
+                // other's nonce and neither was ever refused, both timing out on a silent bridge).
+                if (contenders[c.rank].insert(c.nonce).second) continue;
+                contenders[c.rank].erase(c.nonce);
                 detail::refuse(router, c.routing_id, ErrorCode::rank_in_use,
                                "remote worker rank " + std::to_string(c.rank) +
                                    " is already held by a live remote worker (another process, still connected to " +
@@ -250,17 +260,24 @@ void RemoteReplyBridge::State::judge_claims() {
                 continue;
             }
         }
-        welcome(c.rank, w, c.routing_id, c.nonce);
+        welcome(c.rank, w, c.routing_id, c.nonce, 0);
     }
     claims.clear();
 }
 
+void RemoteReplyBridge::State::count_lost_replies(Worker& w, std::uint64_t number) {
+    if (number <= w.received) return;
+    w.taken += number - w.received;
+    lost_replies += number - w.received;
+    w.received = number;
+}
+
 void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std::string& routing_id,
-                                       std::uint64_t nonce) {
+                                       std::uint64_t nonce, std::uint64_t sent) {
     if (!w.present || w.nonce != nonce) {
         contenders.erase(rank);
         if (w.nonce != nonce) {  // another process: its own credit (a gone one's replies still kept are
-            w.taken = w.told = w.held = 0;  // written first, counted for nobody)
+            w.taken = w.told = w.held = w.received = 0;  // written first, counted for nobody)
         }
         w.routing_id = routing_id;
         w.nonce = nonce;
@@ -275,6 +292,7 @@ void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std:
         std::erase(left, rank);
         changed.notify_all();
     }
+    count_lost_replies(w, sent);  // its hello left after every reply it counts
     // The welcome carries the window and the credit so far (a repeated hello of the same process: its
     // count goes on).
     if (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome, .seq = w.taken, .value = window()},
@@ -299,7 +317,7 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
             if (std::none_of(claims.begin(), claims.end(), same)) claims.push_back({rank, r.routing_id, r.header.tag});
             return;  // (a repeat within one turn is one hello: the claimant is judged at a later one)
         }
-        welcome(rank, w, r.routing_id, r.header.tag);
+        welcome(rank, w, r.routing_id, r.header.tag, r.header.seq);
         return;
     }
     if (r.header.kind == wire::Kind::bye) {  // a clean close: only from the connection that said hello
@@ -328,8 +346,16 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
     // What it keeps stays bounded without a wait here: a worker sends at most window() replies beyond
     // those written (credit, wire.hpp) and then waits in its own reply() for the credit that
     // write_backlog() sends as the collector makes room.
-    w.backlog.push_back({r.header.tag, std::move(r.body), {}, w.nonce});
-    ++w.held;
+    // Replies are numbered from 1 by their process. One numbered at or below what was already counted
+    // came late (from a connection that closed after a later frame arrived on its successor): delivered,
+    // but its credit was given when it was counted lost.
+    const bool late = r.header.seq != 0 && r.header.seq <= w.received;
+    if (!late && r.header.seq != 0) {
+        count_lost_replies(w, r.header.seq - 1);
+        w.received = r.header.seq;
+    }
+    w.backlog.push_back({r.header.tag, std::move(r.body), {}, w.nonce, !late});
+    if (!late) ++w.held;
     (void)write_backlog(w, std::chrono::nanoseconds::zero());
 }
 
@@ -503,7 +529,8 @@ struct RemoteGatherWorker::State {
     std::uint64_t sent = 0, taken = 0, window = 0;
 
     void hello() {
-        zmq::message_t m = detail::header_frame({.kind = wire::Kind::hello, .tag = nonce, .value = rank});
+        // seq: how many replies it sent (the bridge counts those that never came as taken: credit resync).
+        zmq::message_t m = detail::header_frame({.kind = wire::Kind::hello, .seq = sent, .tag = nonce, .value = rank});
         (void)socket.send(m, zmq::send_flags::dontwait);
         last_hello = Clock::now();
     }
@@ -591,6 +618,7 @@ void RemoteGatherWorker::check_liveness() { state_->pump(); }
 Status RemoteGatherWorker::wait_ready(std::chrono::nanoseconds timeout) {
     auto& s = *state_;
     const auto deadline = detail::deadline_after(timeout);
+    if (s.closed) return Status::closed;  // never ready after close() (it reported ok, or said hello again)
     std::vector<zmq::pollitem_t> items{{s.socket.handle(), 0, ZMQ_POLLIN, 0}};
     for (;;) {
         s.pump();
@@ -606,10 +634,10 @@ Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> b
     auto& s = *state_;
     const auto deadline = detail::deadline_after(timeout);
     if (s.closed) return Status::closed;
-    const wire::Header h{.kind = wire::Kind::reply, .tag = tag, .value = s.rank};
     std::vector<zmq::pollitem_t> items{{s.socket.handle(), 0, ZMQ_POLLIN, 0}};
     for (;;) {
         s.pump();
+        const wire::Header h{.kind = wire::Kind::reply, .seq = s.sent + 1, .tag = tag, .value = s.rank};  // numbered
         // Sent only with credit: once welcomed (the welcome gives the window), and while fewer than
         // `window` of its replies are not yet written into its ring. Else it waits here, for the bridge's
         // credit, its welcome, or room in the connection's queue — not the bridge for it.
@@ -630,8 +658,11 @@ Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> b
         // No wake lost: credit and the welcome arrive as frames on the socket (POLLIN); room in the
         // queue is POLLOUT, asked for only when credit is there (else it would be ready at once: a spin).
         items[0].events = static_cast<short>(ZMQ_POLLIN | (credit ? ZMQ_POLLOUT : 0));
-        auto wake = s.last_heard + s.options.liveness_interval;
-        if (!s.welcomed) wake = std::min(wake, s.last_hello + s.options.liveness_interval / 4);  // hello again
+        // Without credit it says hello again every liveness_interval / 4 (pump() does before the welcome):
+        // the hello counts its replies, so replies lost with a broken connection give their credit back.
+        const auto now = Clock::now();
+        if (s.welcomed && !credit && now - s.last_hello >= s.options.liveness_interval / 4) s.hello();
+        auto wake = std::min(s.last_heard + s.options.liveness_interval, s.last_hello + s.options.liveness_interval / 4);
         if (deadline) wake = std::min(wake, *deadline);
         detail::poll(items, detail::poll_ms(wake), "remote gather worker: zmq_poll");
     }

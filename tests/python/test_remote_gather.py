@@ -528,3 +528,140 @@ def test_a_second_thread_on_a_remote_worker_is_refused_not_interleaved():
         g.close()
     # its own timeout, or the liveness interval (1 s) of a bridge that never answered: not ours to end
     assert len(outcome) == 1 and isinstance(outcome[0], (TimeoutError, ringcast.PeerDeadError)), outcome
+
+
+# ---- found by a review of the credit and duplicate-rank logic ---------------------------------------
+def test_every_second_live_claimant_of_a_held_rank_is_refused_not_left_silent():
+    """Two claimants of a rank whose worker is live: the bridge remembered one contender per rank, so
+    their alternating hellos each found the other's and neither was ever answered — both ended in
+    PeerDeadError blaming a gone collector, instead of ValueError (rank in use)."""
+    g = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1", liveness_interval=2.0)
+    ep = g.export_handle().remote_reply_addr
+    holder = _core.RemoteGatherWorker(ep, 0, liveness_s=2.0)
+    holder.wait_ready(5)
+    claimants = []
+    for _ in range(2):
+        claimants.append(_core.RemoteGatherWorker(ep, 0, liveness_s=2.0))
+        time.sleep(0.1)
+    outcomes = [None, None]
+
+    def claim(i):
+        try:
+            claimants[i].wait_ready(10)
+            outcomes[i] = "welcomed"
+        except Exception as e:  # noqa: BLE001 - the type is what is checked
+            outcomes[i] = f"{type(e).__name__}: {e}"
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for o in outcomes:
+        assert o is not None and o.startswith("ValueError") and "already held by a live remote worker" in o, outcomes
+    holder.check_liveness()
+    assert g._bridge.lost_ranks() == []
+    for c in claimants:
+        c.close()
+    holder.close()
+    g.close()
+
+
+def test_a_closed_remote_worker_is_never_ready():
+    g = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1")
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    w.wait_until_ready(5)
+    w.close()
+    with pytest.raises(ringcast.ClosedError, match="closed"):
+        w.wait_until_ready(1)  # returned as ready
+    g.close()
+
+
+class _CuttableProxy:
+    """A TCP relay between a remote worker and its bridge that can swallow what the worker sends and
+    then reset the connection (ZeroMQ reconnects through it): replies lost with a broken connection."""
+
+    def __init__(self, upstream_port):
+        import socket
+        self.socket = socket
+        self.up = upstream_port
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.swallow = False
+        self.swallowed = 0
+        self.pairs = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            u = self.socket.create_connection(("127.0.0.1", self.up))
+            self.pairs.append((c, u))
+            threading.Thread(target=self._relay, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self._relay, args=(u, c, False), daemon=True).start()
+
+    def _relay(self, a, b, upward):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                if upward and self.swallow:
+                    self.swallowed += len(data)
+                    continue
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def cut(self):
+        for pair in self.pairs:
+            for s in pair:
+                try:
+                    s.shutdown(self.socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        self.pairs = []
+
+    def close(self):
+        self.cut()
+        self.listener.close()
+
+
+def test_replies_lost_with_a_broken_connection_give_their_credit_back():
+    """A worker may have 16 replies not yet in its ring (the bridge's credit). Replies lost in flight
+    when the connection broke never reach the bridge: each held a unit of the window for good, and 16
+    of them wedged the worker's reply() forever with no error anywhere (the bridge kept heartbeating
+    it). Replies are numbered now and the worker's hellos count them: the credit comes back."""
+    g = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1", liveness_interval=5.0)
+    ep = g.export_handle().remote_reply_addr
+    proxy = _CuttableProxy(int(ep.rsplit(":", 1)[1]))
+    w = _core.RemoteGatherWorker(f"tcp://127.0.0.1:{proxy.port}", 0, liveness_s=5.0)
+    try:
+        w.wait_ready(5)
+        w.reply(1, pickle.dumps("one"))
+        assert g.collect(1, timeout=5) == ["one"]
+        proxy.swallow = True
+        for tag in range(2, 18):  # a whole window, lost in flight
+            w.reply(tag, pickle.dumps("lost"), timeout=2)
+        deadline = time.monotonic() + 5
+        while proxy.swallowed == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proxy.swallowed > 0
+        proxy.cut()
+        proxy.swallow = False
+        w.reply(18, pickle.dumps("after the break"), timeout=6)  # TimeoutError before: no credit, ever
+        assert g.collect(18, timeout=6) == ["after the break"]
+    finally:
+        w.close()
+        g.close()
+        proxy.close()

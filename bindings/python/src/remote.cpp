@@ -408,6 +408,7 @@ public:
             Gil gil;
             s = sliced_wait(gil, deadline, liveness_, [&](std::chrono::nanoseconds t) { return worker_->wait_ready(t); });
         }
+        if (s == Status::closed) throw Closed{"wait_ready: this remote worker was closed"};
         if (s != Status::ok) throw TimedOut{"remote gather worker: no welcome from the reply bridge within " + timeout_text(timeout)};
     }
     void reply(std::uint64_t tag, const py::buffer& data, std::optional<double> timeout) {

@@ -112,7 +112,7 @@ public:
     RemoteGatherWorker& operator=(RemoteGatherWorker&&) = delete;
     ~RemoteGatherWorker();  // close()
 
-    // Waits for the bridge's welcome: ok or timed_out. Throws Error(rank_in_use) when another live
+    // Waits for the bridge's welcome: ok or timed_out; closed after close(). Throws Error(rank_in_use) when another live
     // worker process holds this rank at the bridge, Error(invalid_argument) for a rank it does not take.
     [[nodiscard]] Status wait_ready(std::chrono::nanoseconds timeout = kForever);
     // Sends one reply for request `tag` (any size). Waits (up to `timeout`) for the bridge's welcome,

@@ -15,7 +15,8 @@
 //                        close(seq = next)           the ring was closed after message seq-1
 //                        writer_dead(seq = next)     + text: the ring's writer died / the publisher stopped
 //                        writer_dead(flags = kRefused, value = ErrorCode) + text: this hello is refused
-//   worker → bridge:     hello(value = rank, tag = nonce), reply(tag, value = rank) + body, bye
+//   worker → bridge:     hello(seq = replies sent, value = rank, tag = nonce), reply(seq = its number,
+//                        from 1; tag, value = rank) + body, bye
 //   bridge → worker:     welcome(seq = taken, value = window), heartbeat(seq = taken), refusals as above
 //
 // Each peer process's DEALER has a routing id of its own ("rank-<r>-<nonce>", "worker-<r>-<nonce>"),
@@ -46,7 +47,8 @@
 namespace ringcast::remote::wire {
 
 inline constexpr std::uint32_t kMagic = 0x315a4352;  // "RCZ1" little-endian
-// 2: replies flow-controlled by credit (welcome.value = window, welcome/heartbeat.seq = taken); a
+// 2: replies flow-controlled by credit (welcome.value = window, welcome/heartbeat.seq = taken; replies
+// numbered, a hello counting them: replies lost with a broken connection give their credit back); a
 // refusal's value is the ErrorCode; routing ids per process. A peer of another version is ignored by
 // a listener (its hello unanswered: timed_out, then peer_dead), and its frames are Error(corrupt) naming
 // the version for a reader: both ends must be rebuilt together.
