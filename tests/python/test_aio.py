@@ -1144,3 +1144,46 @@ def test_a_timed_out_await_never_ends_before_its_timeout(loop_kind):
         for e in (r, r_full, empty, full):
             e.shutdown()
         g.close()
+
+
+def test_two_threads_loops_claiming_one_reader_at_once_let_one_through(monkeypatch):
+    """Two event loops in two threads await one reader's dequeue_async at the same moment: one waits,
+    the other is refused (RuntimeError naming the other thread's loop). The claim's look and its mark
+    were two steps with no lock between them: a thread switch there (forced here: the first claim's
+    record is built slowly, GIL released) let both through, both armed the reader's one announcement,
+    and each waited as if it were alone."""
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    first_is_claiming = threading.Event()
+
+    class SlowFirstClaim(aio._Claim):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            if not first_is_claiming.is_set():
+                first_is_claiming.set()
+                time.sleep(0.3)  # the second thread's claim runs meanwhile
+            super().__init__(*args)
+
+    monkeypatch.setattr(aio, "_Claim", SlowFirstClaim)
+    outcomes = {}
+
+    def consumer(name):
+        try:
+            outcomes[name] = asyncio.run(r.dequeue_async(timeout=2))
+        except BaseException as e:  # noqa: BLE001 - recorded and checked below
+            outcomes[name] = e
+
+    first = threading.Thread(target=consumer, args=("first",))
+    first.start()
+    assert first_is_claiming.wait(5)
+    second = threading.Thread(target=consumer, args=("second",))
+    second.start()
+    second.join(10)
+    assert isinstance(outcomes.get("second"), RuntimeError), outcomes
+    assert "another thread's event loop" in str(outcomes["second"]) and ONE_AT_A_TIME in str(outcomes["second"])
+    mq.enqueue("only", timeout=1)
+    first.join(10)
+    assert outcomes["first"] == "only"
+    r.shutdown()
+    mq.shutdown()

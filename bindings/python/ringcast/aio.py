@@ -51,6 +51,7 @@ import asyncio
 import os
 import pickle
 import re
+import threading
 import time
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Generator, Iterable, List, Optional, Union
@@ -247,6 +248,11 @@ class _Claim:
 # id(core endpoint) -> the call in progress on it. An entry keeps its endpoint alive (the call's frame
 # holds it), so the id is not reused meanwhile.
 _waiters: Dict[int, _Claim] = {}
+# Guards every look-then-change of _waiters (and an endpoint's _aio_call beside it): each loop is one
+# thread, but two loops in two threads may claim one endpoint, and a thread switch between a claim's
+# look and its mark let both through (both armed the one announcement; one future was orphaned). Held
+# for a few dict operations and, in _reclaim, two non-blocking core calls: never across a wait.
+_waiters_lock = threading.Lock()
 
 
 def _claim(endpoint: _Endpoint, call: str, what: str, owner: Any) -> _Claim:
@@ -256,21 +262,26 @@ def _claim(endpoint: _Endpoint, call: str, what: str, owner: Any) -> _Claim:
     which then never completed. Refused at the call's start, not only when it would wait, so that a
     second call fails whether or not a message happens to be there; the loop is one thread, and no
     suspension point lies between this check and the mark. A holder whose loop is closed is taken
-    back first (_reclaim)."""
-    holder = _waiters.get(id(endpoint))
-    if holder is not None and not _reclaim(endpoint, holder):
-        raise RuntimeError(f"{call}: {holder.call} of this {what} is already in progress in another coroutine; "
-                           "one coroutine at a time may wait on an endpoint (await or cancel that one first)")
-    claim = _waiters[id(endpoint)] = _Claim(call, what, asyncio.get_running_loop(), owner)
-    owner._aio_call = claim
+    back first (_reclaim). Loops of other threads are kept out by _waiters_lock."""
+    loop = asyncio.get_running_loop()
+    with _waiters_lock:
+        holder = _waiters.get(id(endpoint))
+        if holder is not None and not _reclaim(endpoint, holder):
+            elsewhere = "" if holder.loop is loop else " (on another thread's event loop)"
+            raise RuntimeError(f"{call}: {holder.call} of this {what} is already in progress in another coroutine"
+                               f"{elsewhere}; one coroutine at a time may wait on an endpoint (await or cancel that "
+                               "one first)")
+        claim = _waiters[id(endpoint)] = _Claim(call, what, loop, owner)
+        owner._aio_call = claim
     return claim
 
 
 def _release(endpoint: _Endpoint, claim: _Claim) -> None:
     """Ends the call _claim() marked — if it still holds the endpoint (a call taken back does not)."""
-    if _waiters.get(id(endpoint)) is claim:
-        del _waiters[id(endpoint)]
-        claim.owner._aio_call = None
+    with _waiters_lock:
+        if _waiters.get(id(endpoint)) is claim:
+            del _waiters[id(endpoint)]
+            claim.owner._aio_call = None
 
 
 def _reclaim(endpoint: _Endpoint, holder: _Claim) -> bool:
@@ -278,7 +289,8 @@ def _reclaim(endpoint: _Endpoint, holder: _Claim) -> bool:
     never resume it): withdraws its wait, and for an enqueue its pending message (no reader gets any
     of it), and closes its _Watch — which drops its future, so the suspended task can be collected,
     and makes its done_waiting() leave the endpoint alone; the revoked flag does the same for its
-    _release and send_abandon. False (nothing done) while that loop is open."""
+    _release and send_abandon. False (nothing done) while that loop is open. The caller holds
+    _waiters_lock."""
     if not holder.loop.is_closed():
         return False
     holder.revoked = True
@@ -296,12 +308,14 @@ def _reclaim(endpoint: _Endpoint, holder: _Claim) -> bool:
 def refuse_blocking_call(owner: Any, endpoint: _Endpoint, what: str) -> None:
     """For the owners' blocking calls, made while `owner._aio_call` is set: takes the endpoint back
     from a call whose loop is closed, else raises RuntimeError (that call waits for the message, or
-    the wake-up, this one would take)."""
-    holder: Optional[_Claim] = owner._aio_call
-    if holder is None:  # released since the caller looked (by the loop's thread): nothing holds it
+    the wake-up, this one would take). The call holding the endpoint is read again under the lock: the
+    one the caller saw may have ended (nothing to refuse) or been followed by another (refused as well)."""
+    if owner._aio_call is None:  # released since the caller looked (by the loop's thread)
         return
-    if _waiters.get(id(endpoint)) is holder and _reclaim(endpoint, holder):
-        return
+    with _waiters_lock:
+        holder = _waiters.get(id(endpoint))
+        if holder is None or _reclaim(endpoint, holder):
+            return
     raise RuntimeError(f"{what}: {holder.call} of this {holder.what} is in progress on an event loop; one call at "
                        "a time per endpoint (await it, or cancel it, first)")
 
