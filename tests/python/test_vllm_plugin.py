@@ -513,6 +513,48 @@ def test_a_cancellable_read_beside_a_dequeue_async_is_refused():
     r.shutdown()
 
 
+def test_a_dequeue_async_that_starts_between_two_cancel_slices_stops_the_sliced_read():
+    """A cancellable dequeue waits in slices; between two of them no thread is in the reader, so a
+    dequeue_async can claim it there (forced here: the event's look between slices is slow). The
+    sliced read's next slice is then refused, as its start would have been; it went on reading and
+    took the message the await was waiting for."""
+    import asyncio
+    q, r = _pair()
+    between_slices, await_waits = threading.Event(), threading.Event()
+
+    class SlowLookEvent(threading.Event):
+        looks = 0
+
+        def is_set(self):
+            SlowLookEvent.looks += 1
+            if SlowLookEvent.looks == 2:  # the look before the second slice
+                between_slices.set()
+                await_waits.wait(5)
+            return super().is_set()
+
+    out = []
+    reader = threading.Thread(target=lambda: out.append(_raised(lambda: r.dequeue(timeout=3, cancel=SlowLookEvent()))))
+    reader.start()
+
+    async def main():
+        assert await asyncio.get_running_loop().run_in_executor(None, between_slices.wait, 5)
+        task = asyncio.ensure_future(r.dequeue_async(timeout=10))
+        await asyncio.sleep(0.05)  # claimed and waiting
+        await_waits.set()
+        await asyncio.get_running_loop().run_in_executor(None, reader.join, 10)
+        q.enqueue("for the await")
+        return await task
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(main()) == "for the await"
+    finally:
+        loop.close()
+    assert out == ["RuntimeError: dequeue: dequeue_async of this reader is in progress on an event loop"]
+    q.shutdown()
+    r.shutdown()
+
+
 def _raised(call):
     try:
         call()

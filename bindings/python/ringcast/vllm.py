@@ -129,7 +129,7 @@ class MessageQueue(_RingcastQueue):
         if self._gpu_pending is None and self._burst_left:  # what a dequeue_many took and left for the next read
             return self._take_burst_left(1, timeout, None, "dequeue")[0]
         if self._gpu_pending is None:
-            parts = self._until_cancelled(self._reader.recv, timeout, cancel)
+            parts = self._until_cancelled(self._reader.recv, timeout, cancel, "dequeue")
             if not _gpu.is_device_message(parts):
                 return self._loads(parts)
             # CUDA arrays: their chunks follow in the ring. The first slice takes what is there; a
@@ -139,7 +139,7 @@ class MessageQueue(_RingcastQueue):
             except TimeoutError:
                 pass
         # A device message a slice (or a timed-out dequeue) left half received: resumed in slices.
-        return self._until_cancelled(lambda t: _gpu.resume(self, t), timeout, cancel)
+        return self._until_cancelled(lambda t: _gpu.resume(self, t), timeout, cancel, "dequeue")
 
     @contextlib.contextmanager
     def acquire_read(self, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None,  # type: ignore[override]
@@ -157,7 +157,7 @@ class MessageQueue(_RingcastQueue):
         if self._aio_call is not None:
             _aio_refuse(self, self._reader, "acquire_read")
         self._refuse_raw_read_while_objects_wait()
-        view = self._until_cancelled(self._reader.peek_raw, timeout, cancel)
+        view = self._until_cancelled(self._reader.peek_raw, timeout, cancel, "acquire_read")
         ok = False
         try:
             yield view
@@ -169,7 +169,10 @@ class MessageQueue(_RingcastQueue):
                 pass  # something holds a buffer of `view` itself: release_raw sees the chunk still viewed
             end_block(self._reader.release_raw, ok)  # a view derived from `view` still alive: chunk kept
 
-    def _until_cancelled(self, call: Any, timeout: Optional[float], cancel: threading.Event) -> Any:
+    def _until_cancelled(self, call: Any, timeout: Optional[float], cancel: threading.Event, what: str) -> Any:
+        """`call(seconds)` in slices of CANCEL_POLL_S until it returns, the time is up or `cancel` is set.
+        Between two slices no thread is inside the reader, so a dequeue_async may claim it there: each
+        slice looks first, as the call's start did (it would take that await's message)."""
         _check_timeout(timeout)  # a bool, a string, a negative or NaN timeout: refused in its own words
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         while True:
@@ -183,6 +186,8 @@ class MessageQueue(_RingcastQueue):
                     return call(0.0)
                 except (TimeoutError, ClosedError, PeerDeadError):
                     raise RuntimeError("cancelled") from None
+            if self._aio_call is not None:
+                _aio_refuse(self, self._reader, what)
             try:
                 return call(wait)
             except (TimeoutError, ClosedError, PeerDeadError) as e:
