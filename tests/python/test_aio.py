@@ -1187,3 +1187,41 @@ def test_two_threads_loops_claiming_one_reader_at_once_let_one_through(monkeypat
     assert outcomes["first"] == "only"
     r.shutdown()
     mq.shutdown()
+
+
+def test_an_endpoint_dropped_on_another_thread_is_unregistered_on_its_loops_thread():
+    """The endpoint's finalizer runs wherever its last reference goes; its _Watch's fd registration
+    and timer belong to the loop's thread (asyncio's selector map; libuv's handles under uvloop, which
+    another thread must never touch). Dropped on the main thread while its loop runs in another, the
+    fd is unregistered on the loop's thread, then closed."""
+    loop = asyncio.new_event_loop()
+    loop_thread = threading.Thread(target=loop.run_forever)
+    loop_thread.start()
+    removed_on = []
+    real_remove_reader = loop.remove_reader
+
+    def recording_remove_reader(fd):
+        removed_on.append((threading.get_ident(), fd))
+        return real_remove_reader(fd)
+
+    loop.remove_reader = recording_remove_reader
+    try:
+        mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+        r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+        with pytest.raises(TimeoutError):  # registers the reader's fd with the loop, a timer too
+            asyncio.run_coroutine_threadsafe(r.dequeue_async(timeout=0.05), loop).result(10)
+        (watch,) = aio._watches[r._reader].values()
+        fd = watch.fd
+        assert watch.watching and fd >= 0
+        r.shutdown()
+        del r, watch
+        gc.collect()  # the finalizer runs here, on the main thread
+        end = time.monotonic() + 5
+        while not removed_on and time.monotonic() < end:
+            time.sleep(0.01)
+        assert removed_on == [(loop_thread.ident, fd)]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        loop_thread.join(10)
+        loop.close()
+        mq.shutdown()

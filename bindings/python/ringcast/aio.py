@@ -103,7 +103,7 @@ class _Watch:
     that would unregister it in the parent, whose loop would then see no signal while its _Watch
     still says `watching` (every later wait lasting until its liveness check)."""
 
-    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness", "pid")
+    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness", "pid", "thread")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, liveness: float) -> None:
         self.loop = loop
@@ -119,6 +119,7 @@ class _Watch:
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = 0.0
         self.pid = os.getpid()  # the process whose loop registered the fd (see the class's Fork)
+        self.thread = threading.get_ident()  # the loop's: the only one that may touch its fd table and timers
 
     def watch(self) -> None:
         """Registers the fd with the loop if it is not. Called before every arm, so a signal that
@@ -196,6 +197,22 @@ class _Watch:
         return self.reached(check_at)
 
     def close(self) -> None:
+        """Unregisters and closes the fd, on the loop's thread. The endpoint's finalizer may run on any
+        thread (wherever its last reference went): a loop's fd table and timers are its own thread's
+        (asyncio's selector map, libuv's handles under uvloop), so from another thread, while the
+        loop runs, the close is handed to the loop; its fd stays open until then, so its number is
+        not reused under the registration. A loop that is closed, or not running, is not touched
+        concurrently: closed here."""
+        if (threading.get_ident() != self.thread and os.getpid() == self.pid and not self.loop.is_closed()
+                and self.loop.is_running()):
+            try:
+                self.loop.call_soon_threadsafe(self._close_here)
+                return
+            except RuntimeError:  # the loop closed meanwhile: nothing runs on it any more
+                pass
+        self._close_here()
+
+    def _close_here(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
         if self.watching and not self.loop.is_closed() and os.getpid() == self.pid:
