@@ -337,10 +337,6 @@ def refuse_blocking_call(owner: Any, endpoint: _Endpoint, what: str) -> None:
                        "a time per endpoint (await it, or cancel it, first)")
 
 
-def _deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[float]:
-    return None if timeout is None else loop.time() + timeout
-
-
 class _Timeout:
     """A call's timeout on two clocks: the loop's, whose timer ends a wait (`at`), and the monotonic
     clock, which decides whether the time is up. uvloop reads its clock once per loop iteration (in
@@ -541,18 +537,14 @@ async def _pending_result(pending: "PendingReplies") -> List[Any]:
 async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector) -> List[Any]:
     if not pending.done():  # (False too once result() was taken: result() then says so)
         w = _watch(core, pending._liveness)
-        deadline = _deadline(w.loop, _core.pending_collect_seconds_left(core))
+        # The collect's own time left, judged as every call here judges a timeout (_Timeout: the
+        # monotonic clock, the collector's too, decides; the loop's timer only ends a wait).
+        t = _timeout(w.loop, _core.pending_collect_seconds_left(core))
         check_at = w.loop.time() + w.liveness
         due = False
         while pending._mine() and not pending._taken and not pending.done():  # done() takes what came first
-            if deadline is not None and w.reached(deadline):
-                # The loop's clock says the collect's time is up; the collector's (monotonic, finer)
-                # may be short of it (uvloop's clock lags by up to a tick): wait on for what is left,
-                # on the loop — result() would wait it out blocking the loop.
-                left = _core.pending_collect_seconds_left(core)
-                if left is None or left <= 0:
-                    break
-                deadline = w.loop.time() + max(left, _MIN_TIMER_STEP)
+            if t is not None and t.passed():
+                break
             if due:  # a dead pending worker ends the collect: done() turns true, result() raises
                 _core.check_pending_collect_peers(core)
                 check_at = w.loop.time() + w.liveness
@@ -561,5 +553,5 @@ async def _await_pending(pending: "PendingReplies", core: _core.GatherCollector)
             w.watch()
             if not _core.arm_pending_collect(core):  # armed for exactly the ranks still missing
                 # (the loop timer ends it at the collect's own deadline)
-                due = await w.wait(core, deadline, check_at)
+                due = await w.wait(core, _timer_at(t), check_at)
     return pending._result()
