@@ -83,6 +83,16 @@ RemotePublisherOptions publisher_options(const std::string& ip, std::vector<std:
     return o;
 }
 
+// A reply bridge's options as most tests here want them: on the loopback, serving `ranks`, with a
+// 50 ms heartbeat (a lost worker is seen within a fraction of a second).
+remote::RemoteReplyOptions reply_options(std::vector<std::uint32_t> ranks) {
+    remote::RemoteReplyOptions o;
+    o.listen.ip = "127.0.0.1";
+    o.ranks = std::move(ranks);
+    o.heartbeat_interval = 50ms;
+    return o;
+}
+
 // 1 writer process (ring + publisher thread) → 2 local reader processes + 2 remote reader processes.
 // Random sizes: log-uniform 0..64 KiB, and one of 2..5 MiB every `big_every` messages (fragmented in
 // the 1 MiB ring, sent whole over ZeroMQ). Every reader checks order, size, tag and checksum.
@@ -1094,9 +1104,7 @@ TEST(RemoteReplies, OneCollectOverLocalAndRemoteRanks) {
 TEST(RemoteReplies, StopReturnsAtOnceWhateverTheHeartbeatInterval) {
     ScopedName gather("gather-stop");
     auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
-    remote::RemoteReplyOptions ro;
-    ro.listen.ip = "127.0.0.1";
-    ro.ranks = {0};
+    auto ro = reply_options({0});
     ro.heartbeat_interval = 10s;
     auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
     std::this_thread::sleep_for(100ms);  // the thread is in its poll
@@ -1132,10 +1140,7 @@ TEST(RemoteReplies, KilledRemoteWorkerEndsTheCollectWithItsRankMissing) {
     LinePipe endpoint, connected;
     const pid_t executor = guard.add(fork_child([&] {
         auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
-        remote::RemoteReplyOptions ro;
-        ro.listen.ip = "127.0.0.1";
-        ro.ranks = {0};
-        ro.heartbeat_interval = 50ms;
+        auto ro = reply_options({0});
         auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
         endpoint.send(bridge.endpoint());
         ASSERT_EQ(bridge.wait_ready(30s), Status::ok);
@@ -1171,10 +1176,7 @@ TEST(RemoteReplies, AWorkerLostAfterItsReplyReachedTheBridgeStillDeliversIt) {
     LinePipe endpoint, sent;
     const pid_t executor = guard.add(fork_child([&] {
         auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1, .capacity = 64 * 1024});
-        remote::RemoteReplyOptions ro;
-        ro.listen.ip = "127.0.0.1";
-        ro.ranks = {0};
-        ro.heartbeat_interval = 50ms;
+        auto ro = reply_options({0});
         auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
         endpoint.send(bridge.endpoint());
         ASSERT_EQ(bridge.wait_ready(30s), Status::ok);
@@ -1300,10 +1302,7 @@ TEST(RemoteReplies, VanishedWorkerHostIsDroppedWithinTheConnectionTimeout) {
             ::pause();
         }));
         auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
-        remote::RemoteReplyOptions ro;
-        ro.listen.ip = "127.0.0.1";
-        ro.ranks = {0};
-        ro.heartbeat_interval = 50ms;
+        auto ro = reply_options({0});
         ro.connection_timeout = 3s;
         auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
         endpoint.send(bridge.endpoint());
@@ -1468,10 +1467,7 @@ TEST(RemoteReplies, ASecondLiveWorkerOfARankIsRefusedAndTheFirstKeepsIt) {
     };
     const pid_t executor = guard.add(fork_child([&] {
         auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
-        remote::RemoteReplyOptions ro;
-        ro.listen.ip = "127.0.0.1";
-        ro.ranks = {0};
-        ro.heartbeat_interval = 50ms;
+        auto ro = reply_options({0});
         auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
         endpoint.send(bridge.endpoint());
         ASSERT_EQ(bridge.wait_ready(10s), Status::ok);
@@ -1543,10 +1539,7 @@ TEST(RemoteReplies, AWorkerWhoseRingIsFullHoldsUpNoOtherWorkersHandshake) {
     LinePipe setup, a_sent, a_count, b_result, drained, a_done;
     const pid_t executor = guard.add(fork_child([&] {
         auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 2, .capacity = 64 * 1024});
-        remote::RemoteReplyOptions ro;
-        ro.listen.ip = "127.0.0.1";
-        ro.ranks = {0, 1};
-        ro.heartbeat_interval = 50ms;
+        auto ro = reply_options({0, 1});
         ro.high_water_mark = 4;
         std::string keys = "- - - - -";
         if (curve) {
