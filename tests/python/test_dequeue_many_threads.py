@@ -82,6 +82,20 @@ def _refused(outcome):
     return outcome[0] == "RuntimeError" and _IN_USE in outcome[1]
 
 
+def _second_thread_while_a_unpickles(r, gate, call_a):
+    """Thread A runs `call_a` until it stops inside a _Gated message's unpickling; meanwhile this
+    thread's dequeue() and dequeue_many() must both be refused. Then A goes on: returns A's outcome."""
+    gate.armed = True
+    a, a_out = _start(call_a)
+    assert gate.entered.wait(30), "thread A never reached the unpickling"
+    second = [_outcome(lambda: r.dequeue(timeout=0)), _outcome(lambda: r.dequeue_many(10, timeout=0))]
+    gate.go.set()
+    a.join(30)
+    assert not a.is_alive()
+    assert all(_refused(o) for o in second), second
+    return a_out
+
+
 # ---- Task: leftovers obey the one-thread rule --------------------------------------------------
 def test_leftovers_of_a_failed_unpickling_are_refused_to_a_second_thread_and_never_served_twice(queue_pair, gate):
     """A message that fails to unpickle ends a dequeue_many's burst and leaves the rest for later reads.
@@ -96,15 +110,7 @@ def test_leftovers_of_a_failed_unpickling_are_refused_to_a_second_thread_and_nev
     with pytest.raises(ValueError, match="cannot be unpickled"):
         r.dequeue(timeout=5)
     # Left: m3, m4, m5 (not yet unpickled). Thread A's dequeue() stops inside m3's unpickling.
-    gate.armed = True
-    a, a_out = _start(lambda: r.dequeue(timeout=5))
-    assert gate.entered.wait(30), "thread A never reached the unpickling"
-    second = [_outcome(lambda: r.dequeue(timeout=0)), _outcome(lambda: r.dequeue_many(10, timeout=0))]
-    gate.go.set()
-    a.join(30)
-    assert not a.is_alive()
-    assert all(_refused(o) for o in second), second
-    assert a_out == [("ok", "m3")]
+    assert _second_thread_while_a_unpickles(r, gate, lambda: r.dequeue(timeout=5)) == [("ok", "m3")]
     # Nothing lost, nothing twice, in order.
     assert r.dequeue(timeout=5) == "m4"
     assert r.dequeue_many(10, timeout=5) == ["m5"]
@@ -119,15 +125,7 @@ def test_a_burst_being_unpickled_is_refused_to_a_second_thread(queue_pair, gate)
     q, (r,) = queue_pair(1)
     for m in (_Gated("a"), "b", "c"):
         q.enqueue(m, timeout=5)
-    gate.armed = True
-    a, a_out = _start(lambda: r.dequeue_many(10, timeout=5))
-    assert gate.entered.wait(30), "thread A never reached the unpickling"
-    second = [_outcome(lambda: r.dequeue(timeout=0)), _outcome(lambda: r.dequeue_many(10, timeout=0))]
-    gate.go.set()
-    a.join(30)
-    assert not a.is_alive()
-    assert all(_refused(o) for o in second), second
-    assert a_out == [("ok", ["a", "b", "c"])]
+    assert _second_thread_while_a_unpickles(r, gate, lambda: r.dequeue_many(10, timeout=5)) == [("ok", ["a", "b", "c"])]
     with pytest.raises(TimeoutError):
         r.dequeue(timeout=0)
 
