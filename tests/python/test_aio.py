@@ -1172,7 +1172,7 @@ def test_two_threads_loops_claiming_one_reader_at_once_let_one_through(monkeypat
 
     def consumer(name):
         try:
-            outcomes[name] = asyncio.run(r.dequeue_async(timeout=2))
+            outcomes[name] = asyncio.run(r.dequeue_async(timeout=20))
         except BaseException as e:  # noqa: BLE001 - recorded and checked below
             outcomes[name] = e
 
@@ -1193,12 +1193,11 @@ def test_two_threads_loops_claiming_one_reader_at_once_let_one_through(monkeypat
 
 def test_an_endpoint_dropped_on_another_thread_is_unregistered_on_its_loops_thread():
     """The endpoint's finalizer runs wherever its last reference goes; its _Watch's fd registration
-    and timer belong to the loop's thread (asyncio's selector map; libuv's handles under uvloop, which
-    another thread must never touch). Dropped on the main thread while its loop runs in another, the
-    fd is unregistered on the loop's thread, then closed."""
+    and timer belong to the thread running the loop (asyncio's selector map; libuv's handles under
+    uvloop, which another thread must never touch). Here the loop first runs on the main thread (where
+    the _Watch is made), then in another thread; the endpoint is dropped on the main thread: the fd is
+    unregistered on the loop's thread now, then closed."""
     loop = asyncio.new_event_loop()
-    loop_thread = threading.Thread(target=loop.run_forever)
-    loop_thread.start()
     removed_on = []
     real_remove_reader = loop.remove_reader
 
@@ -1207,23 +1206,149 @@ def test_an_endpoint_dropped_on_another_thread_is_unregistered_on_its_loops_thre
         return real_remove_reader(fd)
 
     loop.remove_reader = recording_remove_reader
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    with pytest.raises(TimeoutError):  # registers the reader's fd with the loop, a timer too
+        loop.run_until_complete(r.dequeue_async(timeout=0.05))
+    loop_thread = threading.Thread(target=loop.run_forever)
+    loop_thread.start()
     try:
-        mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
-        r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
-        with pytest.raises(TimeoutError):  # registers the reader's fd with the loop, a timer too
+        with pytest.raises(TimeoutError):
             asyncio.run_coroutine_threadsafe(r.dequeue_async(timeout=0.05), loop).result(10)
         (watch,) = aio._watches[r._reader].values()
         fd = watch.fd
         assert watch.watching and fd >= 0
-        r.shutdown()
-        del r, watch
+        del r, watch  # nothing signals the fd: only the finalizer unregisters it
         gc.collect()  # the finalizer runs here, on the main thread
         end = time.monotonic() + 5
         while not removed_on and time.monotonic() < end:
             time.sleep(0.01)
         assert removed_on == [(loop_thread.ident, fd)]
+        end = time.monotonic() + 5
+        while _fd_open(fd) and time.monotonic() < end:
+            time.sleep(0.01)
+        assert not _fd_open(fd)
     finally:
         loop.call_soon_threadsafe(loop.stop)
         loop_thread.join(10)
         loop.close()
         mq.shutdown()
+
+
+def _fd_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def test_a_close_handed_to_a_loop_that_stops_unrun_still_closes_the_fd():
+    """A close handed to a running loop (the endpoint dropped on another thread) that the loop never
+    runs — it was in its last iteration, then closed, which drops its queue — closed nothing: the
+    watch's duplicated eventfd stayed open for the life of the process."""
+    loop = asyncio.new_event_loop()
+    loop_thread = threading.Thread(target=loop.run_forever)
+    loop_thread.start()
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    try:
+        with pytest.raises(TimeoutError):
+            asyncio.run_coroutine_threadsafe(r.dequeue_async(timeout=0.05), loop).result(10)
+        (watch,) = aio._watches[r._reader].values()
+        fd = watch.fd
+        del watch
+        in_last_callback, go_on = threading.Event(), threading.Event()
+
+        def last_callback():  # as run_until_complete's done callback: stop() in the loop's last iteration
+            in_last_callback.set()
+            go_on.wait(5)
+            loop.stop()
+
+        loop.call_soon_threadsafe(last_callback)
+        assert in_last_callback.wait(5)
+        del r
+        gc.collect()  # the finalizer, here: the loop runs, so the close is handed to it
+        go_on.set()
+        loop_thread.join(10)
+        loop.close()  # drops the handed close unrun
+        gc.collect()
+        assert not _fd_open(fd), os.readlink(f"/proc/self/fd/{fd}")
+    finally:
+        go_on.set()
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)
+            loop_thread.join(10)
+            loop.close()
+        mq.shutdown()
+
+
+def test_a_collection_while_a_claim_holds_the_lock_finalizes_an_abandoned_call_without_deadlock(monkeypatch):
+    """A dequeue_async left suspended on a loop closed without cancelling it is taken back by the next
+    call's claim, under the claims' lock; that makes the abandoned coroutine garbage. A collection on
+    that thread while the lock is held (forced here inside the claim; any allocation may start one)
+    finalizes the coroutine, whose clean-up ends its call — taking the lock again: with a lock that is
+    not re-entrant the thread deadlocked."""
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+    abandoned_loop = asyncio.new_event_loop()
+    task = abandoned_loop.create_task(r.dequeue_async())
+    abandoned_loop.run_until_complete(asyncio.sleep(0.05))  # suspended in its wait
+    abandoned_loop.close()  # without cancelling it
+    del task
+
+    class CollectingClaim(aio._Claim):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            gc.collect()
+            super().__init__(*args)
+
+    monkeypatch.setattr(aio, "_Claim", CollectingClaim)
+    outcome = []
+
+    def second_call():
+        try:
+            asyncio.run(r.dequeue_async(timeout=0.05))
+        except TimeoutError:
+            outcome.append("timed out")
+
+    t = threading.Thread(target=second_call, daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "deadlocked: the claim's lock taken again by a finalizer on its own thread"
+    assert outcome == ["timed out"]
+    r.shutdown()
+    mq.shutdown()
+
+
+def test_a_child_forked_while_another_thread_holds_the_claims_lock_can_still_await():
+    """fork() copies a lock another thread holds, held, into a child that has no such thread: every
+    awaitable call of the child then waited for it forever. The child gets a fresh lock."""
+    mq = ringcast.MessageQueue(1, 1, **QUEUE_KW)
+    holding, release = threading.Event(), threading.Event()
+
+    def holder():
+        with aio._waiters_lock:
+            holding.set()
+            release.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert holding.wait(5)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            signal.alarm(10)
+            r = ringcast.MessageQueue.create_from_handle(mq.export_handle(), 0)
+            try:
+                asyncio.run(r.dequeue_async(timeout=0.05))
+            except TimeoutError:
+                code = 0
+        finally:
+            os._exit(code)
+    release.set()
+    t.join(10)
+    assert reap(pid, 30) == 0
+    mq.shutdown()

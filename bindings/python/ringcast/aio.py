@@ -103,7 +103,7 @@ class _Watch:
     that would unregister it in the parent, whose loop would then see no signal while its _Watch
     still says `watching` (every later wait lasting until its liveness check)."""
 
-    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness", "pid", "thread")
+    __slots__ = ("loop", "fd", "watching", "fut", "deadline", "timer", "timer_at", "liveness", "pid")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, liveness: float) -> None:
         self.loop = loop
@@ -119,7 +119,6 @@ class _Watch:
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = 0.0
         self.pid = os.getpid()  # the process whose loop registered the fd (see the class's Fork)
-        self.thread = threading.get_ident()  # the loop's: the only one that may touch its fd table and timers
 
     def watch(self) -> None:
         """Registers the fd with the loop if it is not. Called before every arm, so a signal that
@@ -198,19 +197,31 @@ class _Watch:
 
     def close(self) -> None:
         """Unregisters and closes the fd, on the loop's thread. The endpoint's finalizer may run on any
-        thread (wherever its last reference went): a loop's fd table and timers are its own thread's
-        (asyncio's selector map, libuv's handles under uvloop), so from another thread, while the
-        loop runs, the close is handed to the loop; its fd stays open until then, so its number is
-        not reused under the registration. A loop that is closed, or not running, is not touched
-        concurrently: closed here."""
-        if (threading.get_ident() != self.thread and os.getpid() == self.pid and not self.loop.is_closed()
-                and self.loop.is_running()):
+        thread (wherever its last reference went): a loop's fd table and timers belong to the thread
+        running it (asyncio's selector map, libuv's handles under uvloop), so from another thread —
+        any but the one this loop runs in now, which need not be the one it first ran in — while it
+        runs, the close is handed to the loop; the fd stays open until then, so its number is not
+        reused under the registration. A handed close the loop never runs (it was stopping, then
+        closed: its queue is dropped) still closes the fd, in __del__. A loop that is closed, or not
+        running, is not touched concurrently: closed here."""
+        if os.getpid() == self.pid and not self.loop.is_closed() and self.loop.is_running() and not self._on_loop():
             try:
                 self.loop.call_soon_threadsafe(self._close_here)
                 return
             except RuntimeError:  # the loop closed meanwhile: nothing runs on it any more
                 pass
         self._close_here()
+
+    def _on_loop(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:  # no loop runs in this thread
+            return False
+
+    def __del__(self) -> None:
+        if self.fd >= 0:  # a close handed to a loop that never ran it
+            os.close(self.fd)
+            self.fd = -1
 
     def _close_here(self) -> None:
         if self.timer is not None:
@@ -269,7 +280,18 @@ _waiters: Dict[int, _Claim] = {}
 # thread, but two loops in two threads may claim one endpoint, and a thread switch between a claim's
 # look and its mark let both through (both armed the one announcement; one future was orphaned). Held
 # for a few dict operations and, in _reclaim, two non-blocking core calls: never across a wait.
-_waiters_lock = threading.Lock()
+# Re-entrant: a garbage collection inside a locked region may finalize a coroutine left suspended on a
+# closed loop, whose clean-up (_release) takes the lock again on the same thread. Replaced in a forked
+# child, which may have been forked while another thread held it.
+_waiters_lock = threading.RLock()
+
+
+def _fresh_waiters_lock() -> None:
+    global _waiters_lock
+    _waiters_lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_waiters_lock)
 
 
 def _claim(endpoint: _Endpoint, call: str, what: str, owner: Any) -> _Claim:
@@ -295,6 +317,8 @@ def _claim(endpoint: _Endpoint, call: str, what: str, owner: Any) -> _Claim:
 
 def _release(endpoint: _Endpoint, claim: _Claim) -> None:
     """Ends the call _claim() marked — if it still holds the endpoint (a call taken back does not)."""
+    if claim.revoked:  # _reclaim took it out (under the lock): nothing of it is left to end
+        return
     with _waiters_lock:
         if _waiters.get(id(endpoint)) is claim:
             del _waiters[id(endpoint)]
@@ -314,7 +338,7 @@ def _reclaim(endpoint: _Endpoint, holder: _Claim) -> bool:
     table = _watches.get(endpoint)
     if table is not None and holder.loop in table:
         table.pop(holder.loop).close()
-    del _waiters[id(endpoint)]
+    _waiters.pop(id(endpoint), None)  # (a collection inside this region may have ended it already)
     holder.owner._aio_call = None
     _core.disarm(endpoint)
     if isinstance(endpoint, _core.Writer):  # an enqueue_async: its message is pending in the writer
