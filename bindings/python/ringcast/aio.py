@@ -111,6 +111,7 @@ class _Watch:
         # goes, before the finalizer that unregisters this one runs, and epoll cannot remove a closed
         # fd — while another holder (the writer's copy, to signal it) keeps the eventfd open, the
         # registration would stay, and a signalled counter nobody reads would make the loop spin.
+        self.fd = -1  # (for __del__, should the dup fail)
         self.fd = os.dup(fd)
         self.liveness = liveness  # seconds between dead-peer checks (the endpoint's liveness interval)
         self.watching = False  # fd registered with the loop (add_reader)
@@ -218,10 +219,10 @@ class _Watch:
         except RuntimeError:  # no loop runs in this thread
             return False
 
-    def __del__(self) -> None:
+    def __del__(self, _close: Any = os.close) -> None:  # (os.close bound here: no global looked up late)
         if self.fd >= 0:  # a close handed to a loop that never ran it
-            os.close(self.fd)
-            self.fd = -1
+            fd, self.fd = self.fd, -1
+            _close(fd)
 
     def _close_here(self) -> None:
         if self.timer is not None:
@@ -230,8 +231,8 @@ class _Watch:
             self.loop.remove_reader(self.fd)
         self.watching = False
         if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+            fd, self.fd = self.fd, -1  # first: never closed twice, whatever close() does
+            os.close(fd)
 
 
 # core endpoint -> {loop: _Watch}; the registration goes with the endpoint (its fd closes with it).
@@ -336,13 +337,16 @@ def _reclaim(endpoint: _Endpoint, holder: _Claim) -> bool:
         return False
     holder.revoked = True
     table = _watches.get(endpoint)
-    if table is not None and holder.loop in table:
-        table.pop(holder.loop).close()
-    _waiters.pop(id(endpoint), None)  # (a collection inside this region may have ended it already)
-    holder.owner._aio_call = None
+    # Held here until the end: dropping the watch is what makes the abandoned call garbage, and a
+    # collection inside this region (the lock is re-entrant) must find the take-back whole or not begun.
+    watch = table.pop(holder.loop, None) if table is not None else None
     _core.disarm(endpoint)
     if isinstance(endpoint, _core.Writer):  # an enqueue_async: its message is pending in the writer
         _core.send_abandon(endpoint)
+    _waiters.pop(id(endpoint), None)
+    holder.owner._aio_call = None
+    if watch is not None:
+        watch.close()
     return True
 
 
