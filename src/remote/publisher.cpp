@@ -93,9 +93,7 @@ struct RemotePublisher::State {
     std::optional<zmq::socket_t> zap;
     std::thread thread;
     std::map<std::uint32_t, Peer> peers;
-    // rank -> the nonce of another process whose hello for that held rank was left unanswered once
-    // (claim_of_a_held_rank): its next hello is refused if the holder is still connected.
-    std::map<std::uint32_t, std::set<std::uint64_t>> contenders;
+    detail::HeldRankClaims claims;  // hellos for a held rank from another instance (claim_of_a_held_rank)
     std::uint64_t next_seq = 0;  // seq the next ring message gets
     bool started = false;        // every expected rank said hello (or drain() gave the rest up): forwarding runs
     bool ring_has_data = false;  // seen while waiting to give the missing ranks up (peek without release)
@@ -228,7 +226,7 @@ void RemotePublisher::State::handle_hello(const detail::Received& r) {
     auto [it, fresh] = peers.try_emplace(rank);
     Peer& peer = it->second;
     if (fresh || peer.nonce != r.header.tag) {  // a new reader process for this rank (its holder is gone)
-        contenders.erase(rank);
+        claims.forget(rank);
         peer = Peer{};
         peer.routing_id = r.routing_id;
         peer.nonce = r.header.tag;
@@ -297,18 +295,9 @@ bool RemotePublisher::State::claim_of_a_held_rank(std::uint32_t rank, Peer& peer
         return true;
     }
     if (res == SendResult::sent) peer.last_sent = Clock::now();
-    // Still connected. Not refused at its first hello: a holder that is closing (its bye on its way,
-    // read after this hello) would refuse its own replacement. The claimant says hello again within its
-    // liveness_interval / 4 while it waits, and is judged then.
-    // Every claimant is remembered (a set: two claimants' alternating hellos each found the other's
-    // nonce and neither was ever refused, both timing out on a silent publisher).
-    if (contenders[rank].insert(r.header.tag).second) return false;
-    contenders[rank].erase(r.header.tag);
-    detail::refuse(router, r.routing_id, ErrorCode::rank_in_use,
-                   "remote reader rank " + std::to_string(rank) +
-                       " is already held by a live remote reader (another process, still connected to " + endpoint +
-                       "): a second reader of the same rank is refused and the first one keeps it; a replacement is "
-                       "served once that reader has closed or its process is gone");
+    // Still connected: refused at its second hello (HeldRankClaims says why not at its first).
+    if (claims.second_hello(rank, r.header.tag))
+        detail::refuse(router, r.routing_id, ErrorCode::rank_in_use, detail::HeldRankClaims::refusal("reader", rank, endpoint));
     return false;
 }
 

@@ -183,7 +183,7 @@ RemoteReader RemoteReader::connect(std::string_view endpoint, std::uint32_t rank
     if (s->cancel_fd < 0) throw_system_error("eventfd", errno);
     try {
         s->socket = zmq::socket_t(s->context, zmq::socket_type::dealer);
-        // Its own routing id (per process, wire.hpp): another process of the same rank never takes its
+        // Its own routing id (per instance, wire.hpp): another instance of the same rank never takes its
         // connection over; the publisher refuses that one instead.
         s->socket.set(zmq::sockopt::routing_id, detail::peer_routing_id("rank", rank, s->nonce));
         s->socket.set(zmq::sockopt::rcvhwm, options.high_water_mark);

@@ -84,7 +84,7 @@ struct RemoteReplyBridge::State {
     };
     std::map<std::uint32_t, Worker> workers;
     std::uint64_t lost_replies = 0;  // bridge thread only: replies sent by workers that never arrived
-    // Hellos of another process for a rank whose worker is present, judged once the socket was read
+    // Hellos of another instance for a rank whose worker is present, judged once the socket was read
     // up to now (judge_claims): what the holder sent before it went — replies, a bye — is taken first.
     struct Claim {
         std::uint32_t rank = 0;
@@ -92,9 +92,7 @@ struct RemoteReplyBridge::State {
         std::uint64_t nonce = 0;
     };
     std::vector<Claim> claims;
-    // rank -> the nonce of a claimant left unanswered once while the holder was still connected:
-    // refused at its next hello if the holder still is.
-    std::map<std::uint32_t, std::set<std::uint64_t>> contenders;
+    detail::HeldRankClaims held_rank_claims;  // what judge_claims() found of them while the holder was connected
 
     // How many replies a worker may have sent beyond those written into its ring (told in the welcome).
     [[nodiscard]] std::uint64_t window() const noexcept {
@@ -243,20 +241,11 @@ void RemoteReplyBridge::State::judge_claims() {
                     w.told = w.taken;
                     w.last_sent = Clock::now();
                 }
-                // Still connected. Not refused at the claimant's first hello: a holder that is closing
-                // (its bye on its way, read after this hello) would refuse its own replacement. The
-                // claimant says hello again within its liveness_interval / 4 while it waits (and sends
-                // no reply before its welcome), and is judged then.
-                // Every claimant is remembered (a set: two claimants' alternating hellos each found the
-                // other's nonce and neither was ever refused, both timing out on a silent bridge).
-                if (contenders[c.rank].insert(c.nonce).second) continue;
-                contenders[c.rank].erase(c.nonce);
-                detail::refuse(router, c.routing_id, ErrorCode::rank_in_use,
-                               "remote worker rank " + std::to_string(c.rank) +
-                                   " is already held by a live remote worker (another process, still connected to " +
-                                   endpoint +
-                                   "): a second worker of the same rank is refused and the first one keeps it; a "
-                                   "replacement is served once that worker has closed or its process is gone");
+                // Still connected: refused at the claimant's second hello (HeldRankClaims says why not
+                // at its first; the claimant sends no reply before its welcome).
+                if (held_rank_claims.second_hello(c.rank, c.nonce))
+                    detail::refuse(router, c.routing_id, ErrorCode::rank_in_use,
+                                   detail::HeldRankClaims::refusal("worker", c.rank, endpoint));
                 continue;
             }
         }
@@ -275,8 +264,8 @@ void RemoteReplyBridge::State::count_lost_replies(Worker& w, std::uint64_t numbe
 void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std::string& routing_id,
                                        std::uint64_t nonce, std::uint64_t sent) {
     if (!w.present || w.nonce != nonce) {
-        contenders.erase(rank);
-        if (w.nonce != nonce) {  // another process: its own credit (a gone one's replies still kept are
+        held_rank_claims.forget(rank);
+        if (w.nonce != nonce) {  // another instance: its own credit (a gone one's replies still kept are
             w.taken = w.told = w.held = w.received = 0;  // written first, counted for nobody)
         }
         w.routing_id = routing_id;
@@ -312,7 +301,7 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
             return;
         }
         Worker& w = it->second;
-        if (w.present && w.nonce != r.header.tag) {  // another process for a held rank: judge_claims()
+        if (w.present && w.nonce != r.header.tag) {  // another instance for a held rank: judge_claims()
             const auto same = [&](const Claim& c) { return c.rank == rank && c.nonce == r.header.tag; };
             if (std::none_of(claims.begin(), claims.end(), same)) claims.push_back({rank, r.routing_id, r.header.tag});
             return;  // (a repeat within one turn is one hello: the claimant is judged at a later one)
@@ -571,7 +560,7 @@ RemoteGatherWorker RemoteGatherWorker::connect(std::string_view endpoint, std::u
     s->nonce = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1;
     try {
         s->socket = zmq::socket_t(s->context, zmq::socket_type::dealer);
-        // Its own routing id (per process, wire.hpp): another process of the same rank never takes its
+        // Its own routing id (per instance, wire.hpp): another instance of the same rank never takes its
         // connection over; the bridge refuses that one instead.
         s->socket.set(zmq::sockopt::routing_id, detail::peer_routing_id("worker", rank, s->nonce));
         s->socket.set(zmq::sockopt::sndhwm, options.high_water_mark);
@@ -628,6 +617,17 @@ Status RemoteGatherWorker::wait_ready(std::chrono::nanoseconds timeout) {
         if (deadline) wake = std::min(wake, *deadline);
         detail::poll(items, detail::poll_ms(wake), "remote gather worker: zmq_poll");
     }
+}
+
+std::string RemoteGatherWorker::blocked_on() const {
+    const auto& s = *state_;
+    if (!s.welcomed) return "the reply bridge's welcome (no answer to this worker's hello from " + s.endpoint + ")";
+    if (s.sent - s.taken >= s.window)
+        return "credit from the reply bridge at " + s.endpoint + ": " + std::to_string(s.sent - s.taken) + " replies of rank " +
+               std::to_string(s.rank) + " are not yet written into its reply ring (the window is " +
+               std::to_string(s.window) + "): the ring stays full until the executor collects this rank";
+    return "room in the connection's queue to the reply bridge at " + s.endpoint + " (its high-water mark of " +
+           std::to_string(s.options.high_water_mark) + " messages)";
 }
 
 Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout) {

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,13 +66,44 @@ inline void refuse(zmq::socket_t& router, std::string_view routing_id, ErrorCode
         default: return ErrorCode::invalid_argument;
     }
 }
-// A connecting peer's routing id: its own per process (per nonce), stable across ZeroMQ's reconnects,
-// so that another process claiming the same rank never takes its connection over (wire.hpp).
+// A connecting peer's routing id: its own per instance (per nonce), stable across ZeroMQ's reconnects,
+// so that another instance claiming the same rank never takes its connection over (wire.hpp).
 [[nodiscard]] inline std::string peer_routing_id(const char* prefix, std::uint32_t rank, std::uint64_t nonce) {
     char buf[64];
     const int n = std::snprintf(buf, sizeof buf, "%s-%u-%016llx", prefix, rank, static_cast<unsigned long long>(nonce));
     return std::string(buf, static_cast<std::size_t>(n));
 }
+
+// The claimants of ranks whose holder is still connected: hellos with another nonce than the holder's
+// (another process, or a second reader / worker object of that rank in one process). A claimant is
+// not refused at its first hello: a holder that is closing (its bye on its way, read after this hello)
+// would refuse its own replacement. It says hello again within its liveness_interval / 4 while it
+// waits, and is refused at that second hello if the holder is still connected. Every claimant is
+// remembered (a set: two claimants' alternating hellos each found the other's nonce and neither was
+// ever refused, both timing out on a silent listener). The listener's thread only.
+class HeldRankClaims {
+public:
+    // True at the claimant's second hello (refuse it now; it is forgotten), false at its first.
+    [[nodiscard]] bool second_hello(std::uint32_t rank, std::uint64_t nonce) {
+        auto& claimants = by_rank_[rank];
+        if (claimants.insert(nonce).second) return false;
+        claimants.erase(nonce);
+        return true;
+    }
+    // The rank has a new holder: its earlier claimants start over.
+    void forget(std::uint32_t rank) noexcept { by_rank_.erase(rank); }
+    // The refusal's text; `peer` is "reader" or "worker", `endpoint` where the holder is connected.
+    [[nodiscard]] static std::string refusal(std::string_view peer, std::uint32_t rank, std::string_view endpoint) {
+        const std::string who(peer);
+        return "remote " + who + " rank " + std::to_string(rank) + " is already held by a live remote " + who +
+               " (another process, or another " + who + " object of that rank in one process, still connected to " +
+               std::string(endpoint) + "): a second " + who + " of the same rank is refused and the first one keeps " +
+               "it; a replacement is served once that " + who + " has closed or its process is gone";
+    }
+
+private:
+    std::map<std::uint32_t, std::set<std::uint64_t>> by_rank_;
+};
 
 // Receives one whole message without waiting: false if none. `frames` gets its parts.
 struct Received {

@@ -315,6 +315,36 @@ def test_wait_until_ready_names_the_missing_remote_rank_and_bad_construction_is_
     w = ringcast.ReplyGather.create_from_handle(dead, 0, remote_addr="tcp://127.0.0.1:9")  # nothing listens
     with pytest.raises(TimeoutError, match="no welcome"):
         w.wait_until_ready(timeout=0.2)
+    with pytest.raises(TimeoutError, match=r"reply\(tag=3\) timed out after 0\.2 s, waiting for the reply bridge's "
+                       r"welcome \(no answer to this worker's hello from tcp://127\.0\.0\.1:9\)"):
+        w.reply(3, "unsent", timeout=0.2)
+
+
+def test_a_remote_reply_that_times_out_says_it_waited_for_the_executor_to_collect():
+    """Rank 1 is not collected: its small reply ring fills, then the bridge's window of further replies
+    (16) waits in the bridge, and the next reply waits for credit. Its TimeoutError says so — how many
+    replies wait to be written into the ring, and that the executor has not collected the rank — not
+    only that it timed out. Then every reply is collected, whole and in order."""
+    g = ringcast.ReplyGather(2, remote_ranks=[1], connect_ip="127.0.0.1", max_reply_bytes=1024)
+    w1 = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 1)
+    w1.wait_until_ready(timeout=10)
+    w0 = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)  # noqa: F841 — the local rank attached
+    g.wait_until_ready(timeout=10)
+    reply = bytes(8 << 10)
+    sent = 0
+    with pytest.raises(TimeoutError) as raised:
+        while sent < 1000:  # the ring holds a handful, the window 16 more
+            w1.reply(sent, reply, timeout=1)
+            sent += 1
+    assert 16 < sent < 1000
+    assert re.search(r"reply\(tag=%d\) timed out after 1 s, waiting for credit from the reply bridge at "
+                     r"tcp://127\.0\.0\.1:\d+: 16 replies of rank 1 are not yet written into its reply ring "
+                     r"\(the window is 16\): the ring stays full until the executor collects this rank" % sent,
+                     str(raised.value)), str(raised.value)
+    for tag in range(sent):
+        assert g.collect(tag, ranks=[1], timeout=10) == [reply]
+    w1.close()
+    g.close()
 
 
 def test_a_stopped_bridge_is_never_reported_ready():

@@ -499,18 +499,30 @@ def test_a_cancellable_read_beside_a_dequeue_async_is_refused():
             t = threading.Thread(target=lambda: out.append(_raised(read)))
             t.start()
             t.join(10)
-        q.enqueue("for the await")
-        return await task
+        return await _delivered_to_the_await(q, task)
 
-    loop = asyncio.new_event_loop()
-    try:
-        assert loop.run_until_complete(main()) == "for the await"
-    finally:
-        loop.close()
+    _run_on_a_fresh_loop(main)
     assert out == ["RuntimeError: dequeue: dequeue_async of this reader is in progress on an event loop",
                    "RuntimeError: acquire_read: dequeue_async of this reader is in progress on an event loop"]
     q.shutdown()
     r.shutdown()
+
+
+async def _delivered_to_the_await(q, task):
+    """Enqueues one message and returns what the dequeue_async `task` received (must be that one)."""
+    q.enqueue("for the await")
+    got = await task
+    assert got == "for the await"
+    return got
+
+
+def _run_on_a_fresh_loop(main):
+    import asyncio
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        loop.close()
 
 
 def test_a_dequeue_async_that_starts_between_two_cancel_slices_stops_the_sliced_read():
@@ -542,14 +554,9 @@ def test_a_dequeue_async_that_starts_between_two_cancel_slices_stops_the_sliced_
         await asyncio.sleep(0.05)  # claimed and waiting
         await_waits.set()
         await asyncio.get_running_loop().run_in_executor(None, reader.join, 10)
-        q.enqueue("for the await")
-        return await task
+        return await _delivered_to_the_await(q, task)
 
-    loop = asyncio.new_event_loop()
-    try:
-        assert loop.run_until_complete(main()) == "for the await"
-    finally:
-        loop.close()
+    _run_on_a_fresh_loop(main)
     assert out == ["RuntimeError: dequeue: dequeue_async of this reader is in progress on an event loop"]
     q.shutdown()
     r.shutdown()

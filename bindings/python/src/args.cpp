@@ -44,7 +44,10 @@ std::chrono::nanoseconds to_timeout(const std::optional<double>& seconds) {
 }
 
 std::string timeout_text(const std::optional<double>& seconds) {
-    return seconds ? std::to_string(*seconds) + " s" : std::string("forever");
+    if (!seconds) return "forever";
+    char text[32];  // as Python writes a float in short: "0.2 s", "1 s" (std::to_string gave "0.200000")
+    std::snprintf(text, sizeof text, "%.6g s", *seconds);
+    return text;
 }
 
 WaitOptions wait_options(const std::string& wait, double spin_us, double spin_max_us) {

@@ -422,7 +422,9 @@ public:
                             [&](std::chrono::nanoseconds t) { return worker_->reply(tag, {buf.data(), buf.size()}, t); });
         }
         if (s == Status::closed) throw Closed{"reply(tag=" + std::to_string(tag) + "): this remote worker was closed"};
-        if (s != Status::ok) throw TimedOut{"reply timed out after " + timeout_text(timeout)};
+        if (s != Status::ok)
+            throw TimedOut{"reply(tag=" + std::to_string(tag) + ") timed out after " + timeout_text(timeout) +
+                           ", waiting for " + worker_->blocked_on()};
     }
     void check_liveness() {
         Busy busy(*this);

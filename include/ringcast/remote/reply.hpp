@@ -122,6 +122,10 @@ public:
     // refusals of wait_ready().
     [[nodiscard]] Status reply(std::uint64_t tag, std::span<const std::byte> bytes,
                                std::chrono::nanoseconds timeout = kForever);
+    // What a reply() that returned timed_out waited for, in words (for its error): the bridge's
+    // welcome, its credit (how many replies wait to be written into the rank's full ring), or room in
+    // the connection's queue. As of the last reply() or wait_ready(); same thread as those.
+    [[nodiscard]] std::string blocked_on() const;
     void check_liveness();
     // Clean detach: tells the bridge (bye), which closes this rank's reply ring (a collect waiting for
     // it returns closed; the rank is in left_ranks(), not lost_ranks()). Later reply() returns

@@ -6,8 +6,9 @@
 // any size (one ZeroMQ frame; no limit beyond memory).
 //
 //   reader → publisher:  hello(value = rank, tag = instance nonce)   until welcomed (a repeat with the
-//                        same nonce is a duplicate; another nonce is another process: a replacement
-//                        once the rank's holder is gone, refused while the holder is live)
+//                        same nonce is a duplicate; another nonce is another instance — another
+//                        process, or a second reader object of that rank — a replacement once the
+//                        rank's holder is gone, refused while the holder is live)
 //                        bye(value = rank)           clean detach: stop sending to this rank
 //   publisher → reader:  welcome(seq = first)        answer to hello: the first message it will get
 //                        data(seq, tag, value = n)   + body of n bytes: message `seq` of the ring
@@ -19,9 +20,10 @@
 //                        from 1; tag, value = rank) + body, bye
 //   bridge → worker:     welcome(seq = taken, value = window), heartbeat(seq = taken), refusals as above
 //
-// Each peer process's DEALER has a routing id of its own ("rank-<r>-<nonce>", "worker-<r>-<nonce>"),
-// stable across ZeroMQ's reconnects of that process: a second process claiming a rank never takes the
-// first one's connection over (ROUTER_HANDOVER applies to one process's reconnect only); the listener
+// Each peer instance's DEALER has a routing id of its own ("rank-<r>-<nonce>", "worker-<r>-<nonce>"; the
+// nonce is drawn per reader / worker object), stable across ZeroMQ's reconnects of that object: a second
+// instance claiming a rank never takes the first one's connection over (ROUTER_HANDOVER applies to
+// one instance's reconnect only); the listener
 // maps a rank to its holder's routing id from the hello.
 //
 // Replies are flow-controlled by credit (version 2): `taken` counts the replies of this worker process
