@@ -161,6 +161,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
 
 void GatherCollector::remove_names() noexcept {
     if (!std::exchange(removes_names_.owns, false)) return;
+    if (detail::current_pid() != removes_names_.by) return;  // a fork()ed child's copy: the parent's names
     remove_group_names(name_, options_.ranks, bell_.identity());
 }
 
@@ -513,6 +514,8 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
 }
 
 int GatherCollector::wake_fd() {
+    if (!cancelled_)  // moved from (as collect's check)
+        throw Error(ErrorCode::protocol, "wake_fd(): this GatherCollector was moved from: use the one it was moved into");
     if (!eventfd_) {
         eventfd_ = std::make_unique<EventfdWaiter>(bell_.line().collector_eventfd);
         eventfd_seen_.publish(eventfd_.get());
@@ -532,7 +535,9 @@ bool GatherCollector::arm_wake_fd(std::uint64_t tag, std::span<const std::uint32
     return arm_eventfd(*eventfd_, bell_site(), *cancelled_, [&] { return any_awaited_ready(tag, pending); });
 }
 
-void GatherCollector::disarm_wake_fd() noexcept { retract(bell_site()); }
+void GatherCollector::disarm_wake_fd() noexcept {
+    if (cancelled_) retract(bell_site());  // (moved from: nothing of it armed)
+}
 
 // ---- worker ---------------------------------------------------------------------------------------
 

@@ -61,10 +61,18 @@ Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
     RINGCAST_CRASH_POINT(writer_c2);
     tail_ = line_->tail.load(std::memory_order_acquire);  // a previous writer's records stay published
     known_free_end_ = tail_;  // unknown: the first reservation scans the heads
-    // The readers' eventfd registrations, for our data wakes (events/eventfd.hpp).
-    reader_eventfds_ = std::make_unique<EventfdSignaller>(&segment_.reader_slot(0).eventfd, sizeof(layout::ReaderSlot),
-                                                          readers_);
-    if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();
+    try {
+        // The readers' eventfd registrations, for our data wakes (events/eventfd.hpp).
+        reader_eventfds_ = std::make_unique<EventfdSignaller>(&segment_.reader_slot(0).eventfd,
+                                                              sizeof(layout::ReaderSlot), readers_);
+        if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();  // eventfd() may fail (EMFILE)
+    } catch (...) {
+        // No destructor runs for a constructor that throws: give the role back here, or it stays
+        // held by this live process (writer_in_use to every retry, ours included) until it exits.
+        std::uint64_t expected = mine;
+        h.writer_owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+        throw;
+    }
     // A previous writer that died between its stamps and its tail exchange (publish order 2b..3)
     // left records that caught-up readers may have taken: they are published. Adopt them, so the
     // tail is past every record a reader can have read, and wake whoever sleeps on the old tail.
@@ -103,6 +111,11 @@ Writer Writer::open(std::string_view name, const WriterOptions& options) {
 
 Writer::~Writer() {
     if (line_ == nullptr) return;  // moved from
+    // A fork()ed child's copy (the child returning from main): the queue, the role and the name are
+    // the parent's. Its close would end the parent's queue for every reader, its CAS would free the
+    // parent's live claim (another writer could take it), its unlink the parent's name; the
+    // registration (space_eventfd_'s destructor) is the parent's too (EventfdWaiter checks the same).
+    if (detail::current_pid() != owner_pid_) return;
     close();
     space_eventfd_seen_.publish(nullptr);
     space_eventfd_.reset();  // unregister while the role is ours: a successor may register next
@@ -132,6 +145,7 @@ void Writer::close() noexcept {
 }
 
 bool Writer::wake_ahead() noexcept {
+    if (line_ == nullptr) return false;  // moved from: its readers are its successor's to wake
     const SleepSite site = data_site();
     // w2 alone: with no cursor moved, this is what any waker may do. A reader whose bit is clear is
     // awake (or past its 3d, about to see the next publish's w1), so nobody is missed here; nobody
@@ -157,14 +171,22 @@ void Writer::cancel() noexcept {
     if (EventfdWaiter* e = space_eventfd_seen_.load()) e->poke();  // (flag first: see Reader::cancel)
 }
 
-std::uint64_t Writer::wake_calls() const noexcept { return line_->wake_calls.load(std::memory_order_relaxed); }
+// A moved-from Writer's counters read 0, its waits and checks refuse: its ring is its successor's.
+std::uint64_t Writer::wake_calls() const noexcept {
+    return line_ == nullptr ? 0 : line_->wake_calls.load(std::memory_order_relaxed);
+}
 std::uint64_t Writer::space_waits() const noexcept {
-    return segment_.space_line().writer_waits.load(std::memory_order_relaxed);
+    return line_ == nullptr ? 0 : segment_.space_line().writer_waits.load(std::memory_order_relaxed);
+}
+
+void Writer::moved_from(const char* call) {
+    throw Error(ErrorCode::protocol, std::string(call) + ": this Writer was moved from: use the Writer it was moved into");
 }
 
 // Runs every liveness_interval while the writer is blocked on space (from block_until's on_idle):
 // a lagging rank whose owner process is gone cannot release — fail or evict, never hang.
 void Writer::check_lagging_readers() {
+    if (line_ == nullptr) moved_from("check_liveness()");
     const std::uint64_t min_head = min_reader_head_acquire();
     for (std::uint32_t r = 0; r < readers_; ++r) {
         auto& slot = segment_.reader_slot(r);
@@ -194,6 +216,7 @@ std::vector<std::uint32_t> Writer::slowest_readers() const {
     // One pass, each head loaded once (a second pass against min_reader_head_acquire's minimum could
     // miss a rank that moved on in between and name nobody).
     std::vector<std::uint32_t> ranks;
+    if (line_ == nullptr) return ranks;  // moved from: it holds nobody up
     std::uint64_t min_head = tail_;
     for (std::uint32_t r = 0; r < readers_; ++r) {
         auto& slot = segment_.reader_slot(r);
@@ -263,9 +286,17 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
                                             " is impossible against tail " + std::to_string(tail));
     }
     cached_tail_ = head_;
-    // The writer's eventfd registration, for our space wakes (events/eventfd.hpp).
-    writer_eventfd_ = std::make_unique<EventfdSignaller>(&segment_.space_line().writer_eventfd, 0, 1);
-    if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();
+    try {
+        // The writer's eventfd registration, for our space wakes (events/eventfd.hpp).
+        writer_eventfd_ = std::make_unique<EventfdSignaller>(&segment_.space_line().writer_eventfd, 0, 1);
+        if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();  // eventfd() may fail (EMFILE)
+    } catch (...) {
+        // No destructor runs for a constructor that throws: hand the rank back keeping its place (as
+        // the head check above), or it stays held by this live process — rank_in_use to every retry,
+        // and a writer waiting for a reader that never reads, with no peer_dead (its owner lives).
+        release_claim(SlotState::detached);
+        throw;
+    }
     // The previous holder of this rank may have died mid-way through a record's processing; head_ is
     // always at a record boundary (only whole records are released), so we resume cleanly.
 }
@@ -348,6 +379,12 @@ Reader::~Reader() { detach(); }
 
 void Reader::detach() noexcept {
     if (slot_ == nullptr || owner_word_ == 0) return;  // moved from, or detached already
+    // A fork()ed child's copy: the rank is the parent's (releasing it would make the writer stop
+    // waiting for a reader that still reads, and overwrite what it has not read).
+    if (detail::current_pid() != owner_pid_) {
+        owner_word_ = 0;
+        return;
+    }
     // Unregister while the rank is ours (a successor may register next); the fd itself stays open
     // until the destructor: an event loop may still watch it (a Python reader's shutdown() pokes it,
     // then detaches — the loop must see that poke, and must not find the number reused by a socket).
@@ -375,11 +412,15 @@ void Reader::cancel() noexcept {
     if (EventfdWaiter* e = data_eventfd_seen_.load()) e->poke();
 }
 
-std::uint64_t Reader::waits() const noexcept { return slot_->waits.load(std::memory_order_relaxed); }
-std::uint64_t Reader::wake_calls() const noexcept { return slot_->wake_calls.load(std::memory_order_relaxed); }
+// A moved-from Reader's counters read 0; everything else of it refuses (moved_from()).
+std::uint64_t Reader::waits() const noexcept { return slot_ == nullptr ? 0 : slot_->waits.load(std::memory_order_relaxed); }
+std::uint64_t Reader::wake_calls() const noexcept {
+    return slot_ == nullptr ? 0 : slot_->wake_calls.load(std::memory_order_relaxed);
+}
 
 // Runs every liveness_interval while blocked for data: a dead writer will never publish.
 void Reader::check_writer() const {
+    if (slot_ == nullptr) moved_from();
     auto& h = segment_.header();
     const std::uint64_t word = h.writer_owner.load(std::memory_order_acquire);
     const Owner writer = layout::unpack_owner(word);
@@ -490,9 +531,12 @@ Fragment Reader::peek_fragment(std::chrono::nanoseconds timeout_ns) {
 }
 
 void Reader::release_fragments(std::uint64_t mark) {
+    if (slot_ == nullptr) moved_from();
     if (has_pending_ || assembling_) refuse_fragment_mix("release_fragments()");
     const std::uint64_t released = slot_->head.load(std::memory_order_relaxed);  // we are its only storer
-    if (mark < released || mark > head_ || !layout::cursor_aligned(mark))
+    // A mark inside a record would leave the head there: the next look (ours, or a re-attach's) would
+    // parse payload bytes as a record header — a message the writer never wrote, or corrupt for good.
+    if (mark < released || mark > head_ || !layout::cursor_aligned(mark) || !ends_a_held_record(released, mark))
         throw Error(ErrorCode::protocol, "release_fragments(" + std::to_string(mark) +
                                              "): not a release_mark of peek_fragment (released up to " +
                                              std::to_string(released) + ", handed out up to " + std::to_string(head_) + ")");
@@ -508,7 +552,24 @@ void Reader::release_fragments(std::uint64_t mark) {
     }
 }
 
+bool Reader::ends_a_held_record(std::uint64_t released, std::uint64_t mark) const noexcept {
+    // The records from `released` on were handed out and not released: the writer cannot rewrite
+    // them, so their stamps are still current and their lengths the writer's (acquire: the stamp's
+    // release store). At most (mark - released) / kRecordAlign steps.
+    std::uint64_t pos = released;
+    while (pos < mark) {
+        const layout::RecordHeader& h = layout::record_at(data_, pos & mask_);
+        const std::uint32_t stamp = h.stamp.load(std::memory_order_acquire);
+        if (!layout::stamp_current(stamp, pos, lap_shift_)) return false;
+        const std::uint64_t end = layout::stamped_record_end(h, stamp, pos, capacity_);
+        if (end == pos) return false;
+        pos = end;
+    }
+    return pos == mark;
+}
+
 void Reader::rewind_fragments() {
+    if (slot_ == nullptr) moved_from();
     if (!streaming_ && !fragments_held_) return;  // nothing handed out
     if (message_partly_released_)
         throw Error(ErrorCode::protocol, "rewind_fragments(): part of the message was released already and cannot be "
@@ -522,6 +583,7 @@ void Reader::rewind_fragments() {
 }
 
 void Reader::abandon_fragments() {
+    if (slot_ == nullptr) moved_from();
     if (has_pending_ || assembling_) refuse_fragment_mix("abandon_fragments()");
     streaming_ = false;  // its remaining records are orphans now: peek() / peek_fragment() skip them
     message_end_mark_ = 0;
@@ -544,6 +606,7 @@ void Reader::corrupt(const std::string& why) const {
 
 
 int Writer::wake_fd() {
+    if (line_ == nullptr) moved_from("wake_fd()");
     if (!space_eventfd_) {
         space_eventfd_ = std::make_unique<EventfdWaiter>(segment_.space_line().writer_eventfd);
         space_eventfd_seen_.publish(space_eventfd_.get());
@@ -572,9 +635,12 @@ bool Writer::arm_wake_fd(std::size_t message_bytes, const WriteProgress* progres
                        [&] { return has_room_for_next_write(message_bytes, progress); });
 }
 
-void Writer::disarm_wake_fd() noexcept { retract(space_site()); }
+void Writer::disarm_wake_fd() noexcept {
+    if (line_ != nullptr) retract(space_site());  // (moved from: nothing of it armed)
+}
 
 int Reader::wake_fd() {
+    if (slot_ == nullptr) moved_from();
     if (!data_eventfd_) {
         data_eventfd_ = std::make_unique<EventfdWaiter>(slot_->eventfd);
         data_eventfd_seen_.publish(data_eventfd_.get());
@@ -587,6 +653,8 @@ bool Reader::arm_wake_fd() {
     return arm_eventfd(*data_eventfd_, data_site(), cancelled_.get(), [&] { return poll_acquire(); });
 }
 
-void Reader::disarm_wake_fd() noexcept { retract(data_site()); }
+void Reader::disarm_wake_fd() noexcept {
+    if (slot_ != nullptr) retract(data_site());  // (moved from: nothing of it armed)
+}
 
 }  // namespace ringcast

@@ -520,6 +520,8 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
     if (!cursor_aligned(tail_before) || !cursor_aligned(tail_after))
         throw Error(ErrorCode::corrupt, "corrupt tail " + std::to_string(tail_after) + ": not a multiple of " +
                                             std::to_string(kRecordAlign));
+    if (tail_after >= kMaxCursorAtAttach)  // (heads: at most the published end, below)
+        throw Error(ErrorCode::corrupt, "corrupt tail " + std::to_string(tail_after) + ": past 2^63 bytes written");
     // A head may pass the tail by the records a writer stamped before its tail exchange (ring.hpp).
     // Stamps are read after tail_after: a writer that lapped the ring meanwhile has stamped those
     // places anew; its tail, read once more, is then past every head read before it.
@@ -541,24 +543,35 @@ void Segment::validate_image(const std::byte* image, std::size_t size) {
 }
 
 Segment Segment::open(std::string_view name) {
-    const ShmObject obj = ShmObject::open(name);
-    const std::size_t size = obj.size();
+    // A creator (ShmObject::create, then the header) may be between its shm_open and its ftruncate
+    // (the object is empty) or before its release store of magic (the header is not whole): give it
+    // a moment, ~100 ms, in either window. What stays empty or without magic is not a segment.
+    constexpr int kCreatorAttempts = 50;
+    constexpr auto kCreatorPause = std::chrono::milliseconds(2);
+    std::optional<ShmObject> obj;
+    for (int attempt = 0;; ++attempt) {
+        obj.emplace(ShmObject::open(name));
+        if (obj->size() != 0 || attempt >= kCreatorAttempts) break;
+        std::this_thread::sleep_for(kCreatorPause);
+    }
+    const std::size_t size = obj->size();
     if (size < sizeof(layout::SegmentHeader))
         throw Error(ErrorCode::not_ringcast, "segment '" + std::string(name) + "' is too small (" +
                                                  std::to_string(size) + " bytes) to be a ringcast segment");
-    void* p = obj.map();
-    Segment seg(std::string(name), static_cast<std::byte*>(p), size, obj.identity());
-    // A creator may be between shm_open and its release store of magic: give it a moment.
+    void* p = obj->map();
+    Segment seg(std::string(name), static_cast<std::byte*>(p), size, obj->identity());
     for (int attempt = 0;; ++attempt) {
+        // Judged by the magic as it was BEFORE this look: a creator that stored it while the look ran
+        // made the look fail on what it read first ("no magic") though the segment is whole now.
+        const bool creator_unfinished = seg.header().magic.load(std::memory_order_acquire) == 0;
         try {
             validate_image(seg.base_, size);
             break;
         } catch (const Error& e) {
-            const bool uninitialised = seg.header().magic.load(std::memory_order_acquire) == 0;
-            if (!uninitialised || attempt >= 50) {
+            if (!creator_unfinished || attempt >= kCreatorAttempts) {
                 throw Error(e.code(), "segment '" + std::string(name) + "': " + e.what());
             }
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            std::this_thread::sleep_for(kCreatorPause);
         }
     }
     // Every use of a segment judges its peers by pid (a dead writer, a dead reader to evict, an

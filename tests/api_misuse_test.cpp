@@ -2,6 +2,8 @@
 // corrupted the ring other processes read, lost a message or overflowed (found by a user's review),
 // and must now refuse with a clear Error or keep working. The sanitizer builds (UBSan for the
 // overflows, TSan for the cancel race) make the silent ones fail too.
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -9,12 +11,27 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include "ringcast/gather.hpp"
 #include "ringcast/ring.hpp"
 #include "test_util.hpp"
 
 using namespace std::chrono_literals;
+
+// eventfd() refused on demand, as with the fd table full (EMFILE): ringcast_tests links with
+// -Wl,--wrap=eventfd (tests/CMakeLists.txt), so the library's calls come here first.
+namespace {
+std::atomic<bool> g_eventfd_fails{false};
+}  // namespace
+extern "C" int __real_eventfd(unsigned int initval, int flags);  // NOLINT(bugprone-reserved-identifier)
+extern "C" int __wrap_eventfd(unsigned int initval, int flags) {  // NOLINT(bugprone-reserved-identifier)
+    if (g_eventfd_fails.load()) {
+        errno = EMFILE;
+        return -1;
+    }
+    return __real_eventfd(initval, flags);
+}
 
 namespace ringcast::test {
 namespace {
@@ -185,6 +202,171 @@ TEST(ResumedWrite, WithOtherPartsIsRefusedAndTheRightOneCompletes) {
     reader.join();
     EXPECT_EQ(s, Status::ok);
     EXPECT_EQ(got, big);
+}
+
+// Every call of a moved-from endpoint either refuses (Error(protocol), naming the move) or reads as
+// idle — none dereferences the pointers the move took (each of these crashed: release() after a peek
+// the move took along, the fragment calls, liveness checks, the event-loop calls, the counters).
+TEST(MovedFrom, EveryCallRefusesOrIsIdleAndNoneCrashes) {
+    ScopedName name("moved-all"), group("moved-all-g");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto r = Reader::attach(name, 0);
+    ASSERT_EQ(w.write(bytes_of(10, 1), 1s, 1), Status::ok);
+    ASSERT_EQ(r.peek(1s).status, Status::ok);
+    Reader r2(std::move(r));
+    const auto refused = [](const char* what, auto&& call) {
+        try {
+            call();
+            ADD_FAILURE() << what << " of a moved-from endpoint returned";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::protocol) << what << ": " << e.what();
+            EXPECT_NE(std::string(e.what()).find("moved from"), std::string::npos) << what << ": " << e.what();
+        }
+    };
+    // NOLINTBEGIN(bugprone-use-after-move): the subject
+    refused("Reader::release", [&] { r.release(); });
+    refused("Reader::release_fragments", [&] { r.release_fragments(0); });
+    refused("Reader::rewind_fragments", [&] { r.rewind_fragments(); });
+    refused("Reader::abandon_fragments", [&] { r.abandon_fragments(); });
+    refused("Reader::check_liveness", [&] { r.check_liveness(); });
+    refused("Reader::wake_fd", [&] { (void)r.wake_fd(); });
+    refused("Reader::arm_wake_fd", [&] { (void)r.arm_wake_fd(); });
+    r.disarm_wake_fd();
+    EXPECT_EQ(r.waits() + r.wake_calls(), 0u);
+    r2.release();  // the peeked message moved along: released through the new owner
+    Writer w2(std::move(w));
+    refused("Writer::check_liveness", [&] { w.check_liveness(); });
+    refused("Writer::wake_fd", [&] { (void)w.wake_fd(); });
+    refused("Writer::arm_wake_fd", [&] { (void)w.arm_wake_fd(10); });
+    w.disarm_wake_fd();
+    EXPECT_FALSE(w.wake_ahead());
+    EXPECT_TRUE(w.slowest_readers().empty());
+    EXPECT_EQ(w.wake_calls() + w.space_waits(), 0u);
+    auto c = GatherCollector::create(group, GatherOptions{.ranks = 1});
+    auto worker = GatherWorker::attach(group, 0);
+    GatherCollector c2(std::move(c));
+    GatherWorker worker2(std::move(worker));
+    refused("GatherCollector::wake_fd", [&] { (void)c.wake_fd(); });
+    refused("GatherCollector::arm_wake_fd", [&] { (void)c.arm_wake_fd(1, {}); });
+    c.disarm_wake_fd();
+    EXPECT_EQ(worker.bell_rings(), 0u);
+    // NOLINTEND(bugprone-use-after-move)
+    ASSERT_EQ(w2.write(bytes_of(10, 2), 1s, 2), Status::ok);  // the new owners work on
+    EXPECT_EQ(r2.peek(1s).tag, 2u);
+    r2.release();
+    const std::byte reply{3};
+    ASSERT_EQ(worker2.reply(4, {&reply, 1}, 1s), Status::ok);
+    EXPECT_EQ(c2.collect_all(4, 1s).status, Status::ok);
+}
+
+// A child fork()ed while its parent holds a Writer, a Reader waiting on an eventfd and a
+// GatherCollector, whose copies of them are destroyed there (as in a child that returns from main):
+// nothing of the parent's is released. They closed the parent's queue, gave its rank up (the writer
+// then overwrote what the parent's reader had not read: Error(corrupt) there), unregistered its
+// eventfd and unlinked its names.
+TEST(Fork, AChildsCopiesOfItsParentsEndpointsReleaseNothing) {
+    ScopedName name("fork-copies"), group("fork-copies-g");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    ReaderOptions ro;
+    ro.wait.kind = WaitKind::eventfd;
+    auto r = Reader::attach(name, 0, ro);
+    const int fd = r.wake_fd();
+    auto c = GatherCollector::create(group, GatherOptions{.ranks = 1});
+    const pid_t child = fork_child([&] {
+        Writer wc(std::move(w));
+        Reader rc(std::move(r));
+        GatherCollector cc(std::move(c));
+    });  // (their destructors run here, in the child)
+    ASSERT_EQ(wait_child(child, 30s), 0);
+    EXPECT_FALSE(w.closed());
+    const auto msg = bytes_of(1000, 7);
+    std::uint64_t written = 0;
+    while (written < 1000 && w.write(msg, 0ns, written) == Status::ok) ++written;
+    EXPECT_LT(written, 1000u) << "the writer no longer waits for the parent's reader";
+    for (std::uint64_t i = 0; i < written; ++i) {
+        const Message m = r.peek(1s);
+        ASSERT_EQ(m.status, Status::ok) << "message " << i;
+        EXPECT_EQ(m.tag, i);
+        r.release();
+    }
+    ASSERT_FALSE(r.arm_wake_fd());  // nothing there: armed on the parent's (still registered) eventfd
+    ASSERT_EQ(w.write(msg, 1s, 9999), Status::ok);
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    EXPECT_EQ(::poll(&p, 1, 5000), 1) << "the publish did not reach the parent's eventfd";
+    r.disarm_wake_fd();
+    EXPECT_EQ(r.peek(1s).tag, 9999u);
+    r.release();
+    auto worker = GatherWorker::attach(group, 0);  // the group's names are still there
+    const std::byte reply{5};
+    ASSERT_EQ(worker.reply(1, {&reply, 1}, 1s), Status::ok);
+    EXPECT_EQ(c.collect_all(1, 1s).status, Status::ok);
+}
+
+// A constructor that fails after it claimed its role — eventfd() refused (the fd table full) — gives
+// the role back: no destructor runs for a constructor that throws, so the claim stayed with this live
+// process (the retry got rank_in_use / writer_in_use naming its own pid, and a writer waited for a
+// reader that never read, with no peer_dead ever).
+TEST(ConstructorFailure, AnEndpointWhoseEventfdFailsGivesItsClaimBack) {
+    ScopedName name("ctor-eventfd");
+    {
+        auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10},
+                                WriterOptions{.unlink_on_destroy = false});
+        ReaderOptions ro;
+        ro.wait.kind = WaitKind::eventfd;
+        g_eventfd_fails = true;
+        EXPECT_THROW((void)Reader::attach(name, 0, ro), Error);
+        g_eventfd_fails = false;
+        auto r = Reader::attach(name, 0, ro);
+        ASSERT_EQ(w.write(bytes_of(10, 1), 1s, 5), Status::ok);
+        EXPECT_EQ(r.peek(1s).tag, 5u);
+        r.release();
+    }  // the writer closed the queue; the name stays
+    WriterOptions wo{.unlink_on_destroy = false, .reopen_closed = true};
+    wo.wait.kind = WaitKind::eventfd;
+    g_eventfd_fails = true;
+    try {
+        (void)Writer::open(name, wo);
+        ADD_FAILURE() << "Writer::open returned with eventfd() failing";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::system) << e.what();
+    }
+    g_eventfd_fails = false;
+    auto w = Writer::open(name, wo);
+    EXPECT_FALSE(w.closed());
+}
+
+// release_fragments() with a mark inside a handed-out record — aligned, in range, but not a record's
+// end — was taken: the head then lay inside the record, and a re-attach of the rank (keep_place) read
+// the payload there as a record: here a message the writer never wrote, forged in the payload.
+TEST(ReleaseFragments, AMarkInsideARecordIsRefused) {
+    ScopedName name("mark-inside");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    std::vector<std::byte> payload(64, std::byte{0});
+    auto* forged = reinterpret_cast<layout::RecordHeader*>(payload.data() + 16);  // at ring offset 32
+    forged->length = 5;
+    forged->stamp.store(layout::make_stamp(layout::RecordKind::message, 32, 16));
+    forged->tag = 0xbad;
+    {
+        ReaderOptions ro;
+        ro.keep_place = true;
+        auto r = Reader::attach(name, 0, ro);
+        ASSERT_EQ(w.write(payload, 1s, 7), Status::ok);
+        const Fragment f = r.peek_fragment(1s);
+        ASSERT_EQ(f.status, Status::ok);
+        ASSERT_GT(f.release_mark, 32u);
+        try {
+            r.release_fragments(32);
+            ADD_FAILURE() << "release_fragments(32) inside the record [0, " << f.release_mark << ") was taken";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::protocol) << e.what();
+        }
+    }  // detached, keeping its place (nothing released)
+    auto r2 = Reader::attach(name, 0);
+    std::vector<std::byte> got;
+    std::uint64_t tag = 0;
+    ASSERT_EQ(r2.read(got, 1s, &tag), Status::ok);
+    EXPECT_EQ(tag, 7u) << "the re-attached reader did not get the message the writer wrote";
+    EXPECT_EQ(got, payload);
 }
 
 }  // namespace

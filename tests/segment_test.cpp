@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -274,6 +275,18 @@ TEST(Segment, AttachValidatesEverything) {
         make_raw(n.str(), img);
         expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "head");
     }
+    // Cursors near 2^64 (tail and head alike): accepted, the tail wrapped to 128 at the next writes,
+    // every read said "closed" and the writer filled the ring on without waiting for the reader.
+    {
+        ScopedName n("near-wrap");
+        auto img = good_image();
+        const std::uint64_t near_wrap = ~std::uint64_t{0} - 15;  // 2^64 - 16: aligned
+        poke<std::uint64_t>(img, kWriterLineOffset + offsetof(WriterLine, tail), near_wrap);
+        poke<std::uint64_t>(img, kReaderSlotsOffset + offsetof(ReaderSlot, head), near_wrap);
+        make_raw(n.str(), img);
+        expect_error([&] { (void)Reader::attach(n, 0); }, ErrorCode::corrupt, "past 2^63 bytes written");
+        expect_error([&] { (void)Writer::open(n); }, ErrorCode::corrupt, "past 2^63 bytes written");
+    }
     // Garbage over the flags word sets bit 0 half the time: read as a state, it said "closed by its
     // writer" (ClosedError in Python), to a reader and to a writer taking the segment over alike.
     for (const std::uint32_t flags : {0xdeadbeefu, 0x2u}) {
@@ -301,6 +314,42 @@ TEST(Segment, AttachValidatesEverything) {
         poke<std::uint64_t>(img, offsetof(SegmentHeader, writer_owner), pack_owner({SlotState::attached, 4242, 77}));
         make_raw(n.str(), img);
         EXPECT_NO_THROW((void)Reader::attach(n, 0));
+    }
+}
+
+// An attach while the creator is still making the object waits through both of its windows: the
+// object empty (between its shm_open and its ftruncate), then sized with no magic yet (before the
+// header's release store). Segment::open refused the empty object at once ("too small (0 bytes)"), and
+// judged the magic after its look: a magic stored during the look got the look's "no magic" thrown.
+TEST(Segment, OpenWaitsThroughTheCreatorsWindows) {
+    ScopedName n("creating");
+    const auto img = good_image();
+    const int fd = ::shm_open(("/" + n.str()).c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    std::thread creator([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(img.size())), 0);
+        void* p = ::mmap(nullptr, img.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ASSERT_NE(p, MAP_FAILED);
+        auto* base = static_cast<std::byte*>(p);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        constexpr std::size_t after_magic = sizeof(std::uint64_t);  // the magic is the header's first field
+        std::memcpy(base + after_magic, img.data() + after_magic, img.size() - after_magic);
+        std::uint64_t magic = 0;
+        std::memcpy(&magic, img.data(), sizeof magic);
+        reinterpret_cast<SegmentHeader*>(base)->magic.store(magic, std::memory_order_release);
+        ::munmap(p, img.size());
+    });
+    std::optional<Segment> opened;
+    try {
+        opened.emplace(Segment::open(n.str()));
+    } catch (const Error& e) {
+        ADD_FAILURE() << "open during creation: " << e.what();
+    }
+    creator.join();
+    ::close(fd);
+    if (opened) {
+        EXPECT_EQ(opened->header().reader_count, 2u);
     }
 }
 

@@ -91,6 +91,7 @@ public:
     DoorbellMapping& operator=(const DoorbellMapping&) = delete;
     ~DoorbellMapping();
     [[nodiscard]] layout::DoorbellLine& line() const noexcept { return *line_; }
+    [[nodiscard]] bool mapped() const noexcept { return line_ != nullptr; }  // false once moved from
     // The object mapped (segment.hpp): its creator removes the name only while it still leads here.
     [[nodiscard]] ObjectIdentity identity() const noexcept { return identity_; }
 
@@ -112,7 +113,7 @@ public:
     [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
     GatherCollector(GatherCollector&&) noexcept = default;
     GatherCollector& operator=(GatherCollector&&) = delete;
-    ~GatherCollector();
+    ~GatherCollector();  // removes the names (remove_names); a fork()ed child's copy leaves them (as ~Writer)
 
     // Waits ONCE for replies tagged `tag` from `ranks` (empty: all ranks), draining whichever is ready
     // in any order. Throws Error(stale_reply) for a reply with another tag (it is consumed; the good
@@ -232,10 +233,12 @@ private:
     // defaulted move of GatherCollector moves this member with it), so a moved-from collector — every
     // create() moves one — never unlinks a live group's names. (A moved-from std::string is only
     // "valid but unspecified": the name cannot be the flag.)
+    // Made by this process only: a copy fork() gave a child never removes its parent's names.
     struct NamesOwner {
         bool owns = true;
+        pid_t by = detail::current_pid();
         NamesOwner() = default;
-        NamesOwner(NamesOwner&& o) noexcept : owns(std::exchange(o.owns, false)) {}
+        NamesOwner(NamesOwner&& o) noexcept : owns(std::exchange(o.owns, false)), by(o.by) {}
         NamesOwner& operator=(NamesOwner&&) = delete;
     };
     NamesOwner removes_names_;
@@ -326,7 +329,9 @@ public:
     GatherWorker& operator=(GatherWorker&&) = delete;
     ~GatherWorker() = default;  // the Writer closes the reply ring: the collector sees closed
     [[nodiscard]] std::uint32_t rank() const noexcept { return rank_; }
-    [[nodiscard]] std::uint64_t bell_rings() const noexcept { return bell_.line().rings.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t bell_rings() const noexcept {
+        return bell_.mapped() ? bell_.line().rings.load(std::memory_order_relaxed) : 0;  // 0: moved from
+    }
 
 private:
     GatherWorker(DoorbellMapping bell, Writer writer, std::uint32_t rank);

@@ -332,6 +332,11 @@ static_assert(max_record_payload(kMaxCapacity) <= 0xffff'ffffULL);
 // Cursors (tail, heads) only ever advance by whole records: one that is not a multiple of
 // kRecordAlign is corrupt (a header read there could straddle the ring's end).
 [[nodiscard]] constexpr bool cursor_aligned(std::uint64_t cursor) noexcept { return cursor % kRecordAlign == 0; }
+// The furthest a cursor found at attach may be: 2^63 bytes (~90 years of 3 GB/s, ~3 years of a
+// sustained 100 GB/s). Past it the sums the ring takes for granted (tail + record, head + capacity,
+// a padding's end) come within reach of 2^64 and wrap: a segment that says otherwise was written by
+// something else, and is refused as corrupt instead of losing messages behind a wrapped tail.
+inline constexpr std::uint64_t kMaxCursorAtAttach = std::uint64_t{1} << 63;
 
 // ---- the gather doorbell object "<group>.bell": one line -------------------------------------------
 inline constexpr std::uint64_t kDoorbellMagic = 0x4c4c'4542'4347'5243ULL;  // "RCGCBELL"

@@ -55,6 +55,7 @@
 
 #include "ringcast/error.hpp"
 #include "ringcast/detail/movable.hpp"
+#include "ringcast/detail/process.hpp"
 #include "ringcast/detail/wake_ahead.hpp"
 #include "ringcast/layout.hpp"
 #include "ringcast/segment.hpp"
@@ -154,7 +155,11 @@ public:
     Writer& operator=(Writer&&) = delete;
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
-    ~Writer();  // close()s the queue, releases the writer claim, unlinks the name if asked
+    // close()s the queue, releases the writer claim, unlinks the name if asked — in the process that
+    // made this Writer. A copy fork() gave a child is its parent's: destroyed there (the child returns
+    // from main, or exits through its destructors) it unmaps and leaves the queue, the claim and the
+    // name as they were. Using such a copy in the child is not supported.
+    ~Writer();
 
     // Copies `message` into the ring (fragmented when larger than max_reserve()). Blocks for space
     // up to `timeout`. On timed_out/cancelled nothing of a small message is visible; of a fragmented
@@ -288,6 +293,7 @@ private:
     [[nodiscard]] Status begin_message(Timeout& timeout, WriteProgress* progress, std::uint64_t total, std::uint64_t tag);
     void check_message_size(std::uint64_t total) const;  // Error(message_too_large) over kMaxMessage
     void check_lagging_readers();
+    [[noreturn]] static void moved_from(const char* call);  // Error(protocol) naming the call
     static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
 
     Segment segment_;
@@ -312,6 +318,7 @@ private:
     std::uint64_t stream_serial_ = 1;    // numbers fragmented streams, so a stale WriteProgress is not resumed
     detail::Taken<bool> owns_name_;
     std::uint64_t owner_word_ = 0;       // our claim in the header's writer_owner
+    pid_t owner_pid_ = detail::current_pid();  // who made it: a fork()ed child's copy releases nothing
     SleepSite bell_{};                   // set_publish_bell(); seq == nullptr: none
     std::atomic<std::uint64_t>* bell_wake_calls_ = nullptr;
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
@@ -340,7 +347,9 @@ public:
     Reader& operator=(Reader&&) = delete;
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
-    ~Reader();  // detaches: releases the rank, or keeps its place (ReaderOptions::keep_place)
+    // detaches: releases the rank, or keeps its place (ReaderOptions::keep_place) — in the process that
+    // attached; a copy fork() gave a child leaves the parent's rank alone (as ~Writer).
+    ~Reader();
 
     // Zero-copy: the next message, valid until release(). A fragmented message is reassembled into this
     // reader's own buffer (its fragments are released as they are copied). Calling peek() again before
@@ -424,6 +433,8 @@ private:
     static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
     [[noreturn]] void corrupt(const std::string& why) const;
     [[noreturn]] static void moved_from();  // Error(protocol): a read of a moved-from Reader
+    // Whether `mark` is the end of a record of those handed out from `released` on (release_fragments).
+    [[nodiscard]] bool ends_a_held_record(std::uint64_t released, std::uint64_t mark) const noexcept;
     // The header of the record at head_ (cached_tail_ > head_), checked against what the writer can have
     // published: a corrupt header must not make us read outside the ring or past the tail.
     struct RecordAt {
@@ -453,7 +464,7 @@ private:
     std::uint64_t cached_tail_ = 0;  // published up to here (the last tail seen, or the end of the record
                                      // stamped at head_): no shared load while head_ < cached_tail_
     std::uint64_t pending_end_ = 0;  // head after release() of the peeked message
-    bool has_pending_ = false;
+    detail::Taken<bool> has_pending_;  // a move leaves none in the source (its release() would use no ring)
     Message pending_{};
     // Reassembly of a fragmented message.
     std::unique_ptr<std::byte[]> assembly_;
@@ -471,6 +482,7 @@ private:
     std::uint64_t stream_tag_ = 0;
     std::uint64_t message_end_mark_ = 0;  // release_mark of a handed-out last record: its release counts the message
     std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word; 0 once detach() gave it up
+    pid_t owner_pid_ = detail::current_pid();  // who attached: a fork()ed child's copy detaches nothing
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
     // Case 3g of block_until (Writer::wake_ahead): the spin of a reader woken ahead of a message, from
     // the options it attached with — a hybrid reader's, also while a caller waiting in slices has

@@ -545,7 +545,10 @@ inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
 }
 
 inline void Reader::release() {
-    if (!has_pending_) throw Error(ErrorCode::protocol, "release() without a peeked message");
+    if (!has_pending_) {
+        if (slot_ == nullptr) moved_from();  // (a move takes the pending message along)
+        throw Error(ErrorCode::protocol, "release() without a peeked message");
+    }
     has_pending_ = false;
     pending_ = {};
     if (slot_->head.load(std::memory_order_relaxed) != pending_end_) {  // relaxed: we are its only storer

@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ringcast/detail/process.hpp"
 #include "ringcast/futex.hpp"
 #include "ringcast/layout.hpp"
 
@@ -87,6 +88,7 @@ private:
     layout::EventfdSlot& slot_;
     int fd_ = -1;
     bool registered_ = true;
+    pid_t registrant_ = detail::current_pid();  // a fork()ed child's copy leaves the registration alone
 };
 
 // The waker's copies of the eventfds of the endpoints of one sleep site (bit b's endpoint registers
