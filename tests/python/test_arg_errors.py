@@ -236,3 +236,17 @@ def test_a_queue_or_gather_passed_to_another_process_says_to_pass_its_handle():
     finally:
         q.shutdown()
         g.close()
+
+
+def test_endpoint_options_of_a_wrong_type_are_refused_naming_them():
+    """name, wait, method, spin_us, spin_max_us, liveness_interval of a wrong type: a TypeError naming
+    the argument, before anything is made (pybind11 said "incompatible constructor arguments"; a bytes
+    name was taken and failed later with "Can't mix strings and bytes")."""
+    small = dict(max_chunk_bytes=1024, max_chunks=4)
+    for kwargs, word in ((dict(name=5), "name"), (dict(name=b"q"), "name"), (dict(wait=None), "wait"),
+                         (dict(spin_us="1"), "spin_us"), (dict(spin_max_us="1"), "spin_max_us"),
+                         (dict(liveness_interval=None), "liveness_interval"),
+                         (dict(liveness_interval=True), "liveness_interval")):
+        refused(TypeError, lambda: ringcast.MessageQueue(1, 1, **small, **kwargs), word)
+        refused(TypeError, lambda: ringcast.ReplyGather(1, max_reply_bytes=1024, **kwargs), word)
+    refused(TypeError, lambda: ringcast.ReplyGather(1, method=None), "method")

@@ -282,6 +282,34 @@ def test_wait_until_ready_waits_for_every_local_worker_and_names_one_that_never_
     g.close()
 
 
+def test_a_close_ends_a_wait_until_ready_with_closed_error_not_a_hang():
+    """A close — from another thread during the wait, or before it — ends the executor's
+    wait_until_ready with ClosedError. It looked only for unattached ranks: without a timeout it waited
+    forever for a worker that can no longer attach, with one it ended in TimeoutError. And a worker
+    closed but not gone still holds its rank, as the refusal of a second one now says."""
+    import threading
+    g = ringcast.ReplyGather(2, max_reply_bytes=1024)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    threading.Timer(0.2, g.close).start()
+    t0 = time.monotonic()
+    with pytest.raises(ringcast.ClosedError, match="was closed"):
+        g.wait_until_ready(timeout=30)
+    assert time.monotonic() - t0 < 10
+    with pytest.raises(ringcast.ClosedError, match="was closed"):
+        g.wait_until_ready()
+    g2 = ringcast.ReplyGather(1, max_reply_bytes=1024)
+    w2 = ringcast.ReplyGather.create_from_handle(g2.export_handle(), 0)
+    w2.close()
+    with pytest.raises(ValueError, match=r"close\(\) alone keeps the rank"):
+        ringcast.ReplyGather.create_from_handle(g2.export_handle(), 0)
+    del w2
+    import gc
+    gc.collect()
+    ringcast.ReplyGather.create_from_handle(g2.export_handle(), 0).close()
+    w.close()
+    g2.close()
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError):
         ringcast.ReplyGather(0)

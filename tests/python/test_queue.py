@@ -1116,3 +1116,27 @@ def test_reattaching_a_released_rank_gives_python_advice_not_the_cpp_keep_place(
         assert "Python has no keep_place" in said and "new handle" in said, said
     finally:
         q.shutdown()
+
+
+def test_a_shutdown_from_another_thread_ends_the_writers_wait_until_ready():
+    """wait_until_ready polled for unattached readers only: a shutdown() meanwhile left it waiting
+    forever (no timeout), or ending in TimeoutError; it raises ClosedError now, as a blocked enqueue does."""
+    import threading
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=1024, max_chunks=4)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)  # rank 1 never attaches
+    threading.Timer(0.2, q.shutdown).start()
+    t0 = time.monotonic()
+    with pytest.raises(ringcast.ClosedError, match="shut down"):
+        q.wait_until_ready(timeout=30)
+    assert time.monotonic() - t0 < 10
+    r.shutdown()
+
+
+@pytest.mark.parametrize("bad,error", [(float("nan"), ValueError), (None, TypeError), ("x", TypeError), (True, TypeError)])
+def test_a_bad_oob_threshold_is_refused_before_anything_is_made(bad, error):
+    """Refused up front, naming the argument (it was judged after the segment existed: the name stayed
+    in /dev/shm while the exception lived, with "cannot convert float NaN to integer")."""
+    name = f"ringcast-test-oob-{os.getpid()}"
+    with pytest.raises(error, match="oob_threshold"):
+        ringcast.MessageQueue(1, 1, max_chunk_bytes=1024, max_chunks=4, name=name, oob_threshold=bad)
+    assert not os.path.exists(f"/dev/shm/{name}")

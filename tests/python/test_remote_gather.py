@@ -347,6 +347,27 @@ def test_a_remote_reply_that_times_out_says_it_waited_for_the_executor_to_collec
     g.close()
 
 
+def test_a_gather_whose_bridge_cannot_bind_leaves_nothing_in_dev_shm():
+    """The reply bridge's bind fails (the port is taken): the constructor raises, and the group's
+    objects are gone at once — not only once the exception (which holds the half-made object) is
+    collected: a retry of the same name inside the except block was refused as "in use"."""
+    import socket
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    name = f"ringcast-test-bindfail-{os.getpid()}"
+    try:
+        ringcast.ReplyGather(2, name=name, max_reply_bytes=1024, remote_ranks=[1], connect_ip="127.0.0.1",
+                             remote_port=taken.getsockname()[1])
+        raise AssertionError("the bridge bound a taken port")
+    except ValueError as e:  # (ringcast's already_exists)
+        assert "cannot bind" in str(e), e
+        assert not [n for n in os.listdir("/dev/shm") if n.startswith(name)]
+        ringcast.ReplyGather(2, name=name, max_reply_bytes=1024).close()  # the retry in the except block
+    finally:
+        taken.close()
+
+
 def test_a_stopped_bridge_is_never_reported_ready():
     """The executor's wait for its remote workers, ended by the bridge's stop (the gather's close),
     raises ClosedError naming the stop and the rank that never connected — it returned as if every

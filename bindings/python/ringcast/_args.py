@@ -109,6 +109,25 @@ def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = Non
     return value
 
 
+def check_endpoint_types(name: Any, wait: Any, spin_us: Any, spin_max_us: Any, liveness_interval: Any,
+                         **strings: Any) -> None:
+    """TypeError naming the argument for the endpoint options of a wrong type (their ranges are the
+    binding's to judge), before anything is made: the binding's own refusal said only "incompatible
+    constructor arguments", and a bytes name was taken, to fail later in other words. ``strings``:
+    further arguments that must be str (ReplyGather's method)."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str (or None: a generated one), got {type(name).__name__}")
+    for arg, value in (("wait", wait), *strings.items()):
+        if not isinstance(value, str):
+            raise TypeError(f"{arg} must be a str, got {type(value).__name__}")
+    for arg, value, optional in (("spin_us", spin_us, False), ("spin_max_us", spin_max_us, True),
+                                 ("liveness_interval", liveness_interval, False)):
+        if value is None and optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{arg} must be a number, got {type(value).__name__}")
+
+
 def require_remote(what: str, connect_ip: Optional[str], peers: str, listener: str) -> None:
     """Ranks on other machines need ZeroMQ in this build and the address to listen on (MessageQueue's
     publisher, ReplyGather's bridge): ImportError / ValueError naming what asked for them."""

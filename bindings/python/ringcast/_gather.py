@@ -23,8 +23,8 @@ from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Un
 
 from ringcast import _core
 from ringcast._core import SegmentError
-from ringcast._args import (MAX_CAPACITY, _aio_refuse, _check_int, _check_timeout, check_handle_version, require_remote,
-                            raise_in_callers_terms, retold)
+from ringcast._args import (MAX_CAPACITY, _aio_refuse, _check_int, _check_timeout, check_endpoint_types,
+                            check_handle_version, raise_in_callers_terms, require_remote, retold)
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
@@ -214,6 +214,8 @@ class ReplyGather:
     rank: Optional[int]
     # The ringcast.aio collect in progress on this gather (aio._Claim), None when none (MessageQueue's).
     _aio_call: Any = None
+    # close() was called (executor): wait_until_ready's look for unattached local ranks stops there.
+    _closed: bool = False
 
     def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
                  wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_COLLECT_SPIN_MAX_US,
@@ -232,6 +234,7 @@ class ReplyGather:
         # The binding takes the sizes as uint64 and the mode as uint32: out of range, it would refuse
         # them in its own terms ("incompatible function arguments"), and a negative or fractional size
         # would pass unnoticed.
+        check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval, method=method)
         max_reply_bytes = _check_int("max_reply_bytes", max_reply_bytes, 0, MAX_CAPACITY // 4 - 64,
                    "4 x (max_reply_bytes + 64) sizes a reply ring, at most 1 TiB")
         mode = _check_int("mode", mode, 0, 0o777, "permission bits, 0o777")
@@ -258,6 +261,7 @@ class ReplyGather:
             self._created = _ring0_created(self.name) or 0
         except BaseException:  # its own rank-0 ring overwritten already: nothing is left half made
             self._collector.shutdown()
+            self._collector.remove_names()  # (only what still is ours: by identity)
             raise
         self._bridge = None
         if remote:
@@ -267,8 +271,9 @@ class ReplyGather:
                 self._bridge = _core.RemoteReplyBridge(self.name, connect_ip or "", remote_port, remote,
                                                        heartbeat_s=liveness_interval / 5,
                                                        curve_secret_key=curve_secret_key or "")
-            except BaseException:
-                self._collector.shutdown()
+            except BaseException:  # (a port in use, an address not here): nothing is left in /dev/shm,
+                self._collector.shutdown()  # even while the exception, holding this frame, is alive — a
+                self._collector.remove_names()  # retry of the same name in its except block is not refused
                 raise
         self.remote_ranks = remote
         self._worker = None
@@ -369,7 +374,8 @@ class ReplyGather:
                     raise
                 raise retold(e, f"cannot attach rank {rank} to gather '{handle.name}': rank {rank} already has "
                                 f"a live worker (pid {held.group(1)}); one worker per rank — a replacement "
-                                "attaches once that process has exited or closed its ReplyGather") from None
+                                "attaches once that process has exited or its worker ReplyGather is gone (deleted "
+                                "or garbage-collected: close() alone keeps the rank)") from None
         self.rank = rank
         return self
 
@@ -390,8 +396,8 @@ class ReplyGather:
             TimeoutError: names the remote ranks that never connected or the local ranks whose worker
                 never attached (executor), or says the bridge never answered (remote worker).
             PeerDeadError: remote worker: the executor was silent for liveness_interval.
-            ClosedError: executor: the gather was closed (its bridge stopped) before every remote rank
-                connected, naming the ranks that did not.
+            ClosedError: executor: the gather was closed (also from another thread, while this waits)
+                before every rank was there; with remote ranks, naming those that did not connect.
             ValueError: remote worker: another live process holds this rank (the first one keeps it).
         """
         _check_timeout(timeout)
@@ -405,6 +411,8 @@ class ReplyGather:
         local = [r for r in range(self.n_ranks) if r not in self.remote_ranks]
         pause = 0.001
         while True:
+            if self._closed:  # close() here or in another thread: every later call raises ClosedError
+                raise _core.ClosedError(f"wait_until_ready: gather '{self.name}' was closed")
             missing = self._collector.never_attached(local) if local else []
             if not missing:
                 return
@@ -602,6 +610,8 @@ class ReplyGather:
             self._worker.close()
         if self._remote is not None:
             self._remote.close()
+        if self._collector is not None:
+            self._closed = True  # a wait_until_ready in another thread stops at its next look
         # The collector's shutdown first (a collect blocked in another thread hears that the gather
         # closed), then the bridge, then the names: a replacement remote worker's hello, served by the
         # bridge until it stops, attaches its reply ring by name.

@@ -22,7 +22,8 @@ from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional,
 
 from ringcast import _core, _gpu
 from ringcast._args import (MAX_CAPACITY, MAX_RANK, _aio_refuse, _check_int, _check_timeout, _in_python_terms,
-                            check_handle_version, raise_in_callers_terms, require_remote, retold)
+                            check_endpoint_types, check_handle_version, raise_in_callers_terms, require_remote,
+                            retold)
 from ringcast._core import RingcastError
 from ringcast._blocks import end_block
 from ringcast._cpus import usable_cpus
@@ -301,6 +302,14 @@ class MessageQueue:
         n_local_reader = _check_int("n_local_reader", n_local_reader, 0)
         max_chunk_bytes = _check_int("max_chunk_bytes", max_chunk_bytes, 1)
         max_chunks = _check_int("max_chunks", max_chunks, 1)
+        check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval)
+        # Before the segment exists (a refusal later left it in /dev/shm while the exception lived, and
+        # said "cannot convert float NaN to integer" or "'<=' not supported").
+        threshold: Any = oob_threshold  # (as given: mypy would take the annotation's word for it)
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+            raise TypeError(f"oob_threshold must be a number of bytes (int or float), got {type(threshold).__name__}")
+        if threshold != threshold:
+            raise ValueError("oob_threshold must be a number of bytes, got NaN")
         if n_local_reader > n_reader:
             raise ValueError(f"n_local_reader ({n_local_reader}) exceeds n_reader ({n_reader})")
         # The limits before anything is built from the counts (a list of n_reader ranks would take

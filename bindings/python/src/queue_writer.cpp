@@ -364,6 +364,10 @@ void PyWriter::wait_readers(std::optional<double> timeout) {
     Deadline next_signal_check = Clock::now() + kSignalPollInterval;
     for (;;) {
         if (missing_readers().empty()) return;
+        if (shut_.load(std::memory_order_acquire)) {  // shutdown() from another thread: ClosedError, not a hang
+            gil.acquire();
+            check_usable("wait_until_ready");
+        }
         const Deadline now = Clock::now();
         if (now >= deadline) {
             gil.acquire();
