@@ -69,8 +69,10 @@ Writer::Writer(Segment segment, const WriterOptions& options, bool owns_name)
     } catch (...) {
         // No destructor runs for a constructor that throws: give the role back here, or it stays
         // held by this live process (writer_in_use to every retry, ours included) until it exits.
+        // Back to the word we replaced (`seen`, as the CAS left it), not to 0: a dead writer's claim
+        // stays one (blocked readers still get peer_dead; the segment still had a writer).
         std::uint64_t expected = mine;
-        h.writer_owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+        h.writer_owner.compare_exchange_strong(expected, seen, std::memory_order_acq_rel);
         throw;
     }
     // A previous writer that died between its stamps and its tail exchange (publish order 2b..3)
@@ -291,10 +293,13 @@ Reader::Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options
         writer_eventfd_ = std::make_unique<EventfdSignaller>(&segment_.space_line().writer_eventfd, 0, 1);
         if (options_.wait.kind == WaitKind::eventfd) (void)wake_fd();  // eventfd() may fail (EMFILE)
     } catch (...) {
-        // No destructor runs for a constructor that throws: hand the rank back keeping its place (as
-        // the head check above), or it stays held by this live process — rank_in_use to every retry,
-        // and a writer waiting for a reader that never reads, with no peer_dead (its owner lives).
-        release_claim(SlotState::detached);
+        // No destructor runs for a constructor that throws: hand the rank back, or it stays held by
+        // this live process — rank_in_use to every retry, and a writer waiting for a reader that
+        // never reads, with no peer_dead (its owner lives). Back to the word we replaced (`seen`, as
+        // the CAS left it): a dead reader's claim stays one (the writer still evicts it or says
+        // peer_dead), a never-attached or kept place stays so. Nobody else changes our live word.
+        std::uint64_t expected = mine;
+        slot.owner.compare_exchange_strong(expected, seen, std::memory_order_seq_cst);
         throw;
     }
     // The previous holder of this rank may have died mid-way through a record's processing; head_ is
@@ -381,7 +386,7 @@ void Reader::detach() noexcept {
     if (slot_ == nullptr || owner_word_ == 0) return;  // moved from, or detached already
     // A fork()ed child's copy: the rank is the parent's (releasing it would make the writer stop
     // waiting for a reader that still reads, and overwrite what it has not read).
-    if (detail::current_pid() != owner_pid_) {
+    if (in_forked_child()) {
         owner_word_ = 0;
         return;
     }

@@ -24,6 +24,7 @@ using namespace std::chrono_literals;
 namespace {
 std::atomic<bool> g_eventfd_fails{false};
 }  // namespace
+#ifdef RINGCAST_TESTS_WRAP_EVENTFD
 extern "C" int __real_eventfd(unsigned int initval, int flags);  // NOLINT(bugprone-reserved-identifier)
 extern "C" int __wrap_eventfd(unsigned int initval, int flags) {  // NOLINT(bugprone-reserved-identifier)
     if (g_eventfd_fails.load()) {
@@ -32,6 +33,7 @@ extern "C" int __wrap_eventfd(unsigned int initval, int flags) {  // NOLINT(bugp
     }
     return __real_eventfd(initval, flags);
 }
+#endif
 
 namespace ringcast::test {
 namespace {
@@ -307,22 +309,36 @@ TEST(Fork, AChildsCopiesOfItsParentsEndpointsReleaseNothing) {
 // process (the retry got rank_in_use / writer_in_use naming its own pid, and a writer waited for a
 // reader that never read, with no peer_dead ever).
 TEST(ConstructorFailure, AnEndpointWhoseEventfdFailsGivesItsClaimBack) {
+#ifndef RINGCAST_TESTS_WRAP_EVENTFD
+    GTEST_SKIP() << "needs the library linked statically (eventfd() is made to fail through --wrap)";
+#endif
     ScopedName name("ctor-eventfd");
+    const auto owner_word = [&](std::uint32_t rank) {  // the rank's slot, or the writer's (rank ~0u)
+        const Segment seg = Segment::open(name.str());
+        return rank == ~0u ? seg.header().writer_owner.load() : seg.reader_slot(rank).owner.load();
+    };
     {
         auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10},
                                 WriterOptions{.unlink_on_destroy = false});
         ReaderOptions ro;
         ro.wait.kind = WaitKind::eventfd;
+        const std::uint64_t before = owner_word(0);
         g_eventfd_fails = true;
         EXPECT_THROW((void)Reader::attach(name, 0, ro), Error);
         g_eventfd_fails = false;
+        EXPECT_EQ(owner_word(0), before) << "the rank's word is not what the failed attach found";
         auto r = Reader::attach(name, 0, ro);
         ASSERT_EQ(w.write(bytes_of(10, 1), 1s, 5), Status::ok);
         EXPECT_EQ(r.peek(1s).tag, 5u);
         r.release();
     }  // the writer closed the queue; the name stays
+    {  // as if a writer had died holding the role: a failed open must leave that claim, not free it
+        const Segment seg = Segment::open(name.str());
+        seg.header().writer_owner.store(layout::pack_owner({layout::SlotState::attached, 4242, 77}));
+    }
     WriterOptions wo{.unlink_on_destroy = false, .reopen_closed = true};
     wo.wait.kind = WaitKind::eventfd;
+    const std::uint64_t before = owner_word(~0u);
     g_eventfd_fails = true;
     try {
         (void)Writer::open(name, wo);
@@ -331,6 +347,7 @@ TEST(ConstructorFailure, AnEndpointWhoseEventfdFailsGivesItsClaimBack) {
         EXPECT_EQ(e.code(), ErrorCode::system) << e.what();
     }
     g_eventfd_fails = false;
+    EXPECT_EQ(owner_word(~0u), before) << "the writer's word is not what the failed open found";
     auto w = Writer::open(name, wo);
     EXPECT_FALSE(w.closed());
 }

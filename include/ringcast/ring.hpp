@@ -391,6 +391,9 @@ public:
     // again. Idempotent. Thread-safety: as every call (not while another call is in progress).
     void detach() noexcept;
     [[nodiscard]] bool detached() const noexcept { return owner_word_ == 0; }
+    // This Reader is a copy fork() gave a child (its rank is the parent's): what wraps it (the GPU
+    // DeviceReader) must not release its records either.
+    [[nodiscard]] bool in_forked_child() const noexcept { return detail::current_pid() != owner_pid_; }
 
     // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
     // writer died without closing.

@@ -15,6 +15,7 @@ DeviceReader::DeviceReader(Reader& reader, const Runtime& rt, int device)
 // Then the members: the window's copies and copy_ wait in their destructors for work still reading the
 // ring, before registration_ (declared before them) unregisters it.
 DeviceReader::~DeviceReader() {
+    if (reader_.in_forked_child()) return;  // the records are the parent's, still being received there
     if (receiving_ || window_count_ != 0) give_up_message();  // a half-received message: hand its records back
 }
 

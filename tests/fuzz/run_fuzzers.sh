@@ -37,7 +37,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -f
 # The library is compiled with the sanitizers (no -fsanitize=fuzzer: only the targets are instrumented
 # for coverage... and the library too, so the fuzzer sees its branches).
 objs=()
-for f in segment ring events/eventfd; do
+for f in segment ring events/eventfd process; do
   o="$work/obj/${f//\//_}.o"
   "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src/src/$f.cpp" -o "$o"
   objs+=("$o")

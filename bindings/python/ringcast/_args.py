@@ -110,17 +110,18 @@ def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = Non
 
 
 def check_endpoint_types(name: Any, wait: Any, spin_us: Any, spin_max_us: Any, liveness_interval: Any,
-                         **strings: Any) -> None:
+                         spin_max_us_may_be_none: bool, **strings: Any) -> None:
     """TypeError naming the argument for the endpoint options of a wrong type (their ranges are the
     binding's to judge), before anything is made: the binding's own refusal said only "incompatible
-    constructor arguments", and a bytes name was taken, to fail later in other words. ``strings``:
-    further arguments that must be str (ReplyGather's method)."""
+    constructor arguments", and a bytes name was taken, to fail later in other words. None is a
+    spin_max_us where it means "the default" (MessageQueue's). ``strings``: further arguments that
+    must be str (ReplyGather's method)."""
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a str (or None: a generated one), got {type(name).__name__}")
     for arg, value in (("wait", wait), *strings.items()):
         if not isinstance(value, str):
             raise TypeError(f"{arg} must be a str, got {type(value).__name__}")
-    for arg, value, optional in (("spin_us", spin_us, False), ("spin_max_us", spin_max_us, True),
+    for arg, value, optional in (("spin_us", spin_us, False), ("spin_max_us", spin_max_us, spin_max_us_may_be_none),
                                  ("liveness_interval", liveness_interval, False)):
         if value is None and optional:
             continue

@@ -234,7 +234,8 @@ class ReplyGather:
         # The binding takes the sizes as uint64 and the mode as uint32: out of range, it would refuse
         # them in its own terms ("incompatible function arguments"), and a negative or fractional size
         # would pass unnoticed.
-        check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval, method=method)
+        check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval, spin_max_us_may_be_none=False,
+                             method=method)
         max_reply_bytes = _check_int("max_reply_bytes", max_reply_bytes, 0, MAX_CAPACITY // 4 - 64,
                    "4 x (max_reply_bytes + 64) sizes a reply ring, at most 1 TiB")
         mode = _check_int("mode", mode, 0, 0o777, "permission bits, 0o777")
@@ -261,7 +262,7 @@ class ReplyGather:
             self._created = _ring0_created(self.name) or 0
         except BaseException:  # its own rank-0 ring overwritten already: nothing is left half made
             self._collector.shutdown()
-            self._collector.remove_names()  # (only what still is ours: by identity)
+            self._collector.remove_names()  # (what the destructor would remove, later)
             raise
         self._bridge = None
         if remote:
@@ -396,8 +397,9 @@ class ReplyGather:
             TimeoutError: names the remote ranks that never connected or the local ranks whose worker
                 never attached (executor), or says the bridge never answered (remote worker).
             PeerDeadError: remote worker: the executor was silent for liveness_interval.
-            ClosedError: executor: the gather was closed (also from another thread, while this waits)
-                before every rank was there; with remote ranks, naming those that did not connect.
+            ClosedError: executor: the gather was closed (before this call, or from another thread
+                while it waits); with remote ranks, a bridge stopped before they all connected names
+                those that did not.
             ValueError: remote worker: another live process holds this rank (the first one keeps it).
         """
         _check_timeout(timeout)

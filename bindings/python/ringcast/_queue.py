@@ -302,7 +302,7 @@ class MessageQueue:
         n_local_reader = _check_int("n_local_reader", n_local_reader, 0)
         max_chunk_bytes = _check_int("max_chunk_bytes", max_chunk_bytes, 1)
         max_chunks = _check_int("max_chunks", max_chunks, 1)
-        check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval)
+        check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval, spin_max_us_may_be_none=True)
         # Before the segment exists (a refusal later left it in /dev/shm while the exception lived, and
         # said "cannot convert float NaN to integer" or "'<=' not supported").
         threshold: Any = oob_threshold  # (as given: mypy would take the annotation's word for it)

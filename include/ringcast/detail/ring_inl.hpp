@@ -120,8 +120,8 @@ inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
 // may start there: end + header <= min(head) + capacity. Otherwise the slowest held head is exactly
 // end - capacity (the reservation made end <= min(head) + capacity, and cursors are multiples of the
 // header size): its next record — a record, so a stamp of the previous lap — starts at `end`, and
-// is left alone. Unless that head is not at a record boundary (a caller can release_fragments any
-// aligned mark, a kept head is whatever the slot says): then the word is old payload, and one that
+// is left alone. Unless that head is not at a record boundary (release_fragments refuses such a mark,
+// but a kept head is whatever the slot says): then the word is old payload, and one that
 // passes for a stamp of end's lap — which no record of the previous lap carries — is cleared anyway,
 // so a misplaced head cannot make a caught-up reader of another rank take payload for a record.
 inline void Writer::clear_stamp_ahead(std::uint64_t end) noexcept {
