@@ -250,4 +250,5 @@ def test_endpoint_options_of_a_wrong_type_are_refused_naming_them():
         refused(TypeError, lambda: ringcast.MessageQueue(1, 1, **small, **kwargs), word)
         refused(TypeError, lambda: ringcast.ReplyGather(1, max_reply_bytes=1024, **kwargs), word)
     refused(TypeError, lambda: ringcast.ReplyGather(1, method=None), "method")
+    refused(TypeError, lambda: ringcast.MessageQueue(1, 1, **small, wake_ahead="no"), "wake_ahead")
     refused(TypeError, lambda: ringcast.ReplyGather(1, spin_max_us=None), "spin_max_us")  # (MessageQueue: the default)

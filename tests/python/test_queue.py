@@ -726,11 +726,12 @@ def test_every_timeout_is_checked_even_where_nothing_waits():
 
 
 def test_a_timed_out_enqueue_names_the_reader_that_held_the_ring():
-    """The writer waits for the slowest reader: a TimeoutError says which rank index that was."""
-    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4)
-    fast = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
-    slow = ringcast.MessageQueue.create_from_handle(q.export_handle(), 1)
-    with pytest.raises(TimeoutError, match=r"the slowest reader \(rank index 1\) did not free ring space"):
+    """The writer waits for the slowest reader: a TimeoutError says which that was — its rank index and
+    its rank of local_reader_ranks, as a PeerDeadError does (the index alone read as a rank)."""
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=4096, max_chunks=4, local_reader_ranks=[5, 6])
+    fast = ringcast.MessageQueue.create_from_handle(q.export_handle(), 5)
+    slow = ringcast.MessageQueue.create_from_handle(q.export_handle(), 6)
+    with pytest.raises(TimeoutError, match=r"the slowest reader \(rank index 1, rank 6\) did not free ring space"):
         for i in range(10_000):
             q.enqueue(b"x" * 1000, timeout=0)
             assert fast.dequeue(timeout=0) == b"x" * 1000

@@ -303,6 +303,8 @@ class MessageQueue:
         max_chunk_bytes = _check_int("max_chunk_bytes", max_chunk_bytes, 1)
         max_chunks = _check_int("max_chunks", max_chunks, 1)
         check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval, spin_max_us_may_be_none=True)
+        if not isinstance(wake_ahead, bool):  # ("no" was taken as true)
+            raise TypeError(f"wake_ahead must be a bool, got {type(wake_ahead).__name__}")
         # Before the segment exists (a refusal later left it in /dev/shm while the exception lived, and
         # said "cannot convert float NaN to integer" or "'<=' not supported").
         threshold: Any = oob_threshold  # (as given: mypy would take the annotation's word for it)

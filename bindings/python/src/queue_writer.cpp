@@ -1,6 +1,8 @@
 // PyWriter: the sending end of a queue (see queue.hpp).
 #include <time.h>
 
+#include <algorithm>
+
 #include "args.hpp"
 #include "errors.hpp"
 #include "pickling.hpp"
@@ -481,6 +483,11 @@ std::string PyWriter::slowest_readers_text() const {
     if (ranks.empty()) return remote ? "the publisher to the remote readers" : "the slowest reader";
     std::string s = ranks.size() == 1 ? "the slowest reader (rank index " : "the slowest readers (rank indices ";
     for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    // And their ranks of local_reader_ranks, as a PeerDeadError names them (rethrow_in_callers_ranks).
+    if (std::all_of(ranks.begin(), ranks.end(), [&](std::uint32_t i) { return i < reader_ranks_.size(); })) {
+        s += ranks.size() == 1 ? ", rank " : "; ranks ";
+        for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(reader_ranks_[ranks[i]]);
+    }
     return s + ")" + (remote ? " and the publisher to the remote readers" : "");
 }
 
