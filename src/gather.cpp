@@ -161,7 +161,7 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
 
 void GatherCollector::remove_names() noexcept {
     if (!std::exchange(removes_names_.owns, false)) return;
-    if (detail::current_pid() != removes_names_.by) return;  // a fork()ed child's copy: the parent's names
+    if (removes_names_.made_in.in_forked_child()) return;  // a fork()ed child's copy: the parent's names
     remove_group_names(name_, options_.ranks, bell_.identity());
 }
 

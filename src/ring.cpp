@@ -117,7 +117,7 @@ Writer::~Writer() {
     // the parent's. Its close would end the parent's queue for every reader, its CAS would free the
     // parent's live claim (another writer could take it), its unlink the parent's name; the
     // registration (space_eventfd_'s destructor) is the parent's too (EventfdWaiter checks the same).
-    if (detail::current_pid() != owner_pid_) return;
+    if (made_in_.in_forked_child()) return;
     close();
     space_eventfd_seen_.publish(nullptr);
     space_eventfd_.reset();  // unregister while the role is ours: a successor may register next

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "ringcast/detail/gather_names.hpp"  // gather_ring_name, gather_bell_name
+#include "ringcast/detail/process.hpp"       // MadeInProcess: the fork rule of the names
 #include "ringcast/ring.hpp"
 
 namespace ringcast {
@@ -236,9 +237,9 @@ private:
     // Made by this process only: a copy fork() gave a child never removes its parent's names.
     struct NamesOwner {
         bool owns = true;
-        pid_t by = detail::current_pid();
+        detail::MadeInProcess made_in;
         NamesOwner() = default;
-        NamesOwner(NamesOwner&& o) noexcept : owns(std::exchange(o.owns, false)), by(o.by) {}
+        NamesOwner(NamesOwner&& o) noexcept : owns(std::exchange(o.owns, false)), made_in(o.made_in) {}
         NamesOwner& operator=(NamesOwner&&) = delete;
     };
     NamesOwner removes_names_;

@@ -318,7 +318,7 @@ private:
     std::uint64_t stream_serial_ = 1;    // numbers fragmented streams, so a stale WriteProgress is not resumed
     detail::Taken<bool> owns_name_;
     std::uint64_t owner_word_ = 0;       // our claim in the header's writer_owner
-    pid_t owner_pid_ = detail::current_pid();  // who made it: a fork()ed child's copy releases nothing
+    detail::MadeInProcess made_in_;      // a fork()ed child's copy releases nothing (~Writer)
     SleepSite bell_{};                   // set_publish_bell(); seq == nullptr: none
     std::atomic<std::uint64_t>* bell_wake_calls_ = nullptr;
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
@@ -393,7 +393,7 @@ public:
     [[nodiscard]] bool detached() const noexcept { return owner_word_ == 0; }
     // This Reader is a copy fork() gave a child (its rank is the parent's): what wraps it (the GPU
     // DeviceReader) must not release its records either.
-    [[nodiscard]] bool in_forked_child() const noexcept { return detail::current_pid() != owner_pid_; }
+    [[nodiscard]] bool in_forked_child() const noexcept { return attached_in_.in_forked_child(); }
 
     // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
     // writer died without closing.
@@ -485,7 +485,7 @@ private:
     std::uint64_t stream_tag_ = 0;
     std::uint64_t message_end_mark_ = 0;  // release_mark of a handed-out last record: its release counts the message
     std::uint64_t owner_word_ = 0;  // our claim in the slot's owner word; 0 once detach() gave it up
-    pid_t owner_pid_ = detail::current_pid();  // who attached: a fork()ed child's copy detaches nothing
+    detail::MadeInProcess attached_in_;  // a fork()ed child's copy detaches nothing (detach())
     detail::MovableFlag cancelled_;  // set by cancel() from any thread
     // Case 3g of block_until (Writer::wake_ahead): the spin of a reader woken ahead of a message, from
     // the options it attached with — a hybrid reader's, also while a caller waiting in slices has

@@ -89,7 +89,7 @@ void EventfdWaiter::unregister() noexcept {
     if (!registered_) return;
     registered_ = false;
     // A fork()ed child's copy of an endpoint: the registration names the parent's eventfd, in use.
-    if (detail::current_pid() != registrant_) return;
+    if (registered_in_.in_forked_child()) return;
     const std::uint32_t even = slot_.gen.load(std::memory_order_relaxed);
     slot_.gen.store(even + 1, std::memory_order_seq_cst);  // U1
     slot_.holder.store(0, std::memory_order_seq_cst);      // U2: futex mode again

@@ -192,17 +192,17 @@ void WaitSet::check_peer_if_due(Member& m, std::size_t id, Deadline now) {
     }
 }
 
-bool WaitSet::in_forked_child() const noexcept { return ringcast::detail::current_pid() != creator_pid_; }
+bool WaitSet::in_forked_child() const noexcept { return made_in_.in_forked_child(); }
 
 void WaitSet::refuse_in_forked_child(const char* what) const {
     if (in_forked_child())
         throw Error(ErrorCode::protocol, std::string(what) + ": this WaitSet was created by pid " +
-                                             std::to_string(creator_pid_) +
+                                             std::to_string(made_in_.pid()) +
                                              " and inherited through fork (its epoll instance / io_uring ring "
                                              "is that process's); build a new WaitSet in this process");
 }
 
-WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck), creator_pid_(ringcast::detail::current_pid()) {
+WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck) {
     if (recheck_.count() <= 0) throw Error(ErrorCode::invalid_argument, "WaitSetOptions::recheck must be positive");
     WaitSetBackend want = options.backend;
     const char* env = std::getenv("RINGCAST_WAITSET");

@@ -52,6 +52,7 @@ struct Pending {
 }  // namespace
 
 struct RemotePublisher::State {
+    ringcast::detail::MadeInProcess made_in;  // a fork()ed child's copy is let go (let_go_in_forked_child)
     // ---- fixed after start() -------------------------------------------------------------------
     RemotePublisherOptions options;
     std::string endpoint;
@@ -527,12 +528,16 @@ RemotePublisher RemotePublisher::start(std::string_view ring_name, std::uint32_t
 
 RemotePublisher::RemotePublisher(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
 RemotePublisher::RemotePublisher(RemotePublisher&&) noexcept = default;
-RemotePublisher::~RemotePublisher() { stop(); }
+RemotePublisher::~RemotePublisher() {
+    if (detail::let_go_in_forked_child(state_)) return;
+    stop();
+}
 
 const std::string& RemotePublisher::endpoint() const noexcept { return state_->endpoint; }
 const std::string& RemotePublisher::curve_public_key() const noexcept { return state_->curve_public; }
 
 Status RemotePublisher::wait_ready(std::chrono::nanoseconds timeout) {
+    detail::refuse_in_forked_child(state_, "RemotePublisher::wait_ready");
     std::unique_lock lock(state_->mutex);
     const auto ready = [&] {
         return state_->finished || std::includes(state_->hello_seen.begin(), state_->hello_seen.end(),
@@ -551,6 +556,7 @@ Status RemotePublisher::wait_ready(std::chrono::nanoseconds timeout) {
 }
 
 Status RemotePublisher::drain(std::chrono::nanoseconds timeout) {
+    detail::refuse_in_forked_child(state_, "RemotePublisher::drain");
     std::unique_lock lock(state_->mutex);
     // Before every expected reader connected nothing was forwarded: the missing ones are waited for a
     // bounded while (give_up_missing), then the connected ones get everything and the close.
@@ -574,6 +580,7 @@ Status RemotePublisher::drain(std::chrono::nanoseconds timeout) {
 }
 
 std::vector<std::uint32_t> RemotePublisher::missing_ranks() const {
+    detail::refuse_in_forked_child(state_, "RemotePublisher::missing_ranks");
     std::lock_guard lock(state_->mutex);
     std::vector<std::uint32_t> missing;
     for (const auto r : state_->expected)
@@ -582,12 +589,13 @@ std::vector<std::uint32_t> RemotePublisher::missing_ranks() const {
 }
 
 RemotePublisherStats RemotePublisher::stats() const {
+    detail::refuse_in_forked_child(state_, "RemotePublisher::stats");
     std::lock_guard lock(state_->mutex);
     return state_->stats;
 }
 
 void RemotePublisher::stop() noexcept {
-    if (!state_ || !state_->thread.joinable()) return;
+    if (!state_ || !state_->thread.joinable() || state_->made_in.in_forked_child()) return;
     state_->stop_requested.store(true, std::memory_order_release);
     {
         std::lock_guard lock(state_->mutex);

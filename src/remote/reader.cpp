@@ -16,6 +16,7 @@ namespace ringcast::remote {
 using detail::Clock;
 
 struct RemoteReader::State {
+    ringcast::detail::MadeInProcess made_in;  // a fork()ed child's copy is let go (let_go_in_forked_child)
     RemoteReaderOptions options;
     std::string endpoint;
     std::uint32_t rank = 0;
@@ -202,7 +203,7 @@ RemoteReader RemoteReader::connect(std::string_view endpoint, std::uint32_t rank
 RemoteReader::RemoteReader(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
 RemoteReader::RemoteReader(RemoteReader&&) noexcept = default;
 RemoteReader::~RemoteReader() {
-    if (!state_) return;
+    if (!state_ || detail::let_go_in_forked_child(state_)) return;
     try {
         state_->send_control(wire::Kind::bye);
     } catch (...) {
@@ -210,10 +211,12 @@ RemoteReader::~RemoteReader() {
 }
 
 Status RemoteReader::wait_ready(std::chrono::nanoseconds timeout) {
+    detail::refuse_in_forked_child(state_, "RemoteReader::wait_ready");
     return state_->pump(detail::deadline_after(timeout), true);
 }
 
 Message RemoteReader::peek(std::chrono::nanoseconds timeout) {
+    detail::refuse_in_forked_child(state_, "RemoteReader::peek");
     auto& s = *state_;
     if (s.has_pending)
         return Message{Status::ok, {static_cast<const std::byte*>(s.pending.data()), s.pending.size()}, s.pending_tag};
@@ -224,6 +227,7 @@ Message RemoteReader::peek(std::chrono::nanoseconds timeout) {
 }
 
 void RemoteReader::release() {
+    detail::refuse_in_forked_child(state_, "RemoteReader::release");
     auto& s = *state_;
     if (!s.has_pending) throw Error(ErrorCode::protocol, "remote reader: release() without a peeked message");
     s.has_pending = false;
@@ -231,6 +235,7 @@ void RemoteReader::release() {
 }
 
 Status RemoteReader::read(std::vector<std::byte>& into, std::chrono::nanoseconds timeout, std::uint64_t* tag) {
+    detail::refuse_in_forked_child(state_, "RemoteReader::read");
     const Message m = peek(timeout);
     if (m.status != Status::ok) return m.status;
     into.assign(m.bytes.begin(), m.bytes.end());
@@ -240,12 +245,16 @@ Status RemoteReader::read(std::vector<std::byte>& into, std::chrono::nanoseconds
 }
 
 void RemoteReader::cancel() noexcept {
+    // A child's copy shares the parent's cancel_fd, not its flag: a poke would make the parent's wait
+    // find the fd readable on every poll and spin (its own flag unset, it never drains it).
+    if (state_->made_in.in_forked_child()) return;
     state_->cancelled.store(true, std::memory_order_release);
     const std::uint64_t one = 1;
     [[maybe_unused]] const auto n = ::write(state_->cancel_fd, &one, sizeof one);
 }
 
 void RemoteReader::clear_cancel() noexcept {
+    if (state_->made_in.in_forked_child()) return;  // (the parent's fd: as cancel())
     state_->cancelled.store(false, std::memory_order_release);
     std::uint64_t drained = 0;
     [[maybe_unused]] const auto n = ::read(state_->cancel_fd, &drained, sizeof drained);

@@ -27,6 +27,7 @@ using detail::SendResult;
 
 // ===================================================================================================
 struct RemoteReplyBridge::State {
+    ringcast::detail::MadeInProcess made_in;  // a fork()ed child's copy is let go (let_go_in_forked_child)
     RemoteReplyOptions options;
     std::string gather_name;
     std::string endpoint, curve_public;
@@ -444,11 +445,15 @@ RemoteReplyBridge RemoteReplyBridge::start(std::string_view gather_name, const R
 
 RemoteReplyBridge::RemoteReplyBridge(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
 RemoteReplyBridge::RemoteReplyBridge(RemoteReplyBridge&&) noexcept = default;
-RemoteReplyBridge::~RemoteReplyBridge() { stop(); }
+RemoteReplyBridge::~RemoteReplyBridge() {
+    if (detail::let_go_in_forked_child(state_)) return;
+    stop();
+}
 const std::string& RemoteReplyBridge::endpoint() const noexcept { return state_->endpoint; }
 const std::string& RemoteReplyBridge::curve_public_key() const noexcept { return state_->curve_public; }
 
 Status RemoteReplyBridge::wait_ready(std::chrono::nanoseconds timeout) {
+    detail::refuse_in_forked_child(state_, "RemoteReplyBridge::wait_ready");
     std::unique_lock lock(state_->mutex);
     const auto ready = [&] {
         if (state_->finished) return true;
@@ -467,6 +472,7 @@ Status RemoteReplyBridge::wait_ready(std::chrono::nanoseconds timeout) {
 }
 
 std::vector<std::uint32_t> RemoteReplyBridge::missing_ranks() const {
+    detail::refuse_in_forked_child(state_, "RemoteReplyBridge::missing_ranks");
     std::lock_guard lock(state_->mutex);
     std::vector<std::uint32_t> missing;
     for (const auto r : state_->options.ranks)
@@ -475,22 +481,25 @@ std::vector<std::uint32_t> RemoteReplyBridge::missing_ranks() const {
 }
 
 std::vector<std::uint32_t> RemoteReplyBridge::lost_ranks() const {
+    detail::refuse_in_forked_child(state_, "RemoteReplyBridge::lost_ranks");
     std::lock_guard lock(state_->mutex);
     return state_->lost;
 }
 
 std::vector<std::uint32_t> RemoteReplyBridge::left_ranks() const {
+    detail::refuse_in_forked_child(state_, "RemoteReplyBridge::left_ranks");
     std::lock_guard lock(state_->mutex);
     return state_->left;
 }
 
 std::uint64_t RemoteReplyBridge::replies() const {
+    detail::refuse_in_forked_child(state_, "RemoteReplyBridge::replies");
     std::lock_guard lock(state_->mutex);
     return state_->replies;
 }
 
 void RemoteReplyBridge::stop() noexcept {
-    if (!state_ || !state_->thread.joinable()) return;
+    if (!state_ || !state_->thread.joinable() || state_->made_in.in_forked_child()) return;
     state_->stop_requested.store(true, std::memory_order_release);
     const std::uint64_t one = 1;  // after the flag: the thread woken by it sees the flag
     [[maybe_unused]] const ssize_t n = ::write(state_->stop_fd, &one, sizeof one);
@@ -503,6 +512,7 @@ void RemoteReplyBridge::stop() noexcept {
 
 // ===================================================================================================
 struct RemoteGatherWorker::State {
+    ringcast::detail::MadeInProcess made_in;  // a fork()ed child's copy is let go (let_go_in_forked_child)
     RemoteWorkerOptions options;
     std::string endpoint;
     std::uint32_t rank = 0;
@@ -578,10 +588,13 @@ RemoteGatherWorker RemoteGatherWorker::connect(std::string_view endpoint, std::u
 
 RemoteGatherWorker::RemoteGatherWorker(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
 RemoteGatherWorker::RemoteGatherWorker(RemoteGatherWorker&&) noexcept = default;
-RemoteGatherWorker::~RemoteGatherWorker() { close(); }
+RemoteGatherWorker::~RemoteGatherWorker() {
+    if (detail::let_go_in_forked_child(state_)) return;
+    close();
+}
 
 void RemoteGatherWorker::close() noexcept {
-    if (!state_ || state_->closed) return;
+    if (!state_ || state_->closed || state_->made_in.in_forked_child()) return;
     state_->closed = true;
     try {
         // Nothing but hellos queued for a bridge that never answered, or a bridge silent for the
@@ -602,9 +615,13 @@ void RemoteGatherWorker::close() noexcept {
     }
 }
 std::uint32_t RemoteGatherWorker::rank() const noexcept { return state_->rank; }
-void RemoteGatherWorker::check_liveness() { state_->pump(); }
+void RemoteGatherWorker::check_liveness() {
+    detail::refuse_in_forked_child(state_, "RemoteGatherWorker::check_liveness");
+    state_->pump();
+}
 
 Status RemoteGatherWorker::wait_ready(std::chrono::nanoseconds timeout) {
+    detail::refuse_in_forked_child(state_, "RemoteGatherWorker::wait_ready");
     auto& s = *state_;
     const auto deadline = detail::deadline_after(timeout);
     if (s.closed) return Status::closed;  // never ready after close() (it reported ok, or said hello again)
@@ -631,6 +648,7 @@ std::string RemoteGatherWorker::blocked_on() const {
 }
 
 Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> bytes, std::chrono::nanoseconds timeout) {
+    detail::refuse_in_forked_child(state_, "RemoteGatherWorker::reply");
     auto& s = *state_;
     const auto deadline = detail::deadline_after(timeout);
     if (s.closed) return Status::closed;

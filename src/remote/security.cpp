@@ -104,6 +104,24 @@ void configure_connector(zmq::socket_t& socket, std::string_view endpoint, const
     if (endpoint.rfind("tcp://", 0) != 0 && endpoint.rfind("ipc://", 0) != 0)
         throw Error(ErrorCode::invalid_argument,
                     "remote endpoint '" + std::string(endpoint) + "' is not tcp://ADDRESS:PORT (as the publisher's endpoint() reports)");
+    // ZeroMQ takes a port it cannot use (99999, "x") and connects to nothing: the peer looked gone only
+    // after the liveness interval ("host gone"). The form is judged here; whether the host answers is not.
+    if (endpoint.rfind("tcp://", 0) == 0) {
+        const std::string_view rest = endpoint.substr(6);
+        const std::size_t colon = rest.rfind(':');
+        const std::string_view host = colon == std::string_view::npos ? std::string_view{} : rest.substr(0, colon);
+        const std::string_view port = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+        unsigned long value = 0;
+        bool digits = !port.empty() && port.size() <= 5;
+        for (const char c : port) {
+            digits = digits && c >= '0' && c <= '9';
+            value = value * 10 + static_cast<unsigned long>(c - '0');
+        }
+        if (host.empty() || host == "[]" || !digits || value < 1 || value > 65535)
+            throw Error(ErrorCode::invalid_argument,
+                        "remote endpoint '" + std::string(endpoint) +
+                            "' is not tcp://ADDRESS:PORT with a port of 1..65535 (as the publisher's endpoint() reports)");
+    }
     if (endpoint.find('[') != std::string_view::npos) socket.set(zmq::sockopt::ipv6, 1);
     if (security.curve_server_key.empty()) return;
     require_key(security.curve_server_key, "server key");

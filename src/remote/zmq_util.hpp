@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -16,6 +17,7 @@
 #include "ringcast/error.hpp"
 #include "ringcast/remote/security.hpp"
 #include "ringcast/remote/wire.hpp"
+#include "ringcast/detail/process.hpp"
 #include "ringcast/wait.hpp"
 
 namespace ringcast::remote::detail {
@@ -132,5 +134,28 @@ void answer_zap(zmq::socket_t& zap, const std::vector<std::string>& allowed_z85)
 // loop looks again and checks its deadline (a Python caller runs its handlers between its slices);
 // any other failure throws Error(system) naming `what`.
 void poll(std::vector<zmq::pollitem_t>& items, long ms, const char* what);
+
+// The fork rule of the remote endpoints (each State has a `made_in`): a fork()ed child holds the
+// parent's ZeroMQ context, sockets and thread as memory only. Closing the context there waits for I/O
+// threads the child does not have (it hangs), a send would put the child's bytes on the parent's
+// connection, and the thread to stop and join is not the child's. So the child's copy lets its State go
+// unfreed and does nothing else; true when it did.
+template <class State>
+[[nodiscard]] bool let_go_in_forked_child(std::unique_ptr<State>& state) noexcept {
+    if (!state || !state->made_in.in_forked_child()) return false;
+    (void)state.release();  // intentionally leaked: see above
+    return true;
+}
+
+// Every other call of a child's copy is refused (Error(protocol)): a peek or reply would use the
+// parent's socket from a second process, a wait or drain could block on a mutex copied while held.
+template <class State>
+void refuse_in_forked_child(const std::unique_ptr<State>& state, const char* what) {
+    if (state && state->made_in.in_forked_child())
+        throw Error(ErrorCode::protocol, std::string(what) + ": this endpoint was made by pid " +
+                                             std::to_string(state->made_in.pid()) +
+                                             " and inherited through fork (its ZeroMQ context, socket and thread are "
+                                             "that process's); make a new one in this process");
+}
 
 }  // namespace ringcast::remote::detail

@@ -1,12 +1,9 @@
 #include "gil.hpp"
 
-#include "ringcast/detail/process.hpp"
-
 namespace ringcast::python::detail {
 
-// Every endpoint call checks that this process created the endpoint (fork detection): a cached pid,
-// refreshed in the child of every fork() (ringcast/detail/process.hpp), not a getpid() system call.
-using ringcast::detail::current_pid;
+// Every endpoint call checks that this process created the endpoint (fork detection: made_in_, a
+// cached pid refreshed in the child of every fork(), ringcast/detail/process.hpp), not a getpid() call.
 
 std::atomic<std::uint64_t> g_sleeps{0};
 std::atomic<std::uint64_t> g_sleeps_holding_gil{0};
@@ -26,16 +23,16 @@ void check_signals(Gil& gil) {
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
-Endpoint::Endpoint(std::chrono::nanoseconds liveness) : liveness_(liveness), owner_pid_(current_pid()) {}
+Endpoint::Endpoint(std::chrono::nanoseconds liveness) : liveness_(liveness) {}
 
 void Endpoint::check_usable(const char* what) const {
-    if (current_pid() != owner_pid_)
+    if (made_in_.in_forked_child())
         throw Failure{g_ringcast_error, std::string(what) + ": this endpoint was created by pid " +
-                                            std::to_string(owner_pid_) + " and inherited through fork; "
+                                            std::to_string(made_in_.pid()) + " and inherited through fork; "
                                             "create a new one from the Handle in this process"};
     if (shut_.load(std::memory_order_acquire)) throw Closed{std::string(what) + ": " + shut_text_};
 }
 
-bool Endpoint::forked_child() const { return current_pid() != owner_pid_; }
+bool Endpoint::forked_child() const { return made_in_.in_forked_child(); }
 
 }  // namespace ringcast::python::detail

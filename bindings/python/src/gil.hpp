@@ -31,9 +31,8 @@
 #include <cstring>
 #include <string>
 
-#include <sys/types.h>
-
 #include "errors.hpp"
+#include "ringcast/detail/process.hpp"
 #include "ringcast/ring.hpp"
 
 namespace py = pybind11;
@@ -217,7 +216,7 @@ protected:
     }
 
     std::chrono::nanoseconds liveness_;
-    pid_t owner_pid_;
+    ringcast::detail::MadeInProcess made_in_;  // the fork rule: a child's copy refuses every call
     std::atomic<bool> busy_{false};
     std::atomic<bool> shut_{false};
 };

@@ -32,6 +32,7 @@ void register_remote(py::module_& m) {
 }  // namespace ringcast::python
 #else
 
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -80,6 +81,21 @@ Status sliced_wait(Gil& gil, Deadline deadline, std::chrono::nanoseconds other_s
     }
 }
 
+// Starts a publisher or a reply bridge (`start` returns it). A port another socket holds is an OSError
+// with errno EADDRINUSE, as Python's own socket.bind raises (the core's already_exists is a ValueError
+// everywhere else: a name that exists). Called with the GIL held (a constructor's).
+template <class Start>
+auto start_listener(Start&& start) {
+    using Listener = decltype(start());
+    try {
+        return std::make_unique<Listener>(start());
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::already_exists) throw;
+        PyErr_SetObject(PyExc_OSError, py::make_tuple(EADDRINUSE, std::string(e.what())).ptr());
+        throw py::error_already_set();
+    }
+}
+
 // ---- publisher -------------------------------------------------------------------------------------
 class PyRemotePublisher {
 public:
@@ -109,7 +125,7 @@ public:
         // own wait options): with the adaptive spin it is awake when the next message comes, instead of
         // paying a futex wake per message on the remote path.
         o.ring.wait = wait_options(wait, spin_us, spin_max_us);
-        pub_ = std::make_unique<remote::RemotePublisher>(remote::RemotePublisher::start(ring_name, ring_rank, o));
+        pub_ = start_listener([&] { return remote::RemotePublisher::start(ring_name, ring_rank, o); });
     }
     // Waits (GIL released) for every remote rank's hello; TimeoutError names the missing ones.
     void wait_ready(std::optional<double> timeout) {
@@ -134,13 +150,13 @@ public:
                                           : "; remote reader rank(s) " + missing + " never connected")};
     }
     bool drain(std::optional<double> timeout) {
-        if (ringcast::detail::current_pid() != owner_pid_) return true;  // a forked child's copy (a finalizer): nothing of ours
+        if (made_in_.in_forked_child()) return true;  // a forked child's copy (a finalizer): nothing of ours
         const auto t = to_timeout(timeout);
         py::gil_scoped_release release;
         return pub_->drain(t) == Status::ok;
     }
     void stop() {
-        if (ringcast::detail::current_pid() != owner_pid_) return;
+        if (made_in_.in_forked_child()) return;
         py::gil_scoped_release release;
         pub_->stop();
     }
@@ -155,18 +171,14 @@ public:
         d["back_pressure_waits"] = s.back_pressure_waits;
         return d;
     }
-    ~PyRemotePublisher() {
-        // A forked child holds a copy of the parent's object, not its thread: never stop or join it.
-        if (ringcast::detail::current_pid() != owner_pid_) (void)pub_.release();
-    }
     PyRemotePublisher(const PyRemotePublisher&) = delete;
     PyRemotePublisher& operator=(const PyRemotePublisher&) = delete;
     void require_owner(const char* what) const {
-        if (ringcast::detail::current_pid() != owner_pid_)
+        if (made_in_.in_forked_child())
             throw Failure{g_ringcast_error, std::string(what) + ": this RemotePublisher belongs to the parent process"};
     }
     std::unique_ptr<remote::RemotePublisher> pub_;
-    pid_t owner_pid_ = ringcast::detail::current_pid();
+    ringcast::detail::MadeInProcess made_in_;
 };
 
 // ---- reader: Reader's methods over a RemoteReader --------------------------------------------------
@@ -184,10 +196,6 @@ public:
         releases_on_shutdown_ = true;  // shutdown() says goodbye at once (release_after_shutdown)
         assembly_.set_where("remote queue at " + endpoint + ", rank " + std::to_string(rank));
     }
-    ~PyRemoteReader() {
-        if (forked_child()) (void)reader_.release();  // the parent's socket is not ours to close
-    }
-
     // Every call takes the endpoint (Busy) before it checks it is usable: once a call holds it,
     // shutdown() leaves the goodbye to that call's way out instead of dropping the reader under it.
     void wait_ready(std::optional<double> timeout) {
@@ -350,7 +358,7 @@ public:
         o.listen.curve_allowed_clients = std::move(curve_allowed_clients);
         o.ranks = std::move(ranks);
         o.heartbeat_interval = seconds(heartbeat_s);
-        bridge_ = std::make_unique<remote::RemoteReplyBridge>(remote::RemoteReplyBridge::start(gather_name, o));
+        bridge_ = start_listener([&] { return remote::RemoteReplyBridge::start(gather_name, o); });
     }
     void wait_ready(std::optional<double> timeout) {
         const auto t = to_timeout(timeout);
@@ -373,17 +381,14 @@ public:
                                           : "; remote worker rank(s) " + missing + " never connected")};
     }
     void stop() {
-        if (ringcast::detail::current_pid() != owner_pid_) return;
+        if (made_in_.in_forked_child()) return;
         py::gil_scoped_release release;
         bridge_->stop();
-    }
-    ~PyRemoteReplyBridge() {
-        if (ringcast::detail::current_pid() != owner_pid_) (void)bridge_.release();  // a forked child's copy: not its thread
     }
     PyRemoteReplyBridge(const PyRemoteReplyBridge&) = delete;
     PyRemoteReplyBridge& operator=(const PyRemoteReplyBridge&) = delete;
     std::unique_ptr<remote::RemoteReplyBridge> bridge_;
-    pid_t owner_pid_ = ringcast::detail::current_pid();
+    ringcast::detail::MadeInProcess made_in_;
 };
 
 // One thread at a time (Endpoint's Busy, as every other endpoint): the worker's ZeroMQ socket is not
@@ -402,6 +407,7 @@ public:
     // Both wait in slices (sliced_wait): Ctrl-C and the main thread's signal handlers are honoured.
     void wait_ready(std::optional<double> timeout) {
         Busy busy(*this);
+        check_usable("wait_until_ready");  // (a forked child's copy: RingcastError, as every endpoint's)
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Status s;
         {
@@ -413,6 +419,7 @@ public:
     }
     void reply(std::uint64_t tag, const py::buffer& data, std::optional<double> timeout) {
         Busy busy(*this);
+        check_usable("reply");
         const Deadline deadline = deadline_after(to_timeout(timeout));
         PyBuf buf(data);
         Status s;
@@ -428,6 +435,7 @@ public:
     }
     void check_liveness() {
         Busy busy(*this);
+        check_usable("check_liveness");
         py::gil_scoped_release release;  // only a non-blocking poll of the socket, but it takes the lock of libzmq
         worker_->check_liveness();
     }
@@ -437,10 +445,7 @@ public:
         worker_->close();
     }
     ~PyRemoteGatherWorker() override {
-        if (forked_child()) {
-            (void)worker_.release();
-            return;
-        }
+        // (A forked child's copy lets go of the parent's socket itself: let_go_in_forked_child.)
         // Its close flushes what is queued (the replies, the bye) for up to the linger, 2 s: without
         // the GIL, as a remote reader's goodbye (the process's other threads run meanwhile).
         std::unique_ptr<remote::RemoteGatherWorker> leaving = std::move(worker_);

@@ -13,4 +13,19 @@ namespace ringcast::detail {
 // nothing of ours before exec. Thread-safe; async-signal-safe (one relaxed load).
 [[nodiscard]] pid_t current_pid() noexcept;
 
+// The process an object was made in, for the fork rule every endpoint keeps: a copy fork() gave a
+// child (its memory, not its threads, kernel registrations or roles) releases nothing of the parent's
+// — no close, no rank or claim given back, no name unlinked, no thread joined. Copied by a move (the
+// moved-to object was made where the source was). Thread-safe: the pid never changes after construction.
+class MadeInProcess {
+public:
+    MadeInProcess() noexcept : pid_(current_pid()) {}
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+    // True in a fork()ed child holding the parent's copy (one relaxed load: see current_pid()).
+    [[nodiscard]] bool in_forked_child() const noexcept { return current_pid() != pid_; }
+
+private:
+    pid_t pid_;
+};
+
 }  // namespace ringcast::detail

@@ -88,7 +88,7 @@ private:
     layout::EventfdSlot& slot_;
     int fd_ = -1;
     bool registered_ = true;
-    pid_t registrant_ = detail::current_pid();  // a fork()ed child's copy leaves the registration alone
+    detail::MadeInProcess registered_in_;  // a fork()ed child's copy leaves the registration alone
 };
 
 // The waker's copies of the eventfds of the endpoints of one sleep site (bit b's endpoint registers

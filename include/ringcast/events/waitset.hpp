@@ -50,6 +50,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ringcast/detail/process.hpp"
 #include "ringcast/gather.hpp"
 #include "ringcast/ring.hpp"
 
@@ -127,7 +128,7 @@ private:
                                // neither short waits nor a busy member put it off (waitset.cpp)
     std::uint64_t kernel_waits_ = 0;
     bool withheld_dead_ = false;  // the last wait() found a dead peer but returned ready members instead
-    int creator_pid_;  // the process whose kernel objects these are (the fork rule above)
+    detail::MadeInProcess made_in_;  // the process whose kernel objects these are (the fork rule above)
 };
 
 }  // namespace ringcast

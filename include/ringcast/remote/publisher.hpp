@@ -92,7 +92,9 @@ struct RemotePublisherStats {
 
 // Thread-safety: every method may be called from any thread, stop() by one thread at a time (the
 // destructor calls it). The ZeroMQ sockets and the ring rank are used only by the publisher's thread;
-// the shared counters and flags sit under one mutex (changes notify one condition variable).
+// the shared counters and flags sit under one mutex (changes notify one condition variable). After
+// fork(): a child's copy refuses every call (Error(protocol)) but stop() and the destructor, which do
+// nothing there (the thread, sockets and ring rank are the parent's; the parent's publisher goes on).
 class RemotePublisher {
 public:
     // Attaches to ring `ring_name` as reader rank `ring_rank`, binds the listener (errors are thrown

@@ -66,6 +66,9 @@ struct RemoteReplyOptions {
 };
 
 // Thread-safety: every method from any thread; the sockets and ring writers belong to its thread.
+// After fork(): a child's copy refuses every call
+// (Error(protocol)) but cancel()/clear_cancel()/stop()/close() and the destructor, which do nothing there
+// (the socket, context and thread are the parent's; the parent's endpoint goes on).
 class RemoteReplyBridge {
 public:
     // Becomes the writer of the reply rings of `options.ranks` of gather `gather_name` (created by
@@ -103,7 +106,9 @@ struct RemoteWorkerOptions {
     ConnectSecurity security;
 };
 
-// Thread-safety: one thread at a time.
+// Thread-safety: one thread at a time. After fork(): a child's copy refuses every call
+// (Error(protocol)) but cancel()/clear_cancel()/stop()/close() and the destructor, which do nothing there
+// (the socket, context and thread are the parent's; the parent's endpoint goes on).
 class RemoteGatherWorker {
 public:
     [[nodiscard]] static RemoteGatherWorker connect(std::string_view endpoint, std::uint32_t rank,
