@@ -123,8 +123,18 @@ GatherCollector GatherCollector::create(std::string_view name, const GatherOptio
                                                      " ranks, got " + std::to_string(options.ranks));
     if (options.method == GatherWait::futex_waitv && options.ranks > kFutexWaitvMax)
         throw Error(ErrorCode::invalid_argument, "futex_waitv gathers at most 128 ranks; use the doorbell");
-    Segment::validate_name(gather_bell_name(name));  // the longest derived names must be valid too
-    Segment::validate_name(gather_ring_name(name, options.ranks - 1));
+    Segment::validate_name(name);
+    // The derived names must be valid too; a name short enough alone but not with its suffix is refused
+    // in the group's terms (the bare check named only the derived name's length).
+    const std::size_t longest = std::max(gather_bell_name(name).size(), gather_ring_name(name, options.ranks - 1).size());
+    if (longest > Segment::kMaxNameLength)
+        throw Error(ErrorCode::invalid_argument,
+                    "gather name of " + std::to_string(name.size()) + " characters is too long for " +
+                        std::to_string(options.ranks) + " ranks: its bell and reply rings are named '<name>" +
+                        std::string(kGatherBellSuffix) + "' and '" + gather_ring_prefix("<name>") + "0'..'" +
+                        gather_ring_name("<name>", options.ranks - 1) + "', and a segment name has at most " +
+                        std::to_string(Segment::kMaxNameLength) + " characters: use at most " +
+                        std::to_string(Segment::kMaxNameLength - (longest - name.size())) + " characters");
     // The reply rings first, the bell last: a bell then always names a group whose rings exist, which
     // is how `ringcast gc` and the sweeps of Python's queues tell a live group's bell from an
     // abandoned one (sweep_abandoned). A bell made before its rings could be swept by a sweep that

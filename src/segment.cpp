@@ -129,9 +129,9 @@ std::uint64_t realtime_ns() {
 }  // namespace
 
 void Segment::validate_name(std::string_view name) {
-    if (name.empty() || name.size() > 200)
-        throw Error(ErrorCode::invalid_argument, "segment name must be 1..200 characters, got " +
-                                                     std::to_string(name.size()));
+    if (name.empty() || name.size() > kMaxNameLength)
+        throw Error(ErrorCode::invalid_argument, "segment name must be 1.." + std::to_string(kMaxNameLength) +
+                                                     " characters, got " + std::to_string(name.size()));
     if (name.front() == '.')
         throw Error(ErrorCode::invalid_argument, "segment name must not start with '.': '" + std::string(name) + "'");
     for (char c : name) {
@@ -257,6 +257,17 @@ bool still_leads_to(std::string_view name, ObjectIdentity judged, bool anyones =
            (anyones || now.st_uid == ::geteuid());
 }
 
+// The first word of /dev/shm/<name> (every ringcast object's magic), read without following a link or
+// blocking on a FIFO; none when it cannot be read (another user's owner-only object, a short file).
+std::optional<std::uint64_t> first_word_at(int dfd, const char* name) {
+    const int fd = ::openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::uint64_t word = 0;
+    const bool read = ::pread(fd, &word, sizeof word, 0) == static_cast<ssize_t>(sizeof word);
+    ::close(fd);
+    return read ? std::optional(word) : std::nullopt;
+}
+
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -282,12 +293,16 @@ bool unlink_if_still_this(std::string_view name, const Segment& seg) {
     return still_leads_to(name, seg.identity()) && ::shm_unlink(shm_path(name).c_str()) == 0;
 }
 
-std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_run) {
+std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_run, std::vector<KeptObject>* kept_why) {
     std::vector<AbandonedObject> found;
+    const auto keep = [&](std::string_view name, std::string why) {
+        if (kept_why != nullptr) kept_why->push_back({std::string(name), std::move(why)});
+    };
     DIR* dir = ::opendir("/dev/shm");
     if (dir == nullptr) throw_system_error("opendir(/dev/shm)", errno);
     std::vector<std::pair<std::string, std::uint64_t>> candidates, bells;
     std::vector<std::string> kept;  // ringcast segments left in place (in use, or unreadable)
+    std::vector<std::string> vanished;  // abandoned, but removed by another sweep before this one could
     const int dfd = ::dirfd(dir);
     while (const dirent* e = ::readdir(dir)) {
         const std::string_view name = e->d_name;
@@ -299,9 +314,19 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         }
         struct stat st {};
         if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (st.st_uid != ::geteuid()) continue;  // other users' objects are theirs to sweep
         const auto bytes = static_cast<std::uint64_t>(st.st_size);
-        if (bytes == sizeof(layout::DoorbellLine) && ends_with(name, kGatherBellSuffix)) bells.emplace_back(name, bytes);
+        const bool bell_like = bytes == sizeof(layout::DoorbellLine) && ends_with(name, kGatherBellSuffix);
+        if (st.st_uid != ::geteuid()) {  // other users' objects are theirs to sweep
+            if (kept_why != nullptr && (bell_like || bytes >= sizeof(layout::SegmentHeader))) {
+                // Listed only where it may be ringcast's: its magic says so, or it cannot be read.
+                const auto magic = first_word_at(dfd, e->d_name);
+                if (!magic || *magic == layout::kMagic || *magic == layout::kDoorbellMagic)
+                    keep(name, "another user's (uid " + std::to_string(st.st_uid) + (magic ? "" : ", not readable here") +
+                                   "): a sweep removes only this user's (uid " + std::to_string(::geteuid()) + ") objects");
+            }
+            continue;
+        }
+        if (bell_like) bells.emplace_back(name, bytes);
         else if (bytes >= sizeof(layout::SegmentHeader)) candidates.emplace_back(name, bytes);
     }
     ::closedir(dir);
@@ -309,11 +334,33 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         std::optional<Segment> seg;
         try {
             seg.emplace(Segment::open(name));  // foreign, half-created, other versions: throws, kept
-        } catch (const Error&) {
+        } catch (const Error& e) {
+            const bool no_magic_yet = std::string_view(e.what()).find(kNoMagicYet) != std::string_view::npos;
+            if (no_magic_yet)
+                keep(name, "no ringcast magic yet: its creator is making it, or died making it (then `ringcast rm --force " +
+                               std::string(name) + "` removes it)");
+            else if (e.code() != ErrorCode::not_ringcast && e.code() != ErrorCode::not_found)
+                keep(name, std::string("cannot judge whether it is in use: ") + e.what());
             continue;
         }
-        if (!Segment::user_of(seg->base()).empty() || (!dry_run && !unlink_if_still_abandoned(name, *seg))) {
+        if (const std::string user = Segment::user_of(seg->base()); !user.empty()) {
             kept.push_back(name);
+            keep(name, "in use: " + user);
+            continue;
+        }
+        if (!dry_run && !unlink_if_still_abandoned(name, *seg)) {
+            // Why it stayed, looked at again: gone (another sweep — every Python queue's creation runs
+            // one — removed it first: not kept, and not listed), another object under the name, or used.
+            struct stat now {};
+            if (::lstat(shm_file(name).c_str(), &now) != 0) {
+                vanished.push_back(name);
+                continue;
+            }
+            kept.push_back(name);
+            const std::string user = Segment::user_of(seg->base());
+            keep(name, ObjectIdentity{now.st_dev, now.st_ino} != seg->identity()
+                           ? std::string("made again under the name while the sweep judged it")
+                           : "in use by the time the sweep came to it" + (user.empty() ? std::string() : ": " + user));
             continue;
         }
         found.push_back({name, bytes});
@@ -331,20 +378,36 @@ std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix, bool dry_r
         const auto swept = [&](const std::string& n) {  // removed by this sweep (or, dry, would be)
             return std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.name == n; });
         };
-        if (std::any_of(kept.begin(), kept.end(), in_group)) continue;
+        const std::string group_kept = "doorbell of the gather group '" + group + "', which still has a reply ring";
+        if (std::any_of(kept.begin(), kept.end(), in_group)) {
+            keep(name, group_kept + " in use");
+            continue;
+        }
+        if (std::any_of(vanished.begin(), vanished.end(), in_group)) continue;  // another sweep takes the group
         bool ring_left = false;
         for (const auto& candidate : candidates)  // (no structured binding: clang 14 cannot capture one)
             ring_left |= in_group(candidate.first) && !swept(candidate.first);
-        if (ring_left) continue;  // a ring we could not judge (foreign, being created): keep its bell
-        const std::optional<JudgedBell> judged = judge_bell(name);
-        if (!judged) continue;
-        bool ring_now = false;  // a ring of the group that this sweep neither removed nor (dry run) would
-        for (std::uint32_t r = 0; r < std::min(judged->ranks, layout::kMaxReaders) && !ring_now; ++r) {
-            const std::string ring = gather_ring_name(group, r);
-            struct stat st {};
-            ring_now = ::lstat(shm_file(ring).c_str(), &st) == 0 && !swept(ring);
+        if (ring_left) {  // a ring we could not judge (foreign, being created): keep its bell
+            keep(name, group_kept + " that could not be judged");
+            continue;
         }
-        if (ring_now) continue;
+        const std::optional<JudgedBell> judged = judge_bell(name);
+        if (!judged) {
+            if (const auto read = read_bell(name))
+                keep(name, "another ringcast version's doorbell (ABI " + std::to_string(read->abi_version) +
+                               "): a sweep leaves it, `ringcast rm " + name + "` removes it");
+            continue;
+        }
+        std::string ring_now;  // a ring of the group that this sweep neither removed nor (dry run) would
+        for (std::uint32_t r = 0; r < std::min(judged->ranks, layout::kMaxReaders) && ring_now.empty(); ++r) {
+            std::string ring = gather_ring_name(group, r);
+            struct stat st {};
+            if (::lstat(shm_file(ring).c_str(), &st) == 0 && !swept(ring)) ring_now = std::move(ring);
+        }
+        if (!ring_now.empty()) {  // another user's, too small to be a segment when listed, or new
+            keep(name, group_kept + ", '" + ring_now + "', that this sweep did not judge");
+            continue;
+        }
         // Only the bell judged: another sweep may have removed it and a new group made one.
         if (!dry_run && !unlink_bell_if_still(name, *judged)) continue;
         found.push_back({name, bytes});

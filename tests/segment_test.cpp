@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -429,6 +430,39 @@ TEST(Segment, AnotherPidNamespacesSegmentIsNeitherAttachedNorSwept) {
     for (const auto& swept : sweep_abandoned(inner.str())) ADD_FAILURE() << "swept a live segment: " << swept.name;
     expect_error([&] { (void)Segment::open(inner); }, ErrorCode::permission_denied, "another PID namespace");
     finish();
+}
+
+// Two sweeps at once (every Python queue's creation runs one, beside a `gc`): each removes some of the
+// abandoned segments, and what the other removed first is neither counted nor reported as kept — the
+// first form said "in use by the time the sweep came to it" about dozens of names that no longer
+// existed. Together they remove every one, and a kept list names only what is still there.
+TEST(Segment, TwoSweepsAtOnceReportOnlyWhatStayed) {
+    ScopedName prefix("sweeps");
+    constexpr int kSegments = 150;
+    const pid_t child = ::fork();
+    if (child == 0) {  // their creator: dead once it exits, so every segment is abandoned
+        for (int i = 0; i < kSegments; ++i)
+            (void)Segment::create(prefix.str() + "-" + std::to_string(i), SegmentOptions{.readers = 1});
+        ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    std::vector<AbandonedObject> removed[2];
+    std::vector<KeptObject> kept[2];
+    std::atomic<int> ready{0};
+    std::vector<std::thread> sweepers;
+    for (int s = 0; s < 2; ++s)
+        sweepers.emplace_back([&, s] {
+            ready.fetch_add(1);
+            while (ready.load() < 2) {
+            }
+            removed[s] = sweep_abandoned(prefix.str(), false, &kept[s]);
+        });
+    for (auto& t : sweepers) t.join();
+    EXPECT_EQ(removed[0].size() + removed[1].size(), static_cast<std::size_t>(kSegments));
+    for (int s = 0; s < 2; ++s)
+        for (const auto& k : kept[s]) ADD_FAILURE() << "sweep " << s << " kept " << k.name << ": " << k.why;
 }
 
 TEST(Segment, CorruptRecordHeaderIsAnErrorNotACrash) {

@@ -98,8 +98,10 @@ public:
     void prefault() const noexcept;
     // Removes the name; mappings stay valid until unmapped. Returns false if it did not exist.
     static bool remove(std::string_view name);
-    // Validates a name: 1..200 chars of [A-Za-z0-9._-], not starting with '.'. Throws invalid_argument.
+    // Validates a name: 1..kMaxNameLength chars of [A-Za-z0-9._-], not starting with '.'. Throws
+    // invalid_argument.
     static void validate_name(std::string_view name);
+    static constexpr std::size_t kMaxNameLength = 200;  // well under NAME_MAX (255) with "/dev/shm/"
 
     [[nodiscard]] bool valid() const noexcept { return base_ != nullptr; }
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -163,6 +165,12 @@ struct AbandonedObject {
     std::uint64_t bytes = 0;  // its size in /dev/shm
 };
 
+// An object sweep_abandoned() left in place, and why (the rule that kept it, in a user's words).
+struct KeptObject {
+    std::string name;
+    std::string why;  // e.g. "in use: its writer pid 812 is alive"
+};
+
 // Removes every ringcast object of this user whose name starts with `prefix` and that nobody uses any
 // more: segments whose creator, writer and every reader are dead (Segment::user_of), and gather
 // doorbells whose group has no reply ring left. Killed processes leave their segments behind by
@@ -171,7 +179,13 @@ struct AbandonedObject {
 // version are never touched. dry_run: only lists. Thread-safe; safe against concurrent sweeps and
 // creators (an object is unlinked only if it is still the one judged, see unlink_if_still_abandoned).
 // Throws Error(system) if /dev/shm cannot be listed.
-[[nodiscard]] std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix = {}, bool dry_run = false);
+// `kept` (when given) receives every object under the prefix that looks like ringcast's (a segment's size
+// and a valid name; a doorbell's size and suffix) and was left, with why: another user's, no magic yet
+// (being created, or its creator died doing so), not usable (its error: another version, corrupt, ...),
+// in use, made again under the name meanwhile, or a bell whose group still has a ring. Objects the
+// magic shows are not ringcast's are not listed, nor those another sweep removed meanwhile.
+[[nodiscard]] std::vector<AbandonedObject> sweep_abandoned(std::string_view prefix = {}, bool dry_run = false,
+                                                           std::vector<KeptObject>* kept = nullptr);
 // Unlinks `name` if it still leads to the object `seg` maps (Segment::identity), owned by us and
 // unused. True if unlinked.
 bool unlink_if_still_abandoned(std::string_view name, const Segment& seg);

@@ -3,6 +3,7 @@ type) naming the argument and its limit, never pybind11's "incompatible function
 empty MemoryError or a silently taken value."""
 import dataclasses
 import math
+import os
 import time
 
 import pytest
@@ -252,3 +253,23 @@ def test_endpoint_options_of_a_wrong_type_are_refused_naming_them():
     refused(TypeError, lambda: ringcast.ReplyGather(1, method=None), "method")
     refused(TypeError, lambda: ringcast.MessageQueue(1, 1, **small, wake_ahead="no"), "wake_ahead")
     refused(TypeError, lambda: ringcast.ReplyGather(1, spin_max_us=None), "spin_max_us")  # (MessageQueue: the default)
+
+
+def test_an_empty_name_is_refused_not_taken_as_a_generated_one():
+    """name='' made a generated name, as None does (the docs say 1..200 characters): a caller that
+    computed an empty name by mistake got an unnamed queue the other side could never find by name."""
+    before = set(os.listdir("/dev/shm"))
+    refused(ValueError, lambda: ringcast.MessageQueue(1, 1, max_chunk_bytes=1024, max_chunks=4, name=""), "name")
+    refused(ValueError, lambda: ringcast.ReplyGather(1, max_reply_bytes=1024, name=""), "name")
+    assert set(os.listdir("/dev/shm")) - before == set(), "a refused name left something in /dev/shm"
+
+
+def test_a_gather_name_too_long_for_its_derived_names_says_so():
+    """A ReplyGather name of 196..200 characters is a valid segment name, but its bell and reply rings
+    (<name>.bell, <name>.r<rank>) are not: the refusal said "segment name must be 1..200 characters, got
+    205" about a name of 200. It names the group's name, the derived names and the longest that fits."""
+    e = refused(ValueError, lambda: ringcast.ReplyGather(12, max_reply_bytes=1024, name="g" * 197),
+                "gather name of 197 characters is too long for 12 ranks")
+    assert "'<name>.bell'" in str(e) and "'<name>.r11'" in str(e) and "use at most 195 characters" in str(e), str(e)
+    g = ringcast.ReplyGather(12, max_reply_bytes=1024, name="g" * 195)  # the longest that fits
+    g.close()

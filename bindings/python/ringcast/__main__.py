@@ -3,7 +3,8 @@ install (pip installs the module, not the C++ command-line tool).
 
 Removes this user's ringcast segments in /dev/shm whose creator, writer and readers are all dead, and
 gather doorbells whose group has no reply ring left — what killed processes leave behind. Never
-touches other users' objects, objects that are not ringcast's, or segments still in use.
+touches other users' objects, objects that are not ringcast's, or segments still in use; names each
+one it keeps and why (in use by which pid, another user's, another version's, ...).
 """
 import argparse
 import sys
@@ -21,14 +22,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     gc.add_argument("--prefix", default="", help="only names starting with this")
     args = parser.parse_args(argv)
     try:
-        swept = _core.sweep_abandoned(args.prefix, args.dry_run)
+        swept, kept = _core.sweep_abandoned_explained(args.prefix, args.dry_run)
     except OSError as e:
         print(f"python3 -m ringcast: {e}", file=sys.stderr)
         return 1
     verb = "would remove" if args.dry_run else "removed"
     for name, size in swept:
         print(f"{verb} {name} ({size} bytes)")
-    print(f"{len(swept)} {'to remove' if args.dry_run else 'removed'}")
+    for name, why in sorted(kept):
+        print(f"kept {name}: {why}")
+    print(f"{len(swept)} {'to remove' if args.dry_run else 'removed'}, {len(kept)} kept")
     return 0
 
 

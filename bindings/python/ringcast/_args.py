@@ -115,9 +115,11 @@ def check_endpoint_types(name: Any, wait: Any, spin_us: Any, spin_max_us: Any, l
     binding's to judge), before anything is made: the binding's own refusal said only "incompatible
     constructor arguments", and a bytes name was taken, to fail later in other words. None is a
     spin_max_us where it means "the default" (MessageQueue's). ``strings``: further arguments that
-    must be str (ReplyGather's method)."""
+    must be str (ReplyGather's method). An empty name is a ValueError (it was taken as None)."""
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a str (or None: a generated one), got {type(name).__name__}")
+    if name == "":
+        raise ValueError("name must be 1..200 characters (or None: a generated one), got ''")
     for arg, value in (("wait", wait), *strings.items()):
         if not isinstance(value, str):
             raise TypeError(f"{arg} must be a str, got {type(value).__name__}")
@@ -127,6 +129,17 @@ def check_endpoint_types(name: Any, wait: Any, spin_us: Any, spin_max_us: Any, l
             continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{arg} must be a number, got {type(value).__name__}")
+
+
+def check_byte_count(name: str, value: Any) -> None:
+    """TypeError / ValueError naming ``name`` unless ``value`` is a number of bytes, an int or a float
+    (inf: never reached), not a bool or NaN. Asked before anything is made: judged later, a refusal left
+    the segment in /dev/shm while the exception lived, and said "cannot convert float NaN to integer"
+    or "'<=' not supported"."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of bytes (int or float), got {type(value).__name__}")
+    if value != value:
+        raise ValueError(f"{name} must be a number of bytes, got NaN")
 
 
 def require_remote(what: str, connect_ip: Optional[str], peers: str, listener: str) -> None:

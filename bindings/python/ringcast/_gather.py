@@ -187,7 +187,9 @@ class ReplyGather:
             0..0o777, remote_port not in 0..65535, an unknown method or wait, a negative,
             non-finite or too long spin, liveness_interval not in (0, 1 day], futex_waitv with more than 128 ranks, a bad or used name, a
             world-writable mode; remote ranks out of range, repeated or without connect_ip, a
-            connect_ip that is not a literal address, a remote_port in use.
+            connect_ip that is not a literal address, an empty name or one too long for its derived
+            names (<name>.bell, <name>.r<rank>).
+        OSError: remote_port in use (errno EADDRINUSE).
         ImportError: remote ranks in a ringcast built without ZeroMQ (``_core.HAVE_REMOTE``).
         PermissionError, MemoryError, OSError: /dev/shm refused the objects (as MessageQueue).
 
@@ -249,7 +251,7 @@ class ReplyGather:
             sweep_generated_names()
         capacity = max(4 * (max_reply_bytes + 64), _core.MIN_CAPACITY)
         capacity = 1 << (capacity - 1).bit_length()
-        self.name = name or f"{GENERATED_PREFIX}g-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.name = name if name is not None else f"{GENERATED_PREFIX}g-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.n_ranks = n_ranks
         self._wait = wait
         self._liveness = liveness_interval

@@ -22,8 +22,8 @@ from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional,
 
 from ringcast import _core, _gpu
 from ringcast._args import (MAX_CAPACITY, MAX_RANK, _aio_refuse, _check_int, _check_timeout, _in_python_terms,
-                            check_endpoint_types, check_handle_version, raise_in_callers_terms, require_remote,
-                            retold)
+                            check_byte_count, check_endpoint_types, check_handle_version, raise_in_callers_terms,
+                            require_remote, retold)
 from ringcast._core import RingcastError
 from ringcast._blocks import end_block
 from ringcast._cpus import usable_cpus
@@ -237,9 +237,9 @@ class MessageQueue:
             max_chunk_bytes and max_chunks: see above; a rank above 2**32-1), n_local_reader >
             n_reader, local_reader_ranks of the wrong length or with duplicates, an unknown wait, a
             negative, non-finite or too long spin, liveness_interval not in (0, 1 day], a bad name
-            or one already in use.
-        ValueError: remote readers without connect_ip, or a connect_ip that is not a literal address
-            (or a remote_port in use: already_exists).
+            or one already in use, an empty name.
+        ValueError: remote readers without connect_ip, or a connect_ip that is not a literal address.
+        OSError: remote_port in use (errno EADDRINUSE).
         ImportError: remote readers in a ringcast built without ZeroMQ (``_core.HAVE_REMOTE``).
         PermissionError: /dev/shm refused to create the segment (permission denied).
         MemoryError: /dev/shm has no room for the ring. OSError: another system call failed.
@@ -305,13 +305,7 @@ class MessageQueue:
         check_endpoint_types(name, wait, spin_us, spin_max_us, liveness_interval, spin_max_us_may_be_none=True)
         if not isinstance(wake_ahead, bool):  # ("no" was taken as true)
             raise TypeError(f"wake_ahead must be a bool, got {type(wake_ahead).__name__}")
-        # Before the segment exists (a refusal later left it in /dev/shm while the exception lived, and
-        # said "cannot convert float NaN to integer" or "'<=' not supported").
-        threshold: Any = oob_threshold  # (as given: mypy would take the annotation's word for it)
-        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-            raise TypeError(f"oob_threshold must be a number of bytes (int or float), got {type(threshold).__name__}")
-        if threshold != threshold:
-            raise ValueError("oob_threshold must be a number of bytes, got NaN")
+        check_byte_count("oob_threshold", oob_threshold)
         if n_local_reader > n_reader:
             raise ValueError(f"n_local_reader ({n_local_reader}) exceeds n_reader ({n_reader})")
         # The limits before anything is built from the counts (a list of n_reader ranks would take
@@ -349,7 +343,7 @@ class MessageQueue:
                 raise ValueError(f"local_reader_ranks has duplicates: {local_reader_ranks}")
         if sweep_abandoned:
             sweep_generated_names()
-        name = name or f"{GENERATED_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:16]}"
+        name = name if name is not None else f"{GENERATED_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:16]}"
         capacity = _capacity_for(max_chunk_bytes, max_chunks)
         local_set = set(local_reader_ranks)
         if remote_reader_ranks is None:

@@ -14,7 +14,9 @@ def sweep_generated_names() -> None:
     """Removes this user's abandoned segments with generated names; logs one line if any went."""
     swept = _core.sweep_abandoned(GENERATED_PREFIX)
     if swept:
-        segments = sum(1 for name, _ in swept if not name.endswith(".bell"))
+        bells = sum(1 for name, _ in swept if name.endswith(".bell"))
         mib = sum(size for _, size in swept) / (1 << 20)
-        _log.warning("ringcast: removed %d abandoned segment(s) (%.1f MiB of /dev/shm) left by killed processes; "
-                     "sweep_abandoned=False keeps them, `python3 -m ringcast gc` sweeps by hand", segments, mib)
+        also = f" and {bells} gather doorbell(s)" if bells else ""
+        _log.warning("ringcast: removed %d abandoned segment(s)%s (%.1f MiB of /dev/shm) left by killed processes; "
+                     "sweep_abandoned=False keeps them, `python3 -m ringcast gc` sweeps by hand",
+                     len(swept) - bells, also, mib)
