@@ -99,8 +99,20 @@ DoorbellMapping make_bell(std::string_view group, const GatherOptions& options) 
     }
     const std::optional<JudgedBell> judged = read_bell(name);  // judge_bell, read once to say why not
     if (!judged || !ours_to_reclaim(*judged)) {
+        // A queue's segment under the bell's name (a MessageQueue named "<group>.bell") is ringcast's
+        // own object: said so, not passed off as another program's.
+        bool queue_segment = false;
+        if (!judged) {
+            try {
+                (void)Segment::open(name);
+                queue_segment = true;
+            } catch (const Error&) {
+            }
+        }
         const std::string what =
-            !judged ? "is not a ringcast doorbell (another program's object, or one we cannot read)"
+            queue_segment ? "is a ringcast queue's segment (a MessageQueue or Writer of that name), not a doorbell: a "
+                            "gather group takes '<name>.bell' for its doorbell, so one of the two needs another name"
+            : !judged ? "is not a ringcast doorbell (another program's object, or one we cannot read)"
             : judged->owner_uid != ::geteuid()
                 ? "is another user's doorbell (uid " + std::to_string(judged->owner_uid) + ")"
                 : "is the doorbell of another ringcast version (ABI " + std::to_string(judged->abi_version) +

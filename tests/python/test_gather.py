@@ -1009,3 +1009,17 @@ def test_done_of_a_pending_collect_is_refused_in_a_forked_child():
     assert pending.result() == ["the reply"]
     w.close()
     g.close()
+
+
+def test_a_queue_named_as_a_groups_bell_is_named_as_such():
+    """A MessageQueue named "X.bell" takes the name a ReplyGather "X" needs for its doorbell: the
+    refusal called the queue's segment "another program's object"."""
+    name = f"rc-bellclash-{os.getpid()}"
+    q = ringcast.MessageQueue(1, 1, name=f"{name}.bell", max_chunk_bytes=1024, max_chunks=4)
+    try:
+        with pytest.raises(ValueError, match=r"is a ringcast queue's segment .*not a doorbell") as e:
+            ringcast.ReplyGather(1, name=name)
+        assert "another program" not in str(e.value)
+        assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"{name}.r")], "the refused group left rings"
+    finally:
+        q.shutdown()

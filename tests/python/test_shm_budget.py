@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -205,4 +206,23 @@ def test_python_dash_m_ringcast_gc_names_what_it_keeps_and_why():
         assert shm_exists(f"{prefix}-q") and shm_exists(f"{prefix}-g.bell")
     finally:
         q.shutdown()
+        g.close()
+
+
+def test_the_default_reply_ring_is_1_mib_a_rank_and_a_larger_reply_still_passes():
+    """4 x (256 KiB + 64) rounded every default reply ring up to 2 MiB: a default queue and 24 ranks'
+    rings filled Docker's 64 MiB /dev/shm. The default now makes 1 MiB rings; a reply above the
+    default size still arrives whole (in fragments)."""
+    g = ringcast.ReplyGather(2, sweep_abandoned=False)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 1)
+    try:
+        for r in range(2):
+            assert os.path.getsize(f"/dev/shm/{g.name}.r{r}") <= MiB + 4096, r
+        big = bytes(range(256)) * (3 * MiB // 256)  # 3 ring-fulls: the worker waits for the collect
+        sender = threading.Thread(target=w.reply, args=(1, big, 30))
+        sender.start()
+        assert g.collect(1, ranks=[1], timeout=30) == [big]
+        sender.join()
+    finally:
+        w.close()
         g.close()

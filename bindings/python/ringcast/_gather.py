@@ -33,6 +33,11 @@ DEFAULT_COLLECT_SPIN_MAX_US = _core.COLLECT_SPIN_MAX_US
 # A worker's cap: its only wait is for room in its reply ring (a writer's wait), capped as C++'s
 # GatherWorker caps it (WaitOptions' default, 2 ms).
 WORKER_SPIN_MAX_US = _core.SPIN_MAX_US
+# The default reply size a reply ring holds in one record: its ring is then exactly 1 MiB (4 x (it + 64)).
+# 256 KiB made every ring 2 MiB (4 x (256 KiB + 64) is just over 1 MiB: the power of two above is 2 MiB),
+# half of it never needed, and at 24 ranks the rings beside the queue's 16 MiB filled all of Docker's
+# default 64 MiB /dev/shm. Larger replies still pass, in fragments.
+DEFAULT_MAX_REPLY_BYTES = (1 << 18) - 64
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,8 @@ class ReplyGather:
     Args:
         n_ranks: worker ranks 0..n_ranks-1 (1..1024).
         max_reply_bytes: sizes each rank's reply ring (the next power of two >= 4 x (max_reply_bytes
-            + 64), at least 64 KiB); larger replies still work, in fragments. Default 256 KiB.
+            + 64), at least 64 KiB); larger replies still work, in fragments. Default 256 KiB - 64: a
+            1 MiB ring per rank.
         method: how the executor sleeps: 'doorbell' (default; one shared doorbell line) or
             'futex_waitv' (one futex_waitv over every pending ring; at most 128 ranks).
         wait: 'hybrid' (default: spin spin_us, then sleep), 'futex', 'spin' or 'spin_yield', as
@@ -219,7 +225,7 @@ class ReplyGather:
     # close() was called (executor): wait_until_ready's look for unattached local ranks stops there.
     _closed: bool = False
 
-    def __init__(self, n_ranks: int, *, max_reply_bytes: int = 1 << 18, method: str = "doorbell",
+    def __init__(self, n_ranks: int, *, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, method: str = "doorbell",
                  wait: str = "hybrid", spin_us: float = 10.0, spin_max_us: float = DEFAULT_COLLECT_SPIN_MAX_US,
                  liveness_interval: float = 1.0, name: Optional[str] = None,
                  mode: int = 0o600, sweep_abandoned: bool = True,
