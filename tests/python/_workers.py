@@ -13,6 +13,24 @@ except ImportError:  # numpy is optional: the mixed stream then has no arrays
 import ringcast
 
 
+def refused_in_a_forked_child(call):
+    """Runs ``call()`` in a fork()ed child; True when it raised the RingcastError of an endpoint
+    "inherited through fork" (the rule every endpoint keeps), False when it returned or raised otherwise."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            try:
+                call()
+            except ringcast.RingcastError as e:
+                if "inherited through fork" in str(e):
+                    code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 class EnqueuesWhilePickled:
     """Pickling it enqueues `inner` on `queue` first (a __reduce__ that sends: nested pickling)."""
 

@@ -22,6 +22,7 @@ import time
 import pytest
 
 import ringcast
+from _workers import refused_in_a_forked_child
 from ringcast import _core
 
 pytestmark = pytest.mark.skipif(not getattr(_core, "HAVE_REMOTE", False), reason="ringcast built without ZeroMQ")
@@ -742,19 +743,7 @@ def test_a_remote_workers_reply_in_a_forked_child_is_refused_and_the_parent_goes
     w = ringcast.ReplyGather.create_from_handle(_unmappable(g.export_handle()), 0)  # over ZeroMQ
     try:
         w.wait_until_ready(timeout=10)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                try:
-                    w.reply(1, "from the child")
-                except ringcast.RingcastError as e:
-                    if "inherited through fork" in str(e):
-                        code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "reply() in the forked child was not refused"
+        assert refused_in_a_forked_child(lambda: w.reply(1, "from the child")), "reply() in the forked child was not refused"
         w.reply(1, "from the parent")
         assert g.collect(1, timeout=10) == ["from the parent"]
     finally:
