@@ -12,6 +12,7 @@ shared-memory queue). Each waiting thread's own CPU% is reported.
 Medians over --runs runs. Usage: PYTHONPATH=<build>/python python3 bench/python/bench_gil.py
 """
 import argparse
+import json
 import multiprocessing as mp
 import os
 import pickle
@@ -38,8 +39,8 @@ def paced_message(i):
     return {"step": i, "payload": b"x" * 256}
 
 
-def paced_writer(handle_conn, period_s, stop_after_s):
-    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=64 * 1024, max_chunks=4)
+def paced_writer(handle_conn, period_s, stop_after_s, queue_kwargs):
+    q = ringcast.MessageQueue(2, 2, max_chunk_bytes=64 * 1024, max_chunks=4, **queue_kwargs)
     handle_conn.send(q.export_handle())
     q.wait_until_ready(timeout=30)
     handle_conn.recv()  # go
@@ -56,7 +57,7 @@ def paced_writer(handle_conn, period_s, stop_after_s):
     q.shutdown()
 
 
-def run_scenario(kind, threads, seconds):
+def run_scenario(kind, threads, seconds, queue_kwargs=None):
     """Returns (stretch, main rate, [waiter CPU%])."""
     stop = threading.Event()
     cpu_pct = []
@@ -69,7 +70,7 @@ def run_scenario(kind, threads, seconds):
     elif kind == "paced":
         ctx = mp.get_context("fork")
         parent, child = ctx.Pipe()
-        writer_proc = ctx.Process(target=paced_writer, args=(child, 0.001, seconds + 5))
+        writer_proc = ctx.Process(target=paced_writer, args=(child, 0.001, seconds + 5, queue_kwargs or {}))
         writer_proc.start()
         handle = parent.recv()
         readers = [ringcast.MessageQueue.create_from_handle(handle, r) for r in range(threads)]
@@ -130,8 +131,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--scenarios", default="solo,idle,paced,sleep,sleepwork,pyspin",
+                    help="comma-separated subset of the scenarios (solo is always run first: the rate's base)")
+    ap.add_argument("--queue-kwargs", default="{}",
+                    help="JSON: MessageQueue options of the paced writer, e.g. '{\"wake_ahead\": false}'")
     args = ap.parse_args()
-    scenarios = [("solo", 0), ("idle", 1), ("idle", 2), ("paced", 2), ("sleep", 2), ("sleepwork", 2), ("pyspin", 2)]
+    queue_kwargs = json.loads(args.queue_kwargs)
+    wanted = set(args.scenarios.split(","))
+    scenarios = [(k, t) for k, t in [("solo", 0), ("idle", 1), ("idle", 2), ("paced", 2), ("sleep", 2), ("sleepwork", 2),
+                                     ("pyspin", 2)] if k == "solo" or k in wanted]
     labels = {"solo": "no other thread", "idle": "T={t} blocked in dequeue (idle)",
               "paced": "T={t} in dequeue, writer process every 1 ms",
               "sleep": "T={t} woken every 1 ms by time.sleep (no queue: the interpreter's floor)",
@@ -139,12 +147,13 @@ def main():
                            "the floor under the readers)",
               "pyspin": "T={t} Python sched_yield pollers (baseline)"}
     print(f"# bench_gil: {platform.node()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, {args.runs} runs x {args.seconds} s, medians")
+          f"{time.strftime('%Y-%m-%d %H:%M')}, {args.runs} runs x {args.seconds} s, medians"
+          + (f"; paced writer's options {queue_kwargs}" if queue_kwargs else ""))
     print("| main thread beside | stretch (wall/CPU) | loop rate vs solo | waiter CPU% each |")
     print("|---|---|---|---|")
     solo_rate = None
     for kind, t in scenarios:
-        res = [run_scenario(kind, t, args.seconds) for _ in range(args.runs)]
+        res = [run_scenario(kind, t, args.seconds, queue_kwargs) for _ in range(args.runs)]
         stretch = statistics.median(r[0] for r in res)
         rate = statistics.median(r[1] for r in res)
         if solo_rate is None:
