@@ -434,6 +434,19 @@ TEST(GatherDoorbell, AKilledCollectorsNameCanBeUsedAgain) {
 
 // Under the bell's name, anything but a ringcast doorbell of this user keeps the name taken, saying
 // so; the rings the failed create made are removed.
+// A worker attaching to a gather that does not exist is told so in the gather's terms: the refusal named
+// only "ringcast segment '<name>.bell' does not exist", an object the caller never made.
+TEST(GatherDoorbell, AWorkerOfAMissingGatherIsToldTheGatherDoesNotExist) {
+    ScopedName name("gmissing");
+    try {
+        (void)GatherWorker::attach(name, 0);
+        ADD_FAILURE() << "attached to a gather that does not exist";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::not_found) << e.what();
+        EXPECT_NE(std::string(e.what()).find("gather '" + name.str() + "' does not exist"), std::string::npos) << e.what();
+    }
+}
+
 TEST(GatherDoorbell, AForeignObjectUnderTheBellNameKeepsTheNameTaken) {
     ScopedName name("gf");
     const std::string bell = gather_bell_name(name);

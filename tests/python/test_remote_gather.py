@@ -749,3 +749,16 @@ def test_a_remote_workers_reply_in_a_forked_child_is_refused_and_the_parent_goes
     finally:
         w.close()
         g.close()
+
+
+def test_wait_until_ready_names_missing_remote_and_local_ranks_at_once():
+    """With remote and local workers both missing, the timeout named only the remote ranks: the user
+    fixed that and met the local ones next. One TimeoutError names both."""
+    g = ringcast.ReplyGather(4, remote_ranks=[2, 3], connect_ip="127.0.0.1")
+    try:
+        with pytest.raises(TimeoutError) as e:
+            g.wait_until_ready(timeout=0.3)
+        said = str(e.value)
+        assert "remote worker rank(s) 2, 3 did not connect" in said and "local worker rank(s) 0, 1 did not attach" in said, said
+    finally:
+        g.close()

@@ -412,13 +412,21 @@ class ReplyGather:
         """
         _check_timeout(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
+        local = [r for r in range(self.n_ranks) if r not in self.remote_ranks]
         if self._bridge is not None:
-            self._bridge.wait_ready(timeout)
+            try:
+                self._bridge.wait_ready(timeout)
+            except TimeoutError as e:  # the local ranks still missing too: one timeout names every cause
+                missing = self._collector.never_attached(local) if local and not self._closed else []
+                if not missing:
+                    raise
+                raise TimeoutError(f"{e}; local worker rank(s) {', '.join(map(str, missing))} did not attach to "
+                                   f"gather '{self.name}' either (ReplyGather.create_from_handle(handle, rank) was "
+                                   "not called for them, or failed)") from None
         elif self._remote is not None:
             self._remote.wait_ready(timeout)
         if self._collector is None:
             return
-        local = [r for r in range(self.n_ranks) if r not in self.remote_ranks]
         pause = 0.001
         while True:
             if self._closed:  # close() here or in another thread: every later call raises ClosedError
