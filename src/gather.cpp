@@ -567,17 +567,17 @@ GatherWorker GatherWorker::attach(std::string_view name, std::uint32_t rank, con
     WriterOptions wo = options;
     wo.unlink_on_destroy = false;  // the collector owns the names
     wo.reopen_closed = true;       // a worker restarted after its predecessor exited cleanly
-    std::optional<DoorbellMapping> opened;
-    try {
-        opened.emplace(DoorbellMapping::open(gather_bell_name(name), 0));
-    } catch (const Error& e) {
-        if (e.code() != ErrorCode::not_found) throw;
-        // In the gather's terms (the bell's name alone read as an internal object): no group of the name.
-        throw Error(ErrorCode::not_found, "gather '" + std::string(name) + "' does not exist (no doorbell '" +
-                                              gather_bell_name(name) + "'): its executor has not created it yet, "
-                                              "or has removed it");
-    }
-    DoorbellMapping bell = std::move(*opened);
+    DoorbellMapping bell = [&] {
+        try {
+            return DoorbellMapping::open(gather_bell_name(name), 0);
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::not_found) throw;
+            // In the gather's terms (the bell's name alone read as an internal object): no group of the name.
+            throw Error(ErrorCode::not_found, "gather '" + std::string(name) + "' does not exist (no doorbell '" +
+                                                  gather_bell_name(name) + "'): its executor has not created it yet, "
+                                                  "or has removed it");
+        }
+    }();
     const std::uint32_t ranks = bell.line().ranks.load(std::memory_order_relaxed);
     if (rank >= ranks)
         throw Error(ErrorCode::invalid_argument, "worker rank " + std::to_string(rank) + " out of range: gather '" +

@@ -155,8 +155,7 @@ public:
         py::gil_scoped_release release;
         return pub_->drain(t) == Status::ok;
     }
-    void stop() {
-        if (made_in_.in_forked_child()) return;
+    void stop() {  // (in a forked child the core's stop() does nothing: remote/publisher.hpp)
         py::gil_scoped_release release;
         pub_->stop();
     }
@@ -380,15 +379,13 @@ public:
                          (missing.empty() ? std::string("; it takes no replies any more")
                                           : "; remote worker rank(s) " + missing + " never connected")};
     }
-    void stop() {
-        if (made_in_.in_forked_child()) return;
+    void stop() {  // (in a forked child the core's stop() does nothing: remote/reply.hpp)
         py::gil_scoped_release release;
         bridge_->stop();
     }
     PyRemoteReplyBridge(const PyRemoteReplyBridge&) = delete;
     PyRemoteReplyBridge& operator=(const PyRemoteReplyBridge&) = delete;
     std::unique_ptr<remote::RemoteReplyBridge> bridge_;
-    ringcast::detail::MadeInProcess made_in_;
 };
 
 // One thread at a time (Endpoint's Busy, as every other endpoint): the worker's ZeroMQ socket is not

@@ -41,9 +41,8 @@ struct RemoteReaderOptions {
 };
 
 // Thread-safety: one thread at a time uses a RemoteReader, except cancel()/clear_cancel() (any thread).
-// After fork(): a child's copy refuses every call
-// (Error(protocol)) but cancel()/clear_cancel()/stop()/close() and the destructor, which do nothing there
-// (the socket, context and thread are the parent's; the parent's endpoint goes on).
+// After fork(): a child's copy refuses every call (Error(protocol)) but cancel(), clear_cancel() and the
+// destructor, which do nothing there (the socket and context are the parent's; its reader goes on).
 class RemoteReader {
 public:
     // Connects (ZeroMQ connects in the background: an unreachable endpoint shows as peer_dead after

@@ -66,9 +66,8 @@ struct RemoteReplyOptions {
 };
 
 // Thread-safety: every method from any thread; the sockets and ring writers belong to its thread.
-// After fork(): a child's copy refuses every call
-// (Error(protocol)) but cancel()/clear_cancel()/stop()/close() and the destructor, which do nothing there
-// (the socket, context and thread are the parent's; the parent's endpoint goes on).
+// After fork(): a child's copy refuses every call (Error(protocol)) but stop() and the destructor, which
+// do nothing there (the thread, sockets and ring writers are the parent's; its bridge goes on).
 class RemoteReplyBridge {
 public:
     // Becomes the writer of the reply rings of `options.ranks` of gather `gather_name` (created by
@@ -106,9 +105,9 @@ struct RemoteWorkerOptions {
     ConnectSecurity security;
 };
 
-// Thread-safety: one thread at a time. After fork(): a child's copy refuses every call
-// (Error(protocol)) but cancel()/clear_cancel()/stop()/close() and the destructor, which do nothing there
-// (the socket, context and thread are the parent's; the parent's endpoint goes on).
+// Thread-safety: one thread at a time. After fork(): a child's copy refuses every call (Error(protocol))
+// but close() and the destructor, which do nothing there (the socket and context are the parent's; its
+// worker goes on).
 class RemoteGatherWorker {
 public:
     [[nodiscard]] static RemoteGatherWorker connect(std::string_view endpoint, std::uint32_t rank,
