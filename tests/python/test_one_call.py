@@ -3,6 +3,7 @@ GatherCollector.collect_objects): pickling inside the binding keeps the wire for
 rule, and what happens to a message whose pickling or unpickling fails."""
 import enum
 import functools
+import gc
 import pickle
 import signal
 import threading
@@ -542,3 +543,92 @@ def test_ctrl_c_in_an_early_unpickling_ends_the_collect_and_a_retry_gets_every_r
         g.collect(1, timeout=5)  # at once: rank 1 has not replied
     ws[1].reply(1, "from 1", timeout=5)
     assert g.collect(1, timeout=5) == ["from 0", "from 1"]  # rank 0's reply was kept
+
+
+# ---- the step's calls without pybind11's dispatcher (bindings/python/src/fastcall.hpp) ------------------
+
+def _boom(*args, **kwargs):
+    raise AssertionError("the pybind11 method was called")
+
+
+def test_enqueue_dequeue_reply_and_collect_call_the_fast_entries(monkeypatch, queue_pair, gather_pair):
+    # The pybind11 methods replaced on their classes: the public calls go around them, through the
+    # callables the endpoints made once (so the step never enters pybind11's dispatcher).
+    w, (r,) = queue_pair(1)
+    g, (worker,) = gather_pair(1)
+    for cls, method in ((_core.Writer, "send_object"), (_core.Reader, "recv_object"),
+                        (_core.GatherWorker, "reply_object"), (_core.GatherCollector, "collect_objects")):
+        monkeypatch.setattr(cls, method, _boom)
+    w.enqueue({"step": 1}, timeout=5)
+    assert r.dequeue(timeout=5) == {"step": 1}
+    worker.reply(1, ("done", 1), timeout=5)
+    assert g.collect(1, timeout=5) == [("done", 1)]
+
+
+def test_a_fast_entry_keeps_its_endpoint_alive(gather_pair):
+    g, (worker,) = gather_pair(1)
+    reply = worker._worker.fast_reply_object()
+    collect = g._collector.fast_collect_objects()
+    core_worker = worker._worker
+    del worker, core_worker  # the entry alone holds the GatherWorker now
+    gc.collect()
+    reply(3, "still here", 5)
+    assert collect(3, None, 5) == ["still here"]
+    del reply
+    gc.collect()
+    with pytest.raises(ringcast.ClosedError):  # the worker, freed with its last holder, closed its ring
+        collect(4, [0], 5)
+
+
+@pytest.mark.parametrize("bad", [("x", "obj"), (-1, "obj"), (2**64, "obj"), (1.5, "obj"), (True, "obj", "soon"),
+                                 (1,), (1, "obj", None, None)])
+def test_a_fast_entry_refuses_bad_arguments_in_pybind11s_words(gather_pair, bad):
+    # raise_in_callers_terms (ringcast._args) recognises the refusal by these words and names the
+    # bad argument; any other TypeError passes through it as it was.
+    g, (worker,) = gather_pair(1)
+    with pytest.raises(TypeError, match=r"^reply_object\(\): incompatible function arguments\. "):
+        worker._worker.fast_reply_object()(*bad)
+    collect = g._collector.fast_collect_objects()
+    for ranks in ("01", [0.0], [-1], [2**32], 5):
+        with pytest.raises(TypeError, match=r"^collect_objects\(\): incompatible function arguments\. "):
+            collect(1, ranks, 0)
+    with pytest.raises(TypeError, match=r"^collect_objects\(\): incompatible function arguments\. .*positional"):
+        collect(1, None, timeout=0)
+    with pytest.raises(TypeError, match=r"^collect_objects\(\): incompatible function arguments\. .*2\.\.3"):
+        collect(1)
+
+
+def test_a_fast_entry_raises_what_the_method_raises(queue_pair, gather_pair):
+    w, (r,) = queue_pair(1)
+    g, (worker,) = gather_pair(1)
+    calls = [
+        (g._collector.collect_objects, g._collector.fast_collect_objects(), (1, [5], 0)),   # ValueError
+        (g._collector.collect_objects, g._collector.fast_collect_objects(), (1, [0], 0)),   # TimeoutError
+        (r._reader.recv_object, r._reader.fast_recv_object(), (0,)),                        # TimeoutError
+        (w._writer.send_object, w._writer.fast_send_object(), (lambda: 0, 1)),              # pickle's error
+        (worker._worker.reply_object, worker._worker.fast_reply_object(), (1, lambda: 0)),  # pickle's error
+    ]
+    closed = g._collector.fast_collect_objects()
+    for method, entry, args in calls:
+        with pytest.raises(Exception) as by_method:
+            method(*args)
+        with pytest.raises(Exception) as by_entry:
+            entry(*args)
+        assert (type(by_entry.value), str(by_entry.value)) == (type(by_method.value), str(by_method.value))
+    collector = g._collector
+    g.close()
+    with pytest.raises(ringcast.ClosedError) as by_method:
+        collector.collect_objects(2, None, 1)
+    with pytest.raises(ringcast.ClosedError) as by_entry:
+        closed(2, None, 1)
+    assert str(by_entry.value) == str(by_method.value)
+
+
+def test_fast_entries_are_made_by_their_endpoints_only(queue_pair):
+    w, _ = queue_pair(1)
+    entry = w._writer.fast_send_object()
+    with pytest.raises(TypeError):
+        type(entry)()
+    with pytest.raises(TypeError):  # another class's object
+        _core.Reader.fast_recv_object(w._writer)
+    assert "send_object" in repr(entry)

@@ -217,6 +217,9 @@ class ReplyGather:
     # remote worker _remote (and rank); the others are None.
     _collector: Any
     _worker: Any
+    # The step's calls without pybind11's dispatcher (FastEntry objects, made once: _queue.py says why).
+    _collect_objects: Any = None  # the executor's GatherCollector.collect_objects
+    _reply_object: Any = None  # a local worker's GatherWorker.reply_object
     _bridge: Any
     _remote: Any
     rank: Optional[int]
@@ -266,6 +269,7 @@ class ReplyGather:
         self._collector = _core.GatherCollector(self.name, n_ranks, capacity, mode, method, wait,
                                                 spin_us=spin_us, spin_max_us=spin_max_us,
                                                 liveness_s=liveness_interval)
+        self._collect_objects = self._collector.fast_collect_objects()
         try:
             self._created = _ring0_created(self.name) or 0
         except BaseException:  # its own rank-0 ring overwritten already: nothing is left half made
@@ -375,6 +379,7 @@ class ReplyGather:
                 self._worker = _core.GatherWorker(handle.name, rank, handle.wait, spin_us=handle.spin_us,
                                                   spin_max_us=self._spin_max_us,
                                                   liveness_s=handle.liveness_interval)
+                self._reply_object = self._worker.fast_reply_object()
             except ValueError as e:
                 # The core names the rank's reply ring ("segment 'g.r0' already has a live writer"): said
                 # in the gather's words, the rank's worker.
@@ -476,7 +481,7 @@ class ReplyGather:
         if self._worker is None:
             raise RuntimeError("reply: only a worker (create_from_handle) replies")
         try:
-            self._worker.reply_object(tag, obj, timeout)  # pickles and copies in one call
+            self._reply_object(tag, obj, timeout)  # pickles and copies in one call
         except TypeError as e:
             raise_in_callers_terms(e, "reply_object", tag=tag, timeout=timeout)
 
@@ -537,7 +542,7 @@ class ReplyGather:
     def _collect_now(self, tag: int, wanted: Optional[List[int]], timeout: Optional[float]) -> List[Any]:
         """collect() once its arguments are checked (ringcast.aio's polls come here directly)."""
         try:
-            return self._collector.collect_objects(tag, wanted, timeout)
+            return self._collect_objects(tag, wanted, timeout)
         except TypeError as e:
             raise_in_callers_terms(e, "collect_objects", tag=tag, timeout=timeout)
         except _core.ClosedError as e:

@@ -269,7 +269,10 @@ class MessageQueue:
     # is None (_require_writer/_require_reader check the role first).
     handle: Handle  # what export_handle() returns; a reader keeps the one it attached with
     _writer: Any
+    # The step's calls without pybind11's dispatcher (the binding's FastEntry objects, made once per
+    # endpoint: a dispatch whose code went out of the caches costs ~1 us, fastcall.hpp):
     _send_object: Any = None  # the writer's Writer.send_object, where enqueue may use it
+    _recv_object: Any = None  # a local reader's Reader.recv_object
     _wake_ahead: bool = False  # the writer's: enqueue wakes sleeping readers before it pickles
     _reader: Any
     _finalizer: Any
@@ -395,7 +398,7 @@ class MessageQueue:
         # made, keeps the Python path.
         self._writer.set_out_of_band(_integer_threshold(oob_threshold), self._max_parts - 1)
         self._writer.set_reader_ranks(list(local_reader_ranks))  # a dead reader's error names its rank
-        self._send_object = self._writer.send_object if self._pickle is pickle5 else None
+        self._send_object = self._writer.fast_send_object() if self._pickle is pickle5 else None
         # While a GPU array library is loaded, send_object pickles with the device pickler and hands a
         # message with device arrays back to enqueue for the GPU path.
         self._writer.set_device_pickler(self._device_pickler_factory(), list(_gpu.DEVICE_ARRAY_LIBRARIES))
@@ -543,6 +546,7 @@ class MessageQueue:
         self._writer = None
         self._publisher = None
         self._reader = reader
+        self._recv_object = reader.fast_recv_object() if local_reader_rank >= 0 else None
         self._finalizer = None
         self._is_writer = False
         self._is_local_reader = local_reader_rank >= 0
@@ -735,7 +739,7 @@ class MessageQueue:
             return self._take_burst_left(1, timeout, device, "dequeue")[0]
         if self._is_local_reader:  # one binding call: waits, copies out, unpickles
             try:
-                obj = self._reader.recv_object(timeout)
+                obj = self._recv_object(timeout)
             except TypeError as e:
                 raise_in_callers_terms(e, "recv_object", timeout=timeout)
             if type(obj) is not _core.MultipartMessage:

@@ -88,7 +88,7 @@ class MessageQueue(_RingcastQueue):
             # tensor can exist and _pickle is pickle.dumps, which the binding calls; with one loaded
             # (torch, always, in vLLM) the binding pickles with _device_pickler_factory's pickler,
             # which sends CPU tensors as _pickle does.
-            self._send_object = self._writer.send_object
+            self._send_object = self._writer.fast_send_object()
 
     @classmethod
     def create_from_handle(cls, handle: Handle, rank: int, *, remote_addr: Optional[str] = None,

@@ -1,6 +1,7 @@
 #include "errors.hpp"
 
 #include <exception>
+#include <new>
 
 #include "ringcast/error.hpp"
 
@@ -51,6 +52,26 @@ void translate(std::exception_ptr p) {
 }
 
 }  // namespace
+
+void raise_current_exception() noexcept {
+    try {
+        throw;
+    } catch (py::error_already_set& e) {
+        e.restore();
+    } catch (const py::builtin_exception& e) {
+        e.set_error();
+    } catch (const std::bad_alloc&) {
+        PyErr_NoMemory();
+    } catch (...) {
+        try {
+            translate(std::current_exception());  // ringcast's own exceptions; rethrows any other
+        } catch (const std::exception& e) {
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+        } catch (...) {
+            PyErr_SetString(PyExc_RuntimeError, "Caught an unknown exception!");
+        }
+    }
+}
 
 void register_exceptions(py::module_& m) {
     g_ringcast_error = PyErr_NewExceptionWithDoc("ringcast.RingcastError", "Base of ringcast's exceptions.",

@@ -8,6 +8,7 @@
 //   stamps.{hpp,cpp}    benchmarks only: clock stamps at fixed points of the one-call paths
 //   queue.hpp, queue_writer.cpp, queue_reader.cpp   Writer / Reader
 //   gather.{hpp,cpp}    GatherCollector (collect, collect_async) / GatherWorker
+//   fastcall.{hpp,cpp}  the four calls of a step entered without pybind11's dispatcher
 //   events.cpp          eventfd arming of the endpoints for event loops (ringcast.aio)
 //   remote.cpp          remote readers, publisher and reply bridge over ZeroMQ (built with ZeroMQ only)
 //   gpu.cpp             the separate module ringcast._gpucore (CUDA/HIP), never loaded by `import ringcast`
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "errors.hpp"
+#include "fastcall.hpp"
 #include "framing.hpp"
 #include "gather.hpp"
 #include "gil.hpp"
@@ -53,6 +55,7 @@ PYBIND11_MODULE(_core, m) {
     register_remote(m);  // remote.cpp: ZeroMQ remote readers / replies (HAVE_REMOTE = False without ZeroMQ)
     register_events(m);  // events.cpp: wake_fd / arm / disarm for event loops (ringcast.aio)
     register_stamps(m);  // stamps.cpp: _stamps_enable / _stamps_take (benchmarks)
+    register_fast_calls();  // fastcall.cpp: the type of the fast_* methods' callables
 
     init_pickling();
     g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
@@ -161,6 +164,9 @@ PYBIND11_MODULE(_core, m) {
              "library is loaded, the device pickler (set_device_pickler) pickles it: if it found device arrays,\n"
              "nothing is sent and the call returns (pickle, out-of-band buffers, pickler) for the GPU path.\n"
              "Raises as send(), and what pickle raises (nothing is sent).")
+        .def("fast_send_object", &fast_send_object,
+             "send_object as a FastEntry: callable(obj, timeout=None), positional, without pybind11's dispatcher\n"
+             "(what MessageQueue.enqueue calls).")
         .def("set_device_pickler", &PyWriter::set_device_pickler, py::arg("factory"), py::arg("libraries"),
              "The pickler send_object uses while a module of `libraries` is loaded: factory(file, protocol=5,\n"
              "buffer_callback=...) -> a pickle.Pickler whose `arrays` lists the device arrays its dump found\n"
@@ -227,6 +233,9 @@ PYBIND11_MODULE(_core, m) {
              "dequeue in one call: the next message, unpickled once it is out of the ring (one copy);\n"
              "a message with out-of-band parts comes back as a MultipartMessage (its .parts as recv() returns\n"
              "them). Raises as recv(), and what pickle.loads raises (the message is consumed either way).")
+        .def("fast_recv_object", &fast_recv_object,
+             "recv_object as a FastEntry: callable(timeout=None), positional, without pybind11's dispatcher\n"
+             "(what MessageQueue.dequeue calls).")
         .def("recv_many", &PyReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none(),
              "Up to max_n messages (lists of parts): waits for the first as recv() does, then takes whatever\n"
              "else is complete and ready, in the same call. Raises as recv(); ValueError if max_n is 0.")
@@ -281,6 +290,9 @@ PYBIND11_MODULE(_core, m) {
              "unpickled during the wait. Raises as collect(), and what pickle.loads raises (the first failure in\n"
              "the order of `ranks`, once every reply is in); code run by that unpickling must not use this\n"
              "collector (RuntimeError).")
+        .def("fast_collect_objects", &fast_collect_objects,
+             "collect_objects as a FastEntry: callable(tag, ranks, timeout=None), positional, without pybind11's\n"
+             "dispatcher (what ReplyGather.collect calls).")
         .def("collect_start", &PyGatherCollector::collect_start, py::arg("tag"), py::arg("ranks").none(true),
              py::arg("timeout") = py::none(), py::arg("unpickle") = false,
              "collect_async: starts collect(tag, ranks, timeout) and returns at once; the timeout runs from\n"
@@ -330,6 +342,9 @@ PYBIND11_MODULE(_core, m) {
              py::arg("timeout") = py::none(),
              "reply in one call: pickles `obj` (protocol 5) and sends it as reply() would. Raises as reply(),\n"
              "and what pickle raises (nothing is sent).")
+        .def("fast_reply_object", &fast_reply_object,
+             "reply_object as a FastEntry: callable(tag, obj, timeout=None), positional, without pybind11's\n"
+             "dispatcher (what ReplyGather.reply calls).")
         .def("close", &PyGatherWorker::close,
              "Closes this rank's reply ring: a collect waiting for it raises ClosedError naming the rank.")
         .def_property_readonly("rank", &PyGatherWorker::rank, "This worker's rank.")
