@@ -4,10 +4,14 @@ rule, and what happens to a message whose pickling or unpickling fails."""
 import enum
 import functools
 import gc
+import os
 import pickle
 import signal
 import threading
 import time
+import weakref
+from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -557,12 +561,17 @@ def test_enqueue_dequeue_reply_and_collect_call_the_fast_entries(monkeypatch, qu
     w, (r,) = queue_pair(1)
     g, (worker,) = gather_pair(1)
     for cls, method in ((_core.Writer, "send_object"), (_core.Reader, "recv_object"),
-                        (_core.GatherWorker, "reply_object"), (_core.GatherCollector, "collect_objects")):
+                        (_core.GatherWorker, "reply_object"), (_core.GatherCollector, "collect_objects"),
+                        (_core.GatherCollector, "collect_start"), (_core.GatherCollector, "collect_is"),
+                        (_core.GatherCollector, "collect_result_objects")):
         monkeypatch.setattr(cls, method, _boom)
     w.enqueue({"step": 1}, timeout=5)
     assert r.dequeue(timeout=5) == {"step": 1}
     worker.reply(1, ("done", 1), timeout=5)
     assert g.collect(1, timeout=5) == [("done", 1)]
+    pending = g.collect_async(2, timeout=5)
+    worker.reply(2, ("done", 2), timeout=5)
+    assert pending.result() == [("done", 2)]
 
 
 def test_a_fast_entry_keeps_its_endpoint_alive(gather_pair):
@@ -632,3 +641,42 @@ def test_fast_entries_are_made_by_their_endpoints_only(queue_pair):
     with pytest.raises(TypeError):  # another class's object
         _core.Reader.fast_recv_object(w._writer)
     assert "send_object" in repr(entry)
+
+
+def test_a_fast_entry_reads_ranks_from_a_snapshot(gather_pair):
+    # An item's __index__ may change the caller's list while the ranks are read: the entry reads a
+    # copy taken first (reading the list itself went past its end: a crash).
+    g, (worker,) = gather_pair(1)
+    ranks = []
+
+    class ClearsTheList:
+        def __index__(self):
+            ranks.clear()
+            return 0
+
+    ranks.extend([ClearsTheList(), 0, 0, 0])
+    worker.reply(1, "r", timeout=5)
+    assert g._collector.fast_collect_objects()(1, ranks, 5) == ["r"] * 4
+    assert ranks == []
+
+
+def test_an_endpoint_in_a_cycle_through_its_fast_entry_is_freed():
+    class Collector(_core.GatherCollector):
+        pass
+
+    c = Collector(f"rc-fast-cycle-{os.getpid()}", 1, 65536)
+    c.entry = c.fast_collect_objects()  # c -> its __dict__ -> the entry -> c
+    alive = weakref.ref(c)
+    del c
+    gc.collect()
+    assert alive() is None, "the collector in a cycle through its fast entry was never freed"
+
+
+@pytest.mark.parametrize("tag", [Fraction(7, 2), Decimal(3), 3.0])
+def test_a_tag_that_is_not_an_integer_is_refused_by_every_call(gather_pair, tag):
+    # pybind11 took any number with __int__ and truncated it (Fraction(7, 2) became tag 3).
+    g, (worker,) = gather_pair(1)
+    for call in (lambda: worker.reply(tag, "x", timeout=1), lambda: g.collect(tag, timeout=0),
+                 lambda: g.collect_async(tag, timeout=0)):
+        with pytest.raises(TypeError, match="tag must be an int"):
+            call()

@@ -762,3 +762,19 @@ def test_wait_until_ready_names_missing_remote_and_local_ranks_at_once():
         assert "remote worker rank(s) 2, 3 did not connect" in said and "local worker rank(s) 0, 1 did not attach" in said, said
     finally:
         g.close()
+
+
+def test_a_remote_workers_tag_that_is_not_an_integer_is_refused_as_a_local_workers():
+    # The local path refuses it in the binding (a FastEntry: an int, not any number); the remote one
+    # would have sent Fraction(7, 2) as tag 3.
+    from fractions import Fraction
+    g = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1")
+    try:
+        w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+        try:
+            with pytest.raises(TypeError, match="tag must be an int, got Fraction"):
+                w.reply(Fraction(7, 2), "x", timeout=1)
+        finally:
+            w.close()
+    finally:
+        g.close()

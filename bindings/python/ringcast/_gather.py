@@ -219,6 +219,9 @@ class ReplyGather:
     _worker: Any
     # The step's calls without pybind11's dispatcher (FastEntry objects, made once: _queue.py says why).
     _collect_objects: Any = None  # the executor's GatherCollector.collect_objects
+    _collect_start: Any = None  # ... collect_start, collect_is and collect_result_objects (collect_async)
+    _collect_is: Any = None
+    _collect_result_objects: Any = None
     _reply_object: Any = None  # a local worker's GatherWorker.reply_object
     _bridge: Any
     _remote: Any
@@ -270,6 +273,9 @@ class ReplyGather:
                                                 spin_us=spin_us, spin_max_us=spin_max_us,
                                                 liveness_s=liveness_interval)
         self._collect_objects = self._collector.fast_collect_objects()
+        self._collect_start = self._collector.fast_collect_start()
+        self._collect_is = self._collector.fast_collect_is()
+        self._collect_result_objects = self._collector.fast_collect_result_objects()
         try:
             self._created = _ring0_created(self.name) or 0
         except BaseException:  # its own rank-0 ring overwritten already: nothing is left half made
@@ -476,6 +482,8 @@ class ReplyGather:
         if tag is True or tag is False or timeout is True or timeout is False:
             _refuse_bool(tag, timeout)
         if self._remote is not None:
+            if not isinstance(tag, numbers.Integral):  # the local path's rule (a FastEntry's): an int, not any number
+                raise TypeError(f"tag must be an int, got {type(tag).__name__}")
             self._remote.reply(tag, pickle.dumps(obj, protocol=5), timeout)
             return
         if self._worker is None:
@@ -596,11 +604,11 @@ class ReplyGather:
         if self._aio_call is not None:
             _aio_refuse(self, self._collector, "collect_async")
         try:
-            collect_id = self._collector.collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
+            collect_id = self._collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
         except TypeError as e:
             raise_in_callers_terms(e, "collect_start", tag=tag, timeout=timeout)
         return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted), self._liveness,
-                              collect_id)
+                              collect_id, (self._collect_is, self._collect_result_objects))
 
     @property
     def spin_max_us(self) -> float:
@@ -666,11 +674,17 @@ class PendingReplies:
     """
 
     __slots__ = {"_collector": None, "tag": "The request's tag this collect waits for.", "_taken": None,
-                 "_on_closed": None, "_liveness": None, "_id": None, "_closed_by": None, "_aio_call": None}
+                 "_on_closed": None, "_liveness": None, "_id": None, "_closed_by": None, "_aio_call": None,
+                 "_is_pending": None, "_take_result": None}
 
     def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None,
-                 liveness: float = 1.0, collect_id: int = 0):
+                 liveness: float = 1.0, collect_id: int = 0,
+                 entries: Optional[Tuple[Callable[[int], bool], Callable[[], List[Any]]]] = None):
         self._collector = collector
+        # The collector's collect_is and collect_result_objects without pybind11's dispatcher (the
+        # gather's FastEntry objects; made here where a caller gave none).
+        self._is_pending, self._take_result = entries if entries is not None else (
+            collector.fast_collect_is(), collector.fast_collect_result_objects())
         self._id = collect_id  # collect_start's number: this object acts on its own collect only
         self.tag = tag
         self._taken = False
@@ -703,7 +717,7 @@ class PendingReplies:
         begun since this one ended). No side effect: while result() waits, the binding holds the
         collect outside the gather, so a look from a signal handler (repr) or from another thread
         sees False then, and must not mark it taken."""
-        return self._collector.collect_is(self._id)
+        return self._is_pending(self._id)
 
     def result(self) -> List[Any]:
         """The replies, in the order of the ranks asked for; waits (GIL released) for missing ones.
@@ -730,11 +744,11 @@ class PendingReplies:
             self._taken = True
             raise RuntimeError(f"result() of collect(tag={self.tag}) was already taken")
         try:
-            replies = self._collector.collect_result_objects()  # raises TimeoutError / StaleReplyError / ... as collect()
+            replies = self._take_result()  # raises TimeoutError / StaleReplyError / ... as collect()
         except KeyboardInterrupt:
             # Still pending (the binding puts the collect back, also when the interrupt came while the
             # last replies were unpickled): result() may be called again.
-            self._taken = not self._collector.collect_is(self._id)
+            self._taken = not self._is_pending(self._id)
             raise
         except _core.ClosedError as e:
             # Ended: a ClosedError (a worker's closed ring, or a closed gather) ends the collect — also
@@ -752,7 +766,7 @@ class PendingReplies:
         except BaseException:
             # Ended with this error — unless the call was refused before taking it (another thread in
             # the endpoint, a call from a reply's unpickling): then it is still pending, and ours.
-            self._taken = not self._collector.collect_is(self._id)
+            self._taken = not self._is_pending(self._id)
             raise
         self._taken = True
         return replies

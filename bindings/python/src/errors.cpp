@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <new>
+#include <stdexcept>
 
 #include "ringcast/error.hpp"
 
@@ -60,11 +61,23 @@ void raise_current_exception() noexcept {
         e.restore();
     } catch (const py::builtin_exception& e) {
         e.set_error();
-    } catch (const std::bad_alloc&) {
-        PyErr_NoMemory();
     } catch (...) {
         try {
             translate(std::current_exception());  // ringcast's own exceptions; rethrows any other
+        } catch (const std::bad_alloc& e) {  // the standard ones as pybind11's default translator maps them
+            PyErr_SetString(PyExc_MemoryError, e.what());
+        } catch (const std::domain_error& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const std::invalid_argument& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const std::length_error& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const std::out_of_range& e) {
+            PyErr_SetString(PyExc_IndexError, e.what());
+        } catch (const std::range_error& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const std::overflow_error& e) {
+            PyErr_SetString(PyExc_OverflowError, e.what());
         } catch (const std::exception& e) {
             PyErr_SetString(PyExc_RuntimeError, e.what());
         } catch (...) {

@@ -34,7 +34,8 @@ void register_exceptions(py::module_& m);
 
 // Sets the Python error for the C++ exception being handled, as pybind11's translators would raise it
 // for these calls: a pending Python error (error_already_set) restored, pybind11's own exceptions,
-// TimedOut / Closed / Failure / Error as above, bad_alloc as MemoryError, any other as RuntimeError.
+// TimedOut / Closed / Failure / Error as above, the standard exceptions as pybind11's default
+// translator maps them (bad_alloc: MemoryError, out_of_range: IndexError, ...; any other RuntimeError).
 // For the calls that bypass pybind11's dispatcher (fastcall.hpp); call it inside a catch block.
 // (ErrorCode::fell_behind, which remote.cpp's translator raises as FellBehindError, is a remote
 // reader's: none of those calls can throw it.)

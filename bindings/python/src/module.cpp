@@ -299,6 +299,14 @@ PYBIND11_MODULE(_core, m) {
              "now. unpickle: the result will be collect_result_objects(): collect_done() polls unpickle the\n"
              "replies that came while others are awaited. Raises RuntimeError if one is pending, ValueError\n"
              "for a bad rank, ClosedError.")
+        .def("fast_collect_start", &fast_collect_start,
+             "collect_start as a FastEntry: callable(tag, ranks, timeout=None, unpickle=False), positional,\n"
+             "without pybind11's dispatcher (what ReplyGather.collect_async calls).")
+        .def("fast_collect_is", &fast_collect_is,
+             "collect_is as a FastEntry: callable(id), positional (what PendingReplies calls).")
+        .def("fast_collect_result_objects", &fast_collect_result_objects,
+             "collect_result_objects as a FastEntry: callable(), without pybind11's dispatcher (what\n"
+             "PendingReplies.result() calls).")
         .def("collect_done", &PyGatherCollector::collect_done,
              "True once collect_result() will not wait (all replies in, or the collect failed); never waits.")
         .def("collect_result", &PyGatherCollector::collect_result,
