@@ -778,3 +778,24 @@ def test_a_remote_workers_tag_that_is_not_an_integer_is_refused_as_a_local_worke
             w.close()
     finally:
         g.close()
+
+
+def test_a_remote_workers_tag_follows_the_local_rule_integers_in_range():
+    class Index:
+        def __index__(self):
+            return 5
+
+    g = ringcast.ReplyGather(1, remote_ranks=[0], connect_ip="127.0.0.1")
+    try:
+        w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+        try:
+            w.wait_until_ready(timeout=30)
+            w.reply(Index(), "by __index__", timeout=5)  # taken, as the local path takes it
+            assert g.collect(5, timeout=30) == ["by __index__"]
+            for tag in (-1, 2**64):
+                with pytest.raises(ValueError, match=r"tag must be in 0\.\.2\*\*64-1"):
+                    w.reply(tag, "x", timeout=1)
+        finally:
+            w.close()
+    finally:
+        g.close()

@@ -8,6 +8,7 @@ step is measured in); they call ``raise_in_callers_terms`` only once the binding
 from __future__ import annotations
 
 import numbers
+import operator
 import re
 from typing import Any, NoReturn, Optional
 
@@ -82,16 +83,27 @@ def raise_in_callers_terms(e: TypeError, method: str, *, tag: Any = _UNSET, time
     unpickling) is re-raised as it was, its cause and traceback kept."""
     if str(e).startswith(f"{method}(): incompatible function arguments"):
         if tag is not _UNSET:
-            if isinstance(tag, bool) or not isinstance(tag, numbers.Integral):
-                raise TypeError(f"tag must be an int, got {type(tag).__name__}") from None
-            if not 0 <= int(tag) < 2**64:
-                raise ValueError(f"tag must be in 0..2**64-1, got {tag}") from None
+            check_tag(tag)
         if timeout is not _UNSET:
             try:
                 _check_timeout(timeout)
             except (TypeError, ValueError) as bad:
                 raise bad from None
     raise  # noqa: PLE0704 (re-raises `e`, the exception being handled)
+
+
+def check_tag(tag: Any) -> int:
+    """A request tag as the binding takes it (bindings/python/src/fastcall.cpp): an integer — an int
+    or anything with __index__ (numpy's integers), not a bool — in 0..2**64-1; TypeError, ValueError."""
+    if isinstance(tag, bool):
+        raise TypeError("tag must be an int, got bool")
+    try:
+        value = operator.index(tag)
+    except TypeError:
+        raise TypeError(f"tag must be an int, got {type(tag).__name__}") from None
+    if not 0 <= value < 2**64:
+        raise ValueError(f"tag must be in 0..2**64-1, got {tag}")
+    return value
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = None, why: str = "") -> int:

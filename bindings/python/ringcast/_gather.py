@@ -24,7 +24,7 @@ from typing import Any, Callable, Generator, Iterable, List, Optional, Tuple, Un
 from ringcast import _core
 from ringcast._core import SegmentError
 from ringcast._args import (MAX_CAPACITY, _aio_refuse, _check_int, _check_timeout, check_endpoint_types,
-                            check_handle_version, raise_in_callers_terms, require_remote, retold)
+                            check_handle_version, check_tag, raise_in_callers_terms, require_remote, retold)
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
 
 # A collect's cap on the adaptive spin: 10 ms, 5x a C++ reader's 2 ms (C++'s kCollectSpinMax;
@@ -482,9 +482,9 @@ class ReplyGather:
         if tag is True or tag is False or timeout is True or timeout is False:
             _refuse_bool(tag, timeout)
         if self._remote is not None:
-            if not isinstance(tag, numbers.Integral):  # the local path's rule (a FastEntry's): an int, not any number
-                raise TypeError(f"tag must be an int, got {type(tag).__name__}")
-            self._remote.reply(tag, pickle.dumps(obj, protocol=5), timeout)
+            # The local path's rule (a FastEntry's): an integer in range, not any number; the remote
+            # call is a network send, where this check costs nothing that counts.
+            self._remote.reply(check_tag(tag), pickle.dumps(obj, protocol=5), timeout)
             return
         if self._worker is None:
             raise RuntimeError("reply: only a worker (create_from_handle) replies")

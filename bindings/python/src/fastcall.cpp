@@ -88,8 +88,9 @@ PyTypeObject g_fast_call_type = [] {
     PyTypeObject t{};
     Py_SET_REFCNT(reinterpret_cast<PyObject*>(&t), 1);  // what PyVarObject_HEAD_INIT sets; a static type is never freed
     t.tp_name = "ringcast._core.FastEntry";
-    t.tp_doc = "A step's call (send_object, recv_object, reply_object or collect_objects) of one endpoint,\n"
-               "entered without pybind11's dispatcher; positional arguments only.";
+    t.tp_doc = "A step's call of one endpoint (send_object, recv_object, reply_object, collect_objects,\n"
+               "collect_start, collect_is or collect_result_objects), entered without pybind11's dispatcher;\n"
+               "positional arguments only.";
     t.tp_basicsize = sizeof(FastCall);
     t.tp_dealloc = dealloc;
     t.tp_traverse = traverse;
@@ -159,6 +160,9 @@ bool timeout_arg(const char* method, PyObject* o, std::optional<double>& out) {
         out = v;
         return true;
     }
+    // Not a number (or out of a double's range): pybind11's refusal; any other error (a __float__
+    // that raised, KeyboardInterrupt) is raised as it is, as int_arg does.
+    if (!PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(PyExc_OverflowError)) return false;
     PyErr_Clear();
     refuse(method, "Argument 'timeout' must be None or a number.");
     return false;
@@ -174,13 +178,30 @@ bool ranks_arg(const char* method, PyObject* o, PyGatherCollector::Ranks& out) {
         refuse(method, "Argument 'ranks' must be None or a sequence of ints.");
         return false;
     }
-    // A tuple of its items, taken before any of them is converted: an item's __index__ may change a
-    // list while it is read (PySequence_Fast would hand back the list itself). An error while the
-    // sequence is read (its __getitem__ raised) is raised as it is.
+    std::vector<std::uint32_t> ranks;
+    // The Python layer's list of plain ints: read in place (converting an exact int runs no Python
+    // code, so nothing can change the list meanwhile).
+    if (PyList_CheckExact(o)) {
+        const Py_ssize_t n = PyList_GET_SIZE(o);
+        bool plain = true;
+        for (Py_ssize_t i = 0; i < n && plain; ++i) plain = PyLong_CheckExact(PyList_GET_ITEM(o, i));
+        if (plain) {
+            ranks.reserve(static_cast<std::size_t>(n));
+            for (Py_ssize_t i = 0; i < n; ++i) {
+                std::uint64_t r = 0;
+                if (!int_arg(method, "Argument 'ranks'", PyList_GET_ITEM(o, i), UINT32_MAX, r)) return false;
+                ranks.push_back(static_cast<std::uint32_t>(r));
+            }
+            out = std::move(ranks);
+            return true;
+        }
+    }
+    // Anything else: a tuple of its items, taken before any of them is converted — an item's
+    // __index__ may change a list while it is read (PySequence_Fast would hand back the list itself).
+    // An error while the sequence is read (its __getitem__ raised) is raised as it is.
     const py::object items = py::reinterpret_steal<py::object>(PySequence_Tuple(o));
     if (!items) return false;
     const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
-    std::vector<std::uint32_t> ranks;
     ranks.reserve(static_cast<std::size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
         std::uint64_t r = 0;
