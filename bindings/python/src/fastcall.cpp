@@ -3,13 +3,13 @@
 #include <pybind11/stl.h>  // every translation unit sees the same type casters (gil.hpp)
 
 #include <cstddef>
-#if defined(__GLIBCXX__)
-#include <cxxabi.h>  // abi::__forced_unwind
-#endif
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
 
 #include "errors.hpp"
 #include "gather.hpp"
@@ -178,34 +178,26 @@ bool ranks_arg(const char* method, PyObject* o, PyGatherCollector::Ranks& out) {
         refuse(method, "Argument 'ranks' must be None or a sequence of ints.");
         return false;
     }
-    std::vector<std::uint32_t> ranks;
-    // The Python layer's list of plain ints: read in place (converting an exact int runs no Python
-    // code, so nothing can change the list meanwhile).
-    if (PyList_CheckExact(o)) {
-        const Py_ssize_t n = PyList_GET_SIZE(o);
-        bool plain = true;
-        for (Py_ssize_t i = 0; i < n && plain; ++i) plain = PyLong_CheckExact(PyList_GET_ITEM(o, i));
-        if (plain) {
-            ranks.reserve(static_cast<std::size_t>(n));
-            for (Py_ssize_t i = 0; i < n; ++i) {
-                std::uint64_t r = 0;
-                if (!int_arg(method, "Argument 'ranks'", PyList_GET_ITEM(o, i), UINT32_MAX, r)) return false;
-                ranks.push_back(static_cast<std::uint32_t>(r));
-            }
-            out = std::move(ranks);
-            return true;
-        }
+    // The Python layer's list of plain ints is read in place: converting an exact int runs no Python
+    // code, so nothing can change the list meanwhile. Anything else is read from a tuple of its items
+    // taken before any of them is converted — an item's __index__ may change a list while it is read
+    // (PySequence_Fast would hand back the list itself); an error while the sequence is read (its
+    // __getitem__ raised) is raised as it is.
+    py::object snapshot;
+    PyObject* items = o;
+    bool plain = PyList_CheckExact(o);
+    for (Py_ssize_t i = 0; plain && i < PyList_GET_SIZE(o); ++i) plain = PyLong_CheckExact(PyList_GET_ITEM(o, i));
+    if (!plain) {
+        snapshot = py::reinterpret_steal<py::object>(PySequence_Tuple(o));
+        if (!snapshot) return false;
+        items = snapshot.ptr();
     }
-    // Anything else: a tuple of its items, taken before any of them is converted — an item's
-    // __index__ may change a list while it is read (PySequence_Fast would hand back the list itself).
-    // An error while the sequence is read (its __getitem__ raised) is raised as it is.
-    const py::object items = py::reinterpret_steal<py::object>(PySequence_Tuple(o));
-    if (!items) return false;
-    const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(items);  // a list or a tuple
+    std::vector<std::uint32_t> ranks;
     ranks.reserve(static_cast<std::size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
         std::uint64_t r = 0;
-        if (!int_arg(method, "Argument 'ranks'", PyTuple_GET_ITEM(items.ptr(), i), UINT32_MAX, r)) return false;
+        if (!int_arg(method, "Argument 'ranks'", PySequence_Fast_GET_ITEM(items, i), UINT32_MAX, r)) return false;
         ranks.push_back(static_cast<std::uint32_t>(r));
     }
     out = std::move(ranks);
