@@ -607,8 +607,8 @@ class ReplyGather:
             collect_id = self._collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
         except TypeError as e:
             raise_in_callers_terms(e, "collect_start", tag=tag, timeout=timeout)
-        return PendingReplies(self._collector, tag, lambda e: self._raise_if_remote_lost(e, wanted), self._liveness,
-                              collect_id, (self._collect_is, self._collect_result_objects))
+        return PendingReplies(self._collector, tag, (self._collect_is, self._collect_result_objects),
+                              lambda e: self._raise_if_remote_lost(e, wanted), self._liveness, collect_id)
 
     @property
     def spin_max_us(self) -> float:
@@ -677,14 +677,13 @@ class PendingReplies:
                  "_on_closed": None, "_liveness": None, "_id": None, "_closed_by": None, "_aio_call": None,
                  "_is_pending": None, "_take_result": None}
 
-    def __init__(self, collector, tag: int, on_closed: Optional[Callable[[BaseException], None]] = None,
-                 liveness: float = 1.0, collect_id: int = 0,
-                 entries: Optional[Tuple[Callable[[int], bool], Callable[[], List[Any]]]] = None):
+    def __init__(self, collector, tag: int, entries: Tuple[Callable[[int], bool], Callable[[], List[Any]]],
+                 on_closed: Optional[Callable[[BaseException], None]] = None, liveness: float = 1.0,
+                 collect_id: int = 0):
         self._collector = collector
-        # The collector's collect_is and collect_result_objects without pybind11's dispatcher (the
-        # gather's FastEntry objects; made here where a caller gave none).
-        self._is_pending, self._take_result = entries if entries is not None else (
-            collector.fast_collect_is(), collector.fast_collect_result_objects())
+        # The collector's collect_is and collect_result_objects without pybind11's dispatcher: the
+        # gather's FastEntry objects, made once with the gather.
+        self._is_pending, self._take_result = entries
         self._id = collect_id  # collect_start's number: this object acts on its own collect only
         self.tag = tag
         self._taken = False

@@ -127,11 +127,12 @@ bool count_ok(const char* method, Py_ssize_t n, Py_ssize_t at_least, Py_ssize_t 
     return false;
 }
 
-// An integer — an int or anything with __index__ (numpy's integers) — in 0..`max`. Stricter than
-// pybind11's caster, which also took any number with __int__ and truncated it (a tag of
-// Fraction(7, 2) became 3): the Python layer's documents say a tag or rank is an int. A type or
-// range refusal is pybind11's TypeError; any other error (an __index__ that raised) is raised as is.
-bool int_arg(const char* method, const char* what, PyObject* o, std::uint64_t max, std::uint64_t& out) {
+// An integer — an int or anything with __index__ (numpy's integers) — in 0..`max`, for argument
+// `name`. Stricter than pybind11's caster, which also took any number with __int__ and truncated it
+// (a tag of Fraction(7, 2) became 3): the Python layer's documents say a tag or rank is an int. A type
+// or range refusal is pybind11's TypeError (its text built only then: this runs on every step's tag);
+// any other error (an __index__ that raised) is raised as is.
+bool int_arg(const char* method, const char* name, PyObject* o, std::uint64_t max, std::uint64_t& out) {
     if (PyObject* index = PyNumber_Index(o)) {
         out = PyLong_AsUnsignedLongLong(index);
         Py_DECREF(index);
@@ -141,12 +142,13 @@ bool int_arg(const char* method, const char* what, PyObject* o, std::uint64_t ma
         if (!PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(PyExc_OverflowError)) return false;
         PyErr_Clear();
     }
-    refuse(method, std::string(what) + (max == UINT64_MAX ? " must be an int in 0..2**64-1." : " must be ints in 0..2**32-1."));
+    refuse(method, std::string("Argument '") + name + "'" +
+                       (max == UINT64_MAX ? " must be an int in 0..2**64-1." : " must be ints in 0..2**32-1."));
     return false;
 }
 
 bool u64_arg(const char* method, const char* name, PyObject* o, std::uint64_t& out) {
-    return int_arg(method, (std::string("Argument '") + name + "'").c_str(), o, UINT64_MAX, out);
+    return int_arg(method, name, o, UINT64_MAX, out);
 }
 
 // None, or a number (what float() takes).
@@ -197,7 +199,7 @@ bool ranks_arg(const char* method, PyObject* o, PyGatherCollector::Ranks& out) {
     ranks.reserve(static_cast<std::size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
         std::uint64_t r = 0;
-        if (!int_arg(method, "Argument 'ranks'", PySequence_Fast_GET_ITEM(items, i), UINT32_MAX, r)) return false;
+        if (!int_arg(method, "ranks", PySequence_Fast_GET_ITEM(items, i), UINT32_MAX, r)) return false;
         ranks.push_back(static_cast<std::uint32_t>(r));
     }
     out = std::move(ranks);
