@@ -1138,14 +1138,41 @@ TEST(Fragments, OneGibibyteThroughTheSmallestRing) {
 // ---- the adaptive hybrid's predictor -------------------------------------------------------------
 constexpr std::chrono::nanoseconds kFloor = 10us, kMax = 2ms;
 
-TEST(SpinHistory, StartsAtTheFloorAndFollowsShortWaits) {
+TEST(SpinHistory, StartsAtTheFloorAndSpinsTheCapWhileEveryRecentWaitFitsInIt) {
     SpinHistory h;
     EXPECT_EQ(h.budget(kFloor, kMax), kFloor) << "no history: spin only the floor";
     for (int i = 0; i < 30; ++i) h.record(100us, kMax);
     EXPECT_GE(h.typical(), 95us);
     EXPECT_LE(h.typical(), 100us);
+    EXPECT_EQ(h.budget(kFloor, kMax), kMax) << "waits at a rhythm within the cap: a late one is spun to its end";
+    h.record(1900us, kMax);  // a late reply, still within the cap
+    EXPECT_EQ(h.budget(kFloor, kMax), kMax);
+    SpinHistory tiny;  // a cap below the floor: the floor
+    tiny.record(1us, 5us);
+    EXPECT_EQ(tiny.budget(kFloor, 5us), kFloor);
+}
+
+// A pause longer than the cap (a bursty reader between bursts) ends the whole-cap rule: the budget is
+// about twice the typical wait again, until the pause has decayed under the cap (1/32 a wait: ~44
+// waits for the longest recorded, 4 x spin_max).
+TEST(SpinHistory, APausePastTheCapFallsBackToTwiceTheTypicalWaitUntilItDecays) {
+    SpinHistory h;
+    for (int i = 0; i < 30; ++i) h.record(100us, kMax);
+    h.record(std::chrono::hours(1), kMax);  // recorded as 4 x kMax
+    for (int i = 0; i < 30; ++i) h.record(100us, kMax);
     EXPECT_GE(h.budget(kFloor, kMax), 190us) << "about twice the typical wait";
-    EXPECT_LE(h.budget(kFloor, kMax), 200us);
+    EXPECT_LE(h.budget(kFloor, kMax), 210us);
+    int waits = 30;
+    while (h.budget(kFloor, kMax) != kMax && waits < 1000) {
+        h.record(100us, kMax);
+        ++waits;
+    }
+    EXPECT_GE(waits, 40) << "the pause is remembered for ~44 waits";
+    EXPECT_LE(waits, 48);
+    h.record(2500us, kMax);  // one wait just past the cap
+    EXPECT_LT(h.budget(kFloor, kMax), kMax);
+    SpinHistory copy(h);  // a collect's copy keeps it
+    EXPECT_EQ(copy.budget(kFloor, kMax), h.budget(kFloor, kMax));
 }
 
 TEST(SpinHistory, LongWaitsFallBackToTheFloorAndAreForgotten) {
@@ -1201,11 +1228,17 @@ TEST(SpinHistory, ACollectsLaterWaitsSpinForTheBudgetLearnedFromTheSpread) {
     for (int i = 0; i < 40; ++i) spread.record(500us, kMax);
     SpinHistory later(whole);
     later.stop_predicting(spread.budget(kFloor, kMax));
-    EXPECT_GE(later.budget(kFloor, kMax), 990us) << "twice the typical spread";
-    EXPECT_LE(later.budget(kFloor, kMax), 1ms);
+    EXPECT_EQ(later.budget(kFloor, kMax), kMax) << "every recent spread fit in the cap: the whole cap";
     EXPECT_EQ(later.predicted(kMax).wake_after, 0ns) << "and never predicted";
-    for (int i = 0; i < 40; ++i) later.record(100us, kMax);
-    EXPECT_GE(later.budget(kFloor, kMax), 990us) << "the copy's own later waits do not change it";
+    for (int i = 0; i < 40; ++i) later.record(3ms, kMax);
+    EXPECT_EQ(later.budget(kFloor, kMax), kMax) << "the copy's own later waits do not change it";
+    SpinHistory paused;  // spreads of ~0.5 ms after one of 5 ms: twice the typical spread
+    paused.record(5ms, kMax);
+    for (int i = 0; i < 20; ++i) paused.record(500us, kMax);
+    SpinHistory later_after_pause(whole);
+    later_after_pause.stop_predicting(paused.budget(kFloor, kMax));
+    EXPECT_GE(later_after_pause.budget(kFloor, kMax), 990us) << "twice the typical spread";
+    EXPECT_LE(later_after_pause.budget(kFloor, kMax), 1010us);
     SpinHistory straggler;  // one rank always 3 ms behind: sleep for it, do not spin spin_max each step
     for (int i = 0; i < 40; ++i) straggler.record(3ms, kMax);
     SpinHistory later2(whole);

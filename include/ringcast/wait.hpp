@@ -131,6 +131,9 @@ struct WaitOptions {
 // wait (an executor collecting a 20 ms model step) ends in a spin, without the wake-up, for a spin of
 // 2 x lead per wait instead of the whole wait.
 //
+//   every recent wait <= spin_max (the recent longest, decaying 1/32 a wait, within it)
+//                         spin spin_max: a wait at a rhythm that fits in the spin is spun to its end,
+//                         even one later than the rest (a late reply, a step behind a preempted peer)
 //   typical + 2 x deviation <= spin_max
 //                         spin 2 x typical, within [spin_for, spin_max]: covers most waits of that length
 //   otherwise             predicted(): sleep until `expected - lead - late` (an alarm goes off about
@@ -178,7 +181,8 @@ public:
           long_ns_(other.long_ns_.load(std::memory_order_relaxed)),
           long_dev_ns_(other.long_dev_ns_.load(std::memory_order_relaxed)),
           alarm_late_ns_(other.alarm_late_ns_.load(std::memory_order_relaxed)),
-          missed_(other.missed_.load(std::memory_order_relaxed)) {}
+          missed_(other.missed_.load(std::memory_order_relaxed)),
+          recent_longest_ns_(other.recent_longest_ns_.load(std::memory_order_relaxed)) {}
     SpinHistory& operator=(const SpinHistory&) = delete;
     [[nodiscard]] std::chrono::nanoseconds budget(std::chrono::nanoseconds spin_for,
                                                   std::chrono::nanoseconds spin_max) const noexcept {
@@ -186,6 +190,18 @@ public:
         if (stopped_) return later_budget_;
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
         if (typical > spin_max.count()) return spin_for;
+        // (1) Every recent wait fit in the cap (and there was one: no history spins the floor): spin the
+        //     whole cap. A wait that runs past twice the typical one at a steady rhythm is most often a
+        //     reply or a request a little late, not a pause — sleeping there cost a wake-up on the
+        //     step's critical path (the 2-core VM's workers slept in 3-4 % of sync steps at 2 x typical,
+        //     and the sync step missed the spinner's in 9 of 10 cells; with this rule 2 of 10, no
+        //     sleeps: docs/benchmarks.md, "The spin's budget, a late reply told from a pause"). A pause
+        //     longer than the cap ends the rule for ~44 waits (4 x spin_max decays to spin_max at 1/32
+        //     a wait), so a reader with irregular pauses spins about as before: a wait past the cap
+        //     costs the whole cap once, then the rule below.
+        const std::int64_t longest = recent_longest_ns_.load(std::memory_order_relaxed);
+        if (longest > 0 && longest <= spin_max.count()) return std::max(spin_for, spin_max);
+        // (2) Otherwise about twice the typical wait, within [spin_for, spin_max].
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
     // Whether waits here typically outlast spin_for: AdaptiveHybridStrategy::yield_at_once. A
@@ -233,6 +249,10 @@ public:
         const std::int64_t w = std::min<std::int64_t>(waited.count(), cap);
         const std::int64_t t = typical_ns_.load(std::memory_order_relaxed);
         typical_ns_.store(t + (w - t) / 4, std::memory_order_relaxed);  // weight 1/4: ~4 waits of memory
+        // The recent longest: a wait raises it at once, and it decays by 1/32 a wait (w >= 1 ns, so a
+        // recorded history always reads > 0 here).
+        const std::int64_t r = recent_longest_ns_.load(std::memory_order_relaxed);
+        recent_longest_ns_.store(std::max(w, r - r / 32), std::memory_order_relaxed);
         // The long-wait predictor and how far waits stray from it (capped at 2 x kLongestPredicted: after an
         // idle minute the prediction is off for a few waits, which then sleep as they would without it).
         const std::int64_t l = std::min<std::int64_t>(waited.count(), 2 * kLongestPredicted.count());
@@ -323,6 +343,7 @@ private:
     std::atomic<std::int64_t> long_dev_ns_{0};  // mean absolute deviation of waits from long_ns_
     std::atomic<std::int64_t> alarm_late_ns_{0};  // how late predicted alarms went off
     std::atomic<bool> missed_{false};              // a predicted wait ended without its event
+    std::atomic<std::int64_t> recent_longest_ns_{0};  // capped as typical_ns_; decays 1/32 a wait: budget() (1)
     // Plain members: only a collect's own copy, local to that call, sets them (stop_predicting).
     bool stopped_ = false;                         // a collect's copy, after its first wait
     std::chrono::nanoseconds later_budget_{0};     // that copy's spin budget from then on
