@@ -267,8 +267,8 @@ std::vector<SystemInfo> all_systems() {
     std::vector<SystemInfo> v;
     for (WaitKind k : {WaitKind::spin, WaitKind::spin_yield, WaitKind::futex, WaitKind::hybrid})
         v.push_back({std::string(ringcast::to_string(k)), "ringcast", [k] { return std::make_unique<RingcastSystem>(k); }});
-    // The adaptive hybrid, the library's default: spin about twice the recent waits, <= 2 ms. ("hybrid"
-    // above is the fixed 10 us spin, spin_max 0.)
+    // The adaptive hybrid, the library's default: spin up to 2 ms while the recent waits fit in it, else
+    // about twice them. ("hybrid" above is the fixed 10 us spin, spin_max 0.)
     v.push_back({"hybrid_adapt", "ringcast", [] {
                      return std::make_unique<RingcastSystem>(WaitKind::hybrid, std::chrono::milliseconds(2));
                  }});

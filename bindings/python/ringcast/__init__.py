@@ -24,8 +24,9 @@ signal ends the kernel wait, so Ctrl-C raises KeyboardInterrupt at once (within 
 while the wait spun); other threads wait in liveness-interval slices.
 
 Wait strategies (``wait=``): 'hybrid' (default: spin, then sleep in the kernel on a futex; the spin
-is adaptive, about twice the recent waits up to ``spin_max_us``: by default 5000 where the machine
-has a CPU for every process of the queue, 2000 where they share CPUs (ReplyGather's collect: 10000);
+is adaptive: up to ``spin_max_us`` while every recent wait fitted in it, else about twice the
+recent waits; ``spin_max_us`` is by default 5000 where the machine has a CPU for every process of
+the queue, 2000 where they share CPUs (ReplyGather's collect: 10000);
 ``spin_us`` when ``spin_max_us`` is 0), 'futex' (sleep at once), 'spin' (busy-spin, never sleeps),
 'spin_yield' (sched_yield loop, never sleeps).
 
