@@ -131,10 +131,11 @@ struct WaitOptions {
 // wait (an executor collecting a 20 ms model step) ends in a spin, without the wake-up, for a spin of
 // 2 x lead per wait instead of the whole wait.
 //
-//   every recent wait <= spin_max (the recent longest, decaying 1/32 a wait, within it)
+//   typical + 2 x deviation <= spin_max (else predicted(), below, when its window holds the waits)
+//     and every recent wait <= spin_max (the recent longest, decaying 1/32 a wait, within it)
 //                         spin spin_max: a wait at a rhythm that fits in the spin is spun to its end,
 //                         even one later than the rest (a late reply, a step behind a preempted peer)
-//   typical + 2 x deviation <= spin_max
+//     otherwise (a pause past spin_max among them)
 //                         spin 2 x typical, within [spin_for, spin_max]: covers most waits of that length
 //   otherwise             predicted(): sleep until `expected - lead - late` (an alarm goes off about
 //                         `late` late), spin up to 2 x lead, then sleep
@@ -193,12 +194,13 @@ public:
         // (1) Every recent wait fit in the cap (and there was one: no history spins the floor): spin the
         //     whole cap. A wait that runs past twice the typical one at a steady rhythm is most often a
         //     reply or a request a little late, not a pause — sleeping there cost a wake-up on the
-        //     step's critical path (the 2-core VM's workers slept in 3-4 % of sync steps at 2 x typical,
-        //     and the sync step missed the spinner's in 9 of 10 cells; with this rule 2 of 10, no
-        //     sleeps: docs/benchmarks.md, "The spin's budget, a late reply told from a pause"). A pause
-        //     longer than the cap ends the rule for ~44 waits (4 x spin_max decays to spin_max at 1/32
-        //     a wait), so a reader with irregular pauses spins about as before: a wait past the cap
-        //     costs the whole cap once, then the rule below.
+        //     step's critical path (on the 2-core VM, at 2 x typical, the workers slept in 3-6 % of sync
+        //     steps and the sync step met the spinner's in 6 of 20 cells; with this rule 16 of 20, the
+        //     sleeps gone: docs/benchmarks.md, "The spin's budget, a late reply told from a pause"). A
+        //     pause longer than the cap ends the rule for ~44 waits (4 x spin_max decays to spin_max at
+        //     1/32 a wait): a reader whose pauses pass the cap spins about as before (a wait past the cap
+        //     costs the whole cap once, then the rule below); pauses within the cap are spun through,
+        //     which costs a bursty reader CPU (+10-14 points of a core in that section's probe).
         const std::int64_t longest = recent_longest_ns_.load(std::memory_order_relaxed);
         if (longest > 0 && longest <= spin_max.count()) return std::max(spin_for, spin_max);
         // (2) Otherwise about twice the typical wait, within [spin_for, spin_max].
