@@ -197,10 +197,11 @@ public:
         //     step's critical path (on the 2-core VM, at 2 x typical, the workers slept in 3-6 % of sync
         //     steps and the sync step met the spinner's in 6 of 20 cells; with this rule 16 of 20, the
         //     sleeps gone: docs/benchmarks.md, "The spin's budget, a late reply told from a pause"). A
-        //     pause longer than the cap ends the rule for ~44 waits (4 x spin_max decays to spin_max at
-        //     1/32 a wait): a reader whose pauses pass the cap spins about as before (a wait past the cap
-        //     costs the whole cap once, then the rule below); pauses within the cap are spun through,
-        //     which costs a bursty reader CPU (+10-14 points of a core in that section's probe).
+        //     pause longer than the cap ends the rule for up to ~44 waits (4 x spin_max decays to
+        //     spin_max at 1/32 a wait; a pause of 1.8 x spin_max in ~19): a reader whose pauses pass the
+        //     cap by far spins about as before (a wait past the cap costs the whole cap once, then the
+        //     rule below); pauses within the cap are spun through, and one a little past it is soon
+        //     forgotten, which costs a bursty reader CPU (+10-14 points of a core in that section's probe).
         const std::int64_t longest = recent_longest_ns_.load(std::memory_order_relaxed);
         if (longest > 0 && longest <= spin_max.count()) return std::max(spin_for, spin_max);
         // (2) Otherwise about twice the typical wait, within [spin_for, spin_max].
