@@ -14,8 +14,9 @@ Variants:
                  (in async mode collect_async: no collector thread, result() after the preparation).
                  (b) and (c) use the library's defaults, the adaptive hybrid spin among them (spin up to
                  the cap while the recent waits fit in it, else about twice them, politely; the cap
-                 is 5 ms in a worker's receive (2 ms where the queue's processes share CPUs) and 10 ms in the executor's collect; past that, sleep
-                 until shortly before the expected end)
+                 is 5 ms in a worker's receive (2 ms where the queue's processes share CPUs) and
+                 10 ms in the executor's collect; past that, sleep until shortly before the expected
+                 end)
   (d) gather     as (c) without the adaptive spin (spin_max_us=0: spin 10 us, then sleep)
   (e) gather     as (c) with wait="spin" everywhere: never sleeps, an idle worker burns its core (not
                  run unless asked, --variants abcde): the fastest any wait of ringcast can react

@@ -208,9 +208,11 @@ public:
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
     // Whether waits here typically outlast spin_for: AdaptiveHybridStrategy::yield_at_once. A
-    // collect's later waits: whether the budget learned for them, about twice their typical spread,
-    // passes spin_for — a spread of more than half of it (docs/benchmarks.md, "The executor's first
-    // yield after the request").
+    // collect's later waits: whether the budget learned for them passes spin_for — written for a
+    // budget of about twice their typical spread, i.e. a spread of more than half of spin_for
+    // (docs/benchmarks.md, "The executor's first yield after the request"). Since budget() gives the
+    // whole cap while every recent spread fits in it, those later waits now yield once before their
+    // first spin step however short the spreads are; the measurements of that rule were taken so.
     [[nodiscard]] bool expects_long(std::chrono::nanoseconds spin_for) const noexcept {
         if (stopped_) return later_budget_ > spin_for;
         return typical_ns_.load(std::memory_order_relaxed) > spin_for.count();
@@ -285,9 +287,10 @@ public:
     // A gather collect predicts its first wait only (the whole collect's length is what the history
     // holds): its copy stops predicting after that wait, and its later waits — for the replies still
     // missing once one is in — spin for `later_budget`, which the collector learns from how far its
-    // collects' last replies trailed their first (GatherCollector::reply_spread_: 2 x the typical
-    // spread, within [spin_for, spin_max]; spin_for once spreads pass spin_max, so a rank that is
-    // always far behind costs a sleep, not spin_max of CPU, per collect). Not from this history: it
+    // collects' last replies trailed their first (GatherCollector::reply_spread_'s budget(): the cap
+    // while every recent spread fits in it, else 2 x the typical spread, within [spin_for, spin_max];
+    // spin_for once spreads pass spin_max, so a rank that is always far behind costs a sleep, not
+    // spin_max of CPU, per collect). Not from this history: it
     // holds whole collects, so for a step longer than spin_max it gave spin_for, and every later
     // reply more than 10 us behind the first needed a futex wake (10 ms steps on the 16-core
     // machine: the executor slept 2.0 times per all-rank step at W=2, 6.6 at W=8; reply -> collected

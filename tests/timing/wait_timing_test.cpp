@@ -150,8 +150,8 @@ TEST(AdaptiveWait, ALateMessageWithinTheCapIsSpunThroughNotSlept) {
 
 // A collect of two ranks whose replies come `gap` apart, in steps of ~5 ms (longer than the 2 ms spin
 // cap, so the first wait is predicted: a sleep until an alarm or the first reply, one kernel wait). The
-// later wait spins for a budget learned from earlier collects' spread (twice it, within
-// [spin_for, spin_max]): a 1 ms gap is spun through — about one kernel wait per collect, not two (with
+// later wait spins for a budget learned from earlier collects' spread (SpinHistory::budget: the cap
+// while the spreads fit in it): a 1 ms gap is spun through — about one kernel wait per collect, not two (with
 // the later waits' budget taken from the history of whole collects, the floor of 10 us for 5 ms
 // collects, every collect's second reply found the collector asleep: 40 of 20). A 3 ms gap, past
 // spin_max, is slept through, and the second reply predicted from the spread: the collector sleeps
