@@ -1246,6 +1246,35 @@ TEST(SpinHistory, ACollectsLaterWaitsSpinForTheBudgetLearnedFromTheSpread) {
     EXPECT_EQ(later2.budget(kFloor, kMax), kFloor);
 }
 
+// Whether a collect's later waits yield before their first spin step is the spread's own verdict —
+// a typical spread of more than half of spin_for, within spin_max — passed with their budget, not
+// read from that budget (the whole cap while every recent spread fits, however short).
+TEST(SpinHistory, ACollectsLaterWaitsExpectALongWaitOnlyWhereTheirSpreadsAreLong) {
+    SpinHistory whole;
+    for (int i = 0; i < 40; ++i) whole.record(20ms, kMax);
+    ASSERT_TRUE(whole.expects_long(kFloor));
+    // A collect's copy after its first wait, with spreads of `spread_length`: its budget and verdict.
+    struct Later {
+        std::chrono::nanoseconds budget;
+        bool expects_long;
+        bool next_collect_expects_long;  // a fresh copy's: the next collect's first wait
+    };
+    const auto later_for = [&](std::chrono::nanoseconds spread_length) {
+        SpinHistory spread;
+        for (int i = 0; i < 40; ++i) spread.record(spread_length, kMax);
+        SpinHistory later(whole);
+        later.stop_predicting(spread.budget(kFloor, kMax), spread.later_waits_long(kFloor, kMax));
+        return Later{later.budget(kFloor, kMax), later.expects_long(kFloor), SpinHistory(later).expects_long(kFloor)};
+    };
+    EXPECT_EQ(later_for(2us).budget, kMax) << "spreads of 2 us fit: the whole cap";
+    EXPECT_FALSE(later_for(2us).expects_long) << "and no yield at once for them";
+    EXPECT_TRUE(later_for(2us).next_collect_expects_long) << "the next collect's first wait reads whole collects";
+    EXPECT_FALSE(later_for(4us).expects_long) << "less than half of spin_for";
+    EXPECT_TRUE(later_for(6us).expects_long) << "more than half of spin_for";
+    EXPECT_TRUE(later_for(500us).expects_long);
+    EXPECT_FALSE(later_for(3ms).expects_long) << "past spin_max: slept through or predicted";
+}
+
 // A spread longer than spin_max (one rank ~3 ms behind the first): the collector predicts the last
 // reply from it, and the later waits of that collect share one window on the clock, counted from the
 // first reply, with the alarm lateness the collector measured on its whole collects.
@@ -1267,7 +1296,7 @@ TEST(SpinHistory, ACollectsLaterWaitsShareAWindowOnTheClockForALongSpread) {
     EXPECT_LE(std::chrono::abs(w.alarm + 150us + p.spin / 2 - (first_reply + 3ms)), 10us) << "centred on 3 ms";
     SpinHistory later(whole);
     EXPECT_EQ(later.later_window().end, later.later_window().alarm) << "no window before stop_predicting";
-    later.stop_predicting(spread.budget(kFloor, kMax), w);
+    later.stop_predicting(spread.budget(kFloor, kMax), spread.later_waits_long(kFloor, kMax), w);
     EXPECT_EQ(later.later_window().alarm, w.alarm);
     EXPECT_EQ(later.later_window().end, w.end);
     EXPECT_EQ(later.budget(kFloor, kMax), kFloor) << "outside the window: the floor, then sleep";

@@ -148,7 +148,7 @@ struct WaitOptions {
 //                         last reply (on the clock, from the first reply), spin it, then sleep
 //
 // Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
-// (The plain members below — stopped_, later_budget_, later_window_, before_window_ — are set only on
+// (The plain members below — stopped_, later_budget_, later_long_, later_window_, before_window_ — are set only on
 // a collect's own copy, local to that call: by the collect, and by block_until in that call's thread.)
 class SpinHistory {
 public:
@@ -208,14 +208,24 @@ public:
         return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
     }
     // Whether waits here typically outlast spin_for: AdaptiveHybridStrategy::yield_at_once. A
-    // collect's later waits: whether the budget learned for them passes spin_for — written for a
-    // budget of about twice their typical spread, i.e. a spread of more than half of spin_for
-    // (docs/benchmarks.md, "The executor's first yield after the request"). Since budget() gives the
-    // whole cap while every recent spread fits in it, those later waits now yield once before their
-    // first spin step however short the spreads are; the measurements of that rule were taken so.
+    // collect's later waits: the verdict the collector passed with their budget (stop_predicting),
+    // taken from the spread's own history, not from that budget — which is the whole cap while every
+    // recent spread fits in it, however short the spreads are.
     [[nodiscard]] bool expects_long(std::chrono::nanoseconds spin_for) const noexcept {
-        if (stopped_) return later_budget_ > spin_for;
+        if (stopped_) return later_long_;
         return typical_ns_.load(std::memory_order_relaxed) > spin_for.count();
+    }
+    // The verdict for a collect's later waits, read from the history of the spread (the collector's
+    // reply_spread_): their budget before the cap rule — 2 x the typical spread, within [spin_for,
+    // spin_max] — runs past spin_for, i.e. a typical spread of more than half of spin_for, and no
+    // more than spin_max (a longer one is slept through or predicted, not spun). The rule the later
+    // waits kept until budget() gave them the whole cap; from then until this verdict was passed on
+    // they yielded once before their first spin step after every first reply (docs/benchmarks.md,
+    // "The collect's later waits yield only where their spreads are long").
+    [[nodiscard]] bool later_waits_long(std::chrono::nanoseconds spin_for,
+                                        std::chrono::nanoseconds spin_max) const noexcept {
+        const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
+        return typical <= spin_max.count() && 2 * typical > spin_for.count();
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
@@ -305,12 +315,18 @@ public:
     // wakes the sleep as any reply does; the collect drains it and sleeps again until the same alarm),
     // then spin it, then sleep as usual. The same sleep, alarm and spin as a predicted wait's: no new
     // wake path.
-    void stop_predicting(std::chrono::nanoseconds later_budget, Window later_window) noexcept {
+    //
+    // `later_long`: whether those later waits are expected to outlast spin_for (expects_long; the
+    // collector passes reply_spread_.later_waits_long()).
+    void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long, Window later_window) noexcept {
         stopped_ = true;
         later_budget_ = later_budget;
+        later_long_ = later_long;
         later_window_ = later_window;
     }
-    void stop_predicting(std::chrono::nanoseconds later_budget) noexcept { stop_predicting(later_budget, Window{}); }
+    void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long = false) noexcept {
+        stop_predicting(later_budget, later_long, Window{});
+    }
     // The window of a collect's later waits (stop_predicting); none before that, or none predicted.
     [[nodiscard]] Window later_window() const noexcept { return stopped_ ? later_window_ : Window{}; }
     // Whether the last of those waits found its event when its sleep until the window's alarm ended
@@ -353,6 +369,7 @@ private:
     // Plain members: only a collect's own copy, local to that call, sets them (stop_predicting).
     bool stopped_ = false;                         // a collect's copy, after its first wait
     std::chrono::nanoseconds later_budget_{0};     // that copy's spin budget from then on
+    bool later_long_ = false;                      // and whether its later waits yield once first
     Window later_window_{};                        // and its window for the last reply, if predicted
     bool before_window_ = false;                   // its last wait ended by its event before the window
 };

@@ -342,7 +342,7 @@ WindowedWait windowed_wait(std::chrono::microseconds event_at) {
     });
     const Deadline start = Clock::now();
     started.set_value(start);
-    h.stop_predicting(o.spin_for, SpinHistory::Window{start + 5ms, start + 9ms});
+    h.stop_predicting(o.spin_for, false, SpinHistory::Window{start + 5ms, start + 9ms});
     WaitContext ctx{{&site, 1}};
     ctx.history = &h;
     ctx.deadline = start + 10s;
