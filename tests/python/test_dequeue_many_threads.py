@@ -130,6 +130,16 @@ def test_a_burst_being_unpickled_is_refused_to_a_second_thread(queue_pair, gate)
         r.dequeue(timeout=0)
 
 
+def test_a_burst_of_one_message_being_unpickled_is_refused_to_a_second_thread(queue_pair, gate):
+    """The same for a burst of one message (the shorter path most calls take): nothing else of it waits
+    in Python, yet the reader is in use until the call returns."""
+    q, (r,) = queue_pair(1)
+    q.enqueue(_Gated("a"), timeout=5)
+    assert _second_thread_while_a_unpickles(r, gate, lambda: r.dequeue_many(10, timeout=5)) == [("ok", ["a"])]
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+
+
 def test_the_guard_is_released_after_every_way_of_serving_leftovers(queue_pair):
     """Returning, raising an unpickling error and a KeyboardInterrupt all give the endpoint back: the
     next call, from another thread too, is served."""
@@ -169,6 +179,21 @@ def test_unpickling_code_that_reads_the_same_queue_is_refused_not_recursing(queu
         _REENTER.clear()
     assert got[0][0] == "RuntimeError" and _IN_USE in got[0][1], got
     assert got[1:] == ["after"]
+
+
+def test_unpickling_code_of_a_one_message_burst_that_reads_the_same_queue_is_refused(queue_pair):
+    """As above for a burst of one message: the read inside its unpickling is refused, not served the
+    next message out of turn."""
+    q, (r,) = queue_pair(1)
+    _REENTER.append(r)
+    try:
+        q.enqueue(_Reenters(), timeout=5)
+        got = r.dequeue_many(10, timeout=5)
+        q.enqueue("after", timeout=5)
+    finally:
+        _REENTER.clear()
+    assert len(got) == 1 and got[0][0] == "RuntimeError" and _IN_USE in got[0][1], got
+    assert r.dequeue(timeout=5) == "after"
 
 
 _REENTER: list = []

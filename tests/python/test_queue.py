@@ -123,6 +123,25 @@ def test_dequeue_many_loses_nothing_of_a_burst_when_a_message_fails_to_unpickle(
     assert r.dequeue_many(10, timeout=5) == ["a", "b", "c", "d"], "the interrupted burst, whole and in order"
 
 
+def test_dequeue_many_of_one_message_raises_its_unpickling_error_once_and_keeps_it_through_an_interrupt(queue_pair):
+    """A burst of one message (the shorter path most calls take): an unpickling error is raised and the
+    message consumed; a KeyboardInterrupt leaves it for the next read; the reader is free after both."""
+    q, (r,) = queue_pair(1)
+    q.enqueue(_FailsToUnpickle(), timeout=5)
+    with pytest.raises(ValueError, match="cannot be unpickled"):
+        r.dequeue_many(10, timeout=5)
+    with pytest.raises(TimeoutError):
+        r.dequeue(timeout=0)
+    q.enqueue(_InterruptedOnce("kept"), timeout=5)
+    _INTERRUPT_NEXT_UNPICKLING.append(1)
+    with pytest.raises(KeyboardInterrupt):
+        r.dequeue_many(10, timeout=5)
+    assert not _INTERRUPT_NEXT_UNPICKLING
+    assert r.dequeue_many(10, timeout=5) == ["kept"]
+    q.enqueue("next", timeout=5)
+    assert r.dequeue(timeout=5) == "next"
+
+
 def test_dequeue_many_delivers_what_a_dead_writer_published_then_reports_it():
     """After the first message a burst polls for more, and that poll runs the dead-peer check when it
     is due: the messages it took are returned first; the next call raises PeerDeadError."""

@@ -18,14 +18,14 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Iterator, List, NoReturn, Optional, Tuple
+from typing import Any, Callable, Coroutine, Iterator, List, Optional
 
 from ringcast import _core, _gpu
 from ringcast._args import (MAX_CAPACITY, MAX_RANK, _aio_refuse, _check_int, _check_timeout, _in_python_terms,
                             check_byte_count, check_endpoint_types, check_handle_version, raise_in_callers_terms,
                             require_remote, retold)
-from ringcast._core import RingcastError
 from ringcast._blocks import end_block
+from ringcast._burst import BurstReads
 from ringcast._cpus import usable_cpus
 from ringcast._pickling import _integer_threshold, dumps_out_of_band, pickle5
 from ringcast._sweep import GENERATED_PREFIX, sweep_generated_names
@@ -149,7 +149,7 @@ def _shutdown_writer(core_writer, publisher=None) -> None:  # weakref.finalize c
         publisher.stop()
 
 
-class MessageQueue:
+class MessageQueue(BurstReads):
     """One writer -> ``n_local_reader`` reader processes over a shared-memory ring.
 
     Every reader gets every message, in order. The constructor makes the writer (and the /dev/shm
@@ -623,15 +623,6 @@ class MessageQueue:
     _pickle = staticmethod(pickle5)
     # A device message a timed-out dequeue left half received (ringcast._gpu sets and clears it).
     _gpu_pending: Any = None
-    # Messages a dequeue_many took off the ring but did not return, in order: (True, object) already
-    # unpickled, (False, parts) not yet. Every read takes from here first (_take_burst_left).
-    _burst_left: Optional[List[Tuple[bool, Any]]] = None
-    # The one-thread rule for what is served from _burst_left, as the binding's endpoint guard keeps it
-    # for every ring call: held (never waited for) by a dequeue_many from its ring call to its return
-    # and by every read that serves _burst_left, unpickling included; a second thread meanwhile gets
-    # the binding's RuntimeError (_refuse_second_thread). Readers only (_reader_side makes it); a plain
-    # dequeue() with nothing left never touches it.
-    _burst_lock: Any = None
     # The ringcast.aio call in progress on this queue's endpoint (aio._Claim), None when none: the
     # blocking calls refuse to run beside it (aio.refuse_blocking_call), one attribute look per call.
     _aio_call: Any = None
@@ -779,9 +770,14 @@ class MessageQueue:
                 reads this queue: one thread at a time, as every reader call; none is served twice.
             TypeError, ValueError: max_n not an int in 1..2**64-1, a negative timeout.
         """
-        self._require_reader("dequeue_many")
-        _check_int("max_n", max_n, 1, 2**64 - 1)
-        _check_timeout(timeout)
+        if self._is_writer:
+            self._require_reader("dequeue_many")
+        # The common call (an int max_n in range, no timeout or a float / int one >= 0) passes the
+        # checks as it is; only another goes through them (their errors, a numpy integer made an int).
+        if not (type(max_n) is int and 0 < max_n < 2**64
+                and (timeout is None or (type(timeout) is float or type(timeout) is int) and timeout >= 0)):
+            max_n = _check_int("max_n", max_n, 1, 2**64 - 1)
+            _check_timeout(timeout)
         if self._aio_call is not None:
             _aio_refuse(self, self._reader, "dequeue_many")
         if self._gpu_pending is not None:
@@ -791,77 +787,13 @@ class MessageQueue:
             self._refuse_second_thread("dequeue_many")
         try:  # held from the ring call on: a second thread can neither take this burst nor replace it
             if not self._burst_left:
-                self._burst_left = [(False, parts) for parts in self._reader.recv_many(max_n, timeout)]
+                burst = self._reader.recv_many(max_n, timeout)
+                if len(burst) == 1 and len(burst[0]) == 1:  # one message, one pickle: most calls
+                    return [self._loads_one_of_a_burst(burst[0])]
+                self._burst_left = [(False, parts) for parts in burst]
             return self._serve_burst_left(max_n, timeout, None, "dequeue_many")
         finally:
             lock.release()
-
-    def _refuse_second_thread(self, what: str) -> NoReturn:
-        """_burst_lock is held: what the binding's guard says to a second thread (a reader shut down or
-        inherited through fork says that first, as the guard does)."""
-        self._reader.check_open(what)
-        raise RuntimeError("this ringcast endpoint is already in use by another thread; use one "
-                           "MessageQueue or ReplyGather endpoint per thread")
-
-    def _take_burst_left(self, max_n: int, timeout: Optional[float], device: Any, what: str) -> List[Any]:
-        """Up to max_n objects (at least one) from _burst_left, in order, for a read that found it not
-        empty; under _burst_lock, as every reader call keeps the one-thread rule: a second thread is
-        refused, never served a message twice. Found empty once held, another thread's call took the
-        rest between the caller's look and here: the two calls overlapped, so this one is refused too."""
-        lock = self._burst_lock
-        if not lock.acquire(False):
-            self._refuse_second_thread(what)
-        try:
-            if not self._burst_left:
-                self._refuse_second_thread(what)
-            return self._serve_burst_left(max_n, timeout, device, what)
-        finally:
-            lock.release()
-
-    def _serve_burst_left(self, max_n: int, timeout: Optional[float], device: Any, what: str) -> List[Any]:
-        """_take_burst_left's work, _burst_lock held. The burst is off the ring already, so an
-        error must not lose it: a message that fails to unpickle after others were returned waits for
-        the next read, which raises its error (consumed, as dequeue() consumes it); the first one's
-        error is raised at once. An exception that is not an unpickling error (KeyboardInterrupt)
-        leaves every message, the failing one too, for the next read. A device message is a read of
-        its own (its arrays follow it in the ring; a receive that stops part-way is resumed from
-        _gpu_pending, not from here). A reader shut down says so first. Unpickling runs with the lock
-        held, each message still first in _burst_left until it is unpickled: code it runs that reads
-        this reader is refused (RuntimeError), as a second thread is."""
-        self._reader.check_open(what)
-        left = self._burst_left
-        objs: List[Any] = []
-        while left and len(objs) < max_n:
-            unpickled, item = left[0]
-            if not unpickled and _gpu.is_device_message(item):
-                if objs:  # the objects before it first
-                    break
-                del left[0]  # from here on _gpu_pending carries it
-                return [_gpu.receive(self, item, timeout, device)]
-            if not unpickled:
-                try:
-                    item = self._loads(item)
-                except Exception:
-                    if objs:  # these first; the next read raises this one's error
-                        break
-                    del left[0]
-                    raise
-                except BaseException:
-                    left[:0] = [(True, obj) for obj in objs]
-                    raise
-            del left[0]
-            objs.append(item)
-        return objs
-
-    def _refuse_raw_read_while_objects_wait(self) -> None:
-        """acquire_read's refusal while objects read from the ring are still to be returned: what a
-        dequeue_many left, or a device message partly received (its next chunk is held for the
-        retry, not a message of its own)."""
-        if self._burst_left:
-            raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
-                                "dequeue() first")
-        if self._gpu_pending is not None:
-            raise RingcastError("acquire_read: a device message is partly received; finish it with dequeue()")
 
     def broadcast_object(self, obj: Any = None) -> Any:
         """vLLM's broadcast: the writer sends ``obj`` and returns it; a reader returns the next object.
