@@ -148,8 +148,9 @@ struct WaitOptions {
 //                         last reply (on the clock, from the first reply), spin it, then sleep
 //
 // Thread-safety: any thread; relaxed atomics — it is a hint, a lost update only skews one budget.
-// (The plain members below — stopped_, later_budget_, later_long_, later_window_, before_window_ — are set only on
-// a collect's own copy, local to that call: by the collect, and by block_until in that call's thread.)
+// (The plain members below — stopped_, later_budget_, later_long_, later_window_, before_window_ — are
+// set only on a collect's own copy, local to that call: by the collect, and by block_until in that
+// call's thread.)
 class SpinHistory {
 public:
     // The prediction of a long wait: sleep until `wake_after` from the wait's start, then spin for at

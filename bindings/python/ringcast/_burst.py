@@ -41,7 +41,7 @@ class BurstReads:
     def _loads_one_of_a_burst(self, parts: list) -> Any:
         """_serve_burst_left's work for a burst of one message that is one pickle (no out-of-band
         buffers, so no device message), _burst_lock held, without building _burst_left for it: about
-        half of a 1-message dequeue_many's time in Python (2.1 -> 1.1 us on the 2-core VM). The same
+        half of a 1-message dequeue_many's time in Python (2.0 -> 1.1 us on the 2-core VM). The same
         outcomes: the reader is taken as in use while the message is unpickled (_burst_left is not
         empty: every other read meets the lock and is refused, unpickled code that reads this reader
         too); an unpickling error is raised and the message consumed; a KeyboardInterrupt or other
