@@ -1227,7 +1227,7 @@ TEST(SpinHistory, ACollectsLaterWaitsSpinForTheBudgetLearnedFromTheSpread) {
     SpinHistory spread;  // the collector's reply_spread_: last replies ~0.5 ms behind the first
     for (int i = 0; i < 40; ++i) spread.record(500us, kMax);
     SpinHistory later(whole);
-    later.stop_predicting(spread.budget(kFloor, kMax));
+    later.stop_predicting(spread.budget(kFloor, kMax), spread.later_waits_long(kFloor, kMax));
     EXPECT_EQ(later.budget(kFloor, kMax), kMax) << "every recent spread fit in the cap: the whole cap";
     EXPECT_EQ(later.predicted(kMax).wake_after, 0ns) << "and never predicted";
     for (int i = 0; i < 40; ++i) later.record(3ms, kMax);
@@ -1236,13 +1236,13 @@ TEST(SpinHistory, ACollectsLaterWaitsSpinForTheBudgetLearnedFromTheSpread) {
     paused.record(5ms, kMax);
     for (int i = 0; i < 20; ++i) paused.record(500us, kMax);
     SpinHistory later_after_pause(whole);
-    later_after_pause.stop_predicting(paused.budget(kFloor, kMax));
+    later_after_pause.stop_predicting(paused.budget(kFloor, kMax), paused.later_waits_long(kFloor, kMax));
     EXPECT_GE(later_after_pause.budget(kFloor, kMax), 990us) << "twice the typical spread";
     EXPECT_LE(later_after_pause.budget(kFloor, kMax), 1010us);
     SpinHistory straggler;  // one rank always 3 ms behind: sleep for it, do not spin spin_max each step
     for (int i = 0; i < 40; ++i) straggler.record(3ms, kMax);
     SpinHistory later2(whole);
-    later2.stop_predicting(straggler.budget(kFloor, kMax));
+    later2.stop_predicting(straggler.budget(kFloor, kMax), straggler.later_waits_long(kFloor, kMax));
     EXPECT_EQ(later2.budget(kFloor, kMax), kFloor);
 }
 
@@ -1273,6 +1273,10 @@ TEST(SpinHistory, ACollectsLaterWaitsExpectALongWaitOnlyWhereTheirSpreadsAreLong
     EXPECT_TRUE(later_for(6us).expects_long) << "more than half of spin_for";
     EXPECT_TRUE(later_for(500us).expects_long);
     EXPECT_FALSE(later_for(3ms).expects_long) << "past spin_max: slept through or predicted";
+    SpinHistory ms_spread;
+    for (int i = 0; i < 40; ++i) ms_spread.record(1500us, kMax);
+    EXPECT_TRUE(ms_spread.later_waits_long(kFloor, kMax));
+    EXPECT_FALSE(ms_spread.later_waits_long(3ms, kMax)) << "a cap under spin_for: no adaptive budget to pass it";
 }
 
 // A spread longer than spin_max (one rank ~3 ms behind the first): the collector predicts the last
@@ -1335,7 +1339,7 @@ TEST(SpinHistory, AMissedWindowPausesPredictionsUntilAnEventComes) {
     EXPECT_GT(h.predicted(kMax).wake_after, 0ns);
     // A gather collect's copy stops after its first wait; the endpoint it came from does not.
     SpinHistory copy(h);
-    copy.stop_predicting(kFloor);
+    copy.stop_predicting(kFloor, false);
     EXPECT_EQ(copy.predicted(kMax).wake_after, 0ns);
     h.take_prediction_state(copy);
     EXPECT_GT(h.predicted(kMax).wake_after, 0ns);

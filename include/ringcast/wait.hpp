@@ -225,8 +225,10 @@ public:
     // "The collect's later waits yield only where their spreads are long").
     [[nodiscard]] bool later_waits_long(std::chrono::nanoseconds spin_for,
                                         std::chrono::nanoseconds spin_max) const noexcept {
+        // (A cap at or under spin_for — a collect whose spin_for passes its stragglers' 2 ms — leaves
+        // no adaptive budget to run past spin_for: budget() gives spin_for, so not long either.)
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
-        return typical <= spin_max.count() && 2 * typical > spin_for.count();
+        return spin_max > spin_for && typical <= spin_max.count() && 2 * typical > spin_for.count();
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
@@ -317,15 +319,15 @@ public:
     // then spin it, then sleep as usual. The same sleep, alarm and spin as a predicted wait's: no new
     // wake path.
     //
-    // `later_long`: whether those later waits are expected to outlast spin_for (expects_long; the
-    // collector passes reply_spread_.later_waits_long()).
+    // `later_long`: whether those later waits yield once before they spin (expects_long; the
+    // collector passes reply_spread_.later_waits_long(): a typical spread of more than half of spin_for).
     void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long, Window later_window) noexcept {
         stopped_ = true;
         later_budget_ = later_budget;
         later_long_ = later_long;
         later_window_ = later_window;
     }
-    void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long = false) noexcept {
+    void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long) noexcept {
         stop_predicting(later_budget, later_long, Window{});
     }
     // The window of a collect's later waits (stop_predicting); none before that, or none predicted.
