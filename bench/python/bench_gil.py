@@ -43,39 +43,39 @@ def paced_message(i):
     return {"step": i, "payload": b"x" * 256}
 
 
+def paced(send, period_s, stop_after_s):
+    """Calls send(i) for i = 0, 1, ... every period_s on the clock (not period_s after each send) for
+    stop_after_s: both writers' rhythm."""
+    end = time.monotonic() + stop_after_s
+    nxt = time.monotonic()
+    i = 0
+    while time.monotonic() < end:
+        send(i)
+        i += 1
+        nxt += period_s
+        delay = nxt - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+
 def paced_writer(handle_conn, period_s, stop_after_s, queue_kwargs):
     q = ringcast.MessageQueue(2, 2, max_chunk_bytes=64 * 1024, max_chunks=4, **queue_kwargs)
     handle_conn.send(q.export_handle())
     q.wait_until_ready(timeout=30)
     handle_conn.recv()  # go
-    end = time.monotonic() + stop_after_s
-    nxt = time.monotonic()
-    i = 0
-    while time.monotonic() < end:
-        q.enqueue(paced_message(i))
-        i += 1
-        nxt += period_s
-        delay = nxt - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
+    paced(lambda i: q.enqueue(paced_message(i)), period_s, stop_after_s)
     q.shutdown()
 
 
 def pipe_writer(write_fds, period_s, stop_after_s):
     """The paced writer's messages, framed by length, to one pipe per reader: no ringcast."""
-    end = time.monotonic() + stop_after_s
-    nxt = time.monotonic()
-    i = 0
-    while time.monotonic() < end:
+    def send(i):
         blob = pickle.dumps(paced_message(i), protocol=pickle.HIGHEST_PROTOCOL)
         frame = struct.pack("<I", len(blob)) + blob
         for fd in write_fds:
             os.write(fd, frame)
-        i += 1
-        nxt += period_s
-        delay = nxt - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
+
+    paced(send, period_s, stop_after_s)
 
 
 def read_frames(fd, pending):

@@ -191,7 +191,7 @@ public:
         // A collect's later waits (stop_predicting): the budget its collector learned for them.
         if (stopped_) return later_budget_;
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
-        if (typical > spin_max.count()) return spin_for;
+        if (typical > spin_max.count()) return twice_typical(typical, spin_for, spin_max);
         // (1) Every recent wait fit in the cap (and there was one: no history spins the floor): spin the
         //     whole cap. A wait that runs past twice the typical one at a steady rhythm is most often a
         //     reply or a request a little late, not a pause — sleeping there cost a wake-up on the
@@ -205,8 +205,8 @@ public:
         //     forgotten, which costs a bursty reader CPU (+10-14 points of a core in that section's probe).
         const std::int64_t longest = recent_longest_ns_.load(std::memory_order_relaxed);
         if (longest > 0 && longest <= spin_max.count()) return std::max(spin_for, spin_max);
-        // (2) Otherwise about twice the typical wait, within [spin_for, spin_max].
-        return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
+        // (2) Otherwise about twice the typical wait.
+        return twice_typical(typical, spin_for, spin_max);
     }
     // Whether waits here typically outlast spin_for: AdaptiveHybridStrategy::yield_at_once. A
     // collect's later waits: the verdict the collector passed with their budget (stop_predicting),
@@ -217,18 +217,17 @@ public:
         return typical_ns_.load(std::memory_order_relaxed) > spin_for.count();
     }
     // The verdict for a collect's later waits, read from the history of the spread (the collector's
-    // reply_spread_): their budget before the cap rule — 2 x the typical spread, within [spin_for,
-    // spin_max] — runs past spin_for, i.e. a typical spread of more than half of spin_for, and no
-    // more than spin_max (a longer one is slept through or predicted, not spun). The rule the later
+    // reply_spread_): their budget by budget()'s rule (2) alone (twice_typical) runs past spin_for,
+    // i.e. a typical spread of more than half of spin_for, and no more than spin_max (a longer one is
+    // slept through or predicted, not spun). The rule the later
     // waits kept until budget() gave them the whole cap; from then until this verdict was passed on
     // they yielded once before their first spin step after every first reply (docs/benchmarks.md,
     // "The collect's later waits yield only where their spreads are long").
+    // (A cap at or under spin_for — a collect whose spin_for passes its stragglers' 2 ms — leaves
+    // no adaptive budget to run past spin_for: not long either.)
     [[nodiscard]] bool later_waits_long(std::chrono::nanoseconds spin_for,
                                         std::chrono::nanoseconds spin_max) const noexcept {
-        // (A cap at or under spin_for — a collect whose spin_for passes its stragglers' 2 ms — leaves
-        // no adaptive budget to run past spin_for: budget() gives spin_for, so not long either.)
-        const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
-        return spin_max > spin_for && typical <= spin_max.count() && 2 * typical > spin_for.count();
+        return twice_typical(typical_ns_.load(std::memory_order_relaxed), spin_for, spin_max) > spin_for;
     }
     [[nodiscard]] Prediction predicted(std::chrono::nanoseconds spin_max) const noexcept {
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
@@ -363,6 +362,14 @@ public:
     }
 
 private:
+    // budget()'s rule (2): about twice the typical wait, within [spin_for, spin_max]; spin_for once
+    // the typical wait is past spin_max (such waits sleep, or are predicted).
+    [[nodiscard]] static std::chrono::nanoseconds twice_typical(std::int64_t typical, std::chrono::nanoseconds spin_for,
+                                                                std::chrono::nanoseconds spin_max) noexcept {
+        if (typical > spin_max.count()) return spin_for;
+        return std::clamp(std::chrono::nanoseconds{2 * typical}, spin_for, std::max(spin_for, spin_max));
+    }
+
     std::atomic<std::int64_t> typical_ns_{0};   // capped at 4 x spin_max: decides spin or sleep
     std::atomic<std::int64_t> long_ns_{0};      // capped at 2 x kLongestPredicted: when a long wait ends
     std::atomic<std::int64_t> long_dev_ns_{0};  // mean absolute deviation of waits from long_ns_
