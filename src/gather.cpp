@@ -489,10 +489,8 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
                     const auto waited = Clock::now() - first_wait;
                     if (waited > options_.wait.spin_for) reply_waits_.record(waited, options_.wait.spin_max);
                 }
-                this_collect.stop_predicting(reply_spread_.budget(options_.wait.spin_for, straggler_spin_max()),
-                                             reply_spread_.later_waits_long(options_.wait.spin_for,
-                                                                            straggler_spin_max()),
-                                             last_reply);
+                this_collect.stop_predicting_from(reply_spread_, options_.wait.spin_for, straggler_spin_max(),
+                                                  last_reply);
             }
             if (o == WaitOutcome::ready) continue;
             result.status = o == WaitOutcome::cancelled ? Status::cancelled : Status::timed_out;

@@ -1227,7 +1227,7 @@ TEST(SpinHistory, ACollectsLaterWaitsSpinForTheBudgetLearnedFromTheSpread) {
     SpinHistory spread;  // the collector's reply_spread_: last replies ~0.5 ms behind the first
     for (int i = 0; i < 40; ++i) spread.record(500us, kMax);
     SpinHistory later(whole);
-    later.stop_predicting(spread.budget(kFloor, kMax), spread.later_waits_long(kFloor, kMax));
+    later.stop_predicting_from(spread, kFloor, kMax);
     EXPECT_EQ(later.budget(kFloor, kMax), kMax) << "every recent spread fit in the cap: the whole cap";
     EXPECT_EQ(later.predicted(kMax).wake_after, 0ns) << "and never predicted";
     for (int i = 0; i < 40; ++i) later.record(3ms, kMax);
@@ -1236,13 +1236,13 @@ TEST(SpinHistory, ACollectsLaterWaitsSpinForTheBudgetLearnedFromTheSpread) {
     paused.record(5ms, kMax);
     for (int i = 0; i < 20; ++i) paused.record(500us, kMax);
     SpinHistory later_after_pause(whole);
-    later_after_pause.stop_predicting(paused.budget(kFloor, kMax), paused.later_waits_long(kFloor, kMax));
+    later_after_pause.stop_predicting_from(paused, kFloor, kMax);
     EXPECT_GE(later_after_pause.budget(kFloor, kMax), 990us) << "twice the typical spread";
     EXPECT_LE(later_after_pause.budget(kFloor, kMax), 1010us);
     SpinHistory straggler;  // one rank always 3 ms behind: sleep for it, do not spin spin_max each step
     for (int i = 0; i < 40; ++i) straggler.record(3ms, kMax);
     SpinHistory later2(whole);
-    later2.stop_predicting(straggler.budget(kFloor, kMax), straggler.later_waits_long(kFloor, kMax));
+    later2.stop_predicting_from(straggler, kFloor, kMax);
     EXPECT_EQ(later2.budget(kFloor, kMax), kFloor);
 }
 
@@ -1263,7 +1263,7 @@ TEST(SpinHistory, ACollectsLaterWaitsExpectALongWaitOnlyWhereTheirSpreadsAreLong
         SpinHistory spread;
         for (int i = 0; i < 40; ++i) spread.record(spread_length, kMax);
         SpinHistory later(whole);
-        later.stop_predicting(spread.budget(kFloor, kMax), spread.later_waits_long(kFloor, kMax));
+        later.stop_predicting_from(spread, kFloor, kMax);
         return Later{later.budget(kFloor, kMax), later.expects_long(kFloor), SpinHistory(later).expects_long(kFloor)};
     };
     EXPECT_EQ(later_for(2us).budget, kMax) << "spreads of 2 us fit: the whole cap";
@@ -1300,7 +1300,7 @@ TEST(SpinHistory, ACollectsLaterWaitsShareAWindowOnTheClockForALongSpread) {
     EXPECT_LE(std::chrono::abs(w.alarm + 150us + p.spin / 2 - (first_reply + 3ms)), 10us) << "centred on 3 ms";
     SpinHistory later(whole);
     EXPECT_EQ(later.later_window().end, later.later_window().alarm) << "no window before stop_predicting";
-    later.stop_predicting(spread.budget(kFloor, kMax), spread.later_waits_long(kFloor, kMax), w);
+    later.stop_predicting_from(spread, kFloor, kMax, w);
     EXPECT_EQ(later.later_window().alarm, w.alarm);
     EXPECT_EQ(later.later_window().end, w.end);
     EXPECT_EQ(later.budget(kFloor, kMax), kFloor) << "outside the window: the floor, then sleep";

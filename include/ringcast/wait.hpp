@@ -319,7 +319,8 @@ public:
     // wake path.
     //
     // `later_long`: whether those later waits yield once before they spin (expects_long; the
-    // collector passes reply_spread_.later_waits_long(): a typical spread of more than half of spin_for).
+    // collector's stop_predicting_from below passes reply_spread_.later_waits_long(): a typical spread
+    // of more than half of spin_for).
     void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long, Window later_window) noexcept {
         stopped_ = true;
         later_budget_ = later_budget;
@@ -328,6 +329,17 @@ public:
     }
     void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long) noexcept {
         stop_predicting(later_budget, later_long, Window{});
+    }
+    // What a collect calls (gather.cpp): the budget and the verdict both read from `spread`, the
+    // history of its replies' spread (budget() and later_waits_long()), so neither can be taken from
+    // anywhere else — the tests of this pair test what the collect does.
+    void stop_predicting_from(const SpinHistory& spread, std::chrono::nanoseconds spin_for,
+                              std::chrono::nanoseconds spin_max, Window later_window) noexcept {
+        stop_predicting(spread.budget(spin_for, spin_max), spread.later_waits_long(spin_for, spin_max), later_window);
+    }
+    void stop_predicting_from(const SpinHistory& spread, std::chrono::nanoseconds spin_for,
+                              std::chrono::nanoseconds spin_max) noexcept {
+        stop_predicting_from(spread, spin_for, spin_max, Window{});
     }
     // The window of a collect's later waits (stop_predicting); none before that, or none predicted.
     [[nodiscard]] Window later_window() const noexcept { return stopped_ ? later_window_ : Window{}; }

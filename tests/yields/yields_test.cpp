@@ -97,9 +97,9 @@ TEST(AdaptiveWait, AWaitExpectedShortSpinsItsFirstCheckpointBeforeItYields) {
     EXPECT_GT(looks_before_the_first_yield(0ns), static_cast<int>(kSpinStepsPerClockRead)) << "no history";
 }
 
-// A gather collect's later waits (its copy after stop_predicting, spinning the whole cap while every
-// recent spread fits in it) yield at once only where the spreads themselves are long — not because
-// their budget is the cap, nor because whole collects are long.
+// A gather collect's later waits (its copy after stop_predicting_from, as gather.cpp makes it:
+// spinning the whole cap while every recent spread fits in it) yield at once only where the spreads
+// themselves are long — not because their budget is the cap, nor because whole collects are long.
 TEST(AdaptiveWait, ACollectsLaterWaitYieldsAtOnceOnlyWhereItsSpreadsAreLong) {
     const WaitOptions options;
     SpinHistory whole;  // whole collects of 1 ms: their first wait yields at once
@@ -107,15 +107,13 @@ TEST(AdaptiveWait, ACollectsLaterWaitYieldsAtOnceOnlyWhereItsSpreadsAreLong) {
     SpinHistory short_spread;  // the replies' spread: 2 us
     for (int i = 0; i < 8; ++i) short_spread.record(2us, options.spin_max);
     SpinHistory later(whole);
-    later.stop_predicting(short_spread.budget(options.spin_for, options.spin_max),
-                          short_spread.later_waits_long(options.spin_for, options.spin_max));
+    later.stop_predicting_from(short_spread, options.spin_for, options.spin_max);
     ASSERT_EQ(later.budget(options.spin_for, options.spin_max), options.spin_max) << "the whole cap";
     EXPECT_GT(looks_before_the_first_yield(later), static_cast<int>(kSpinStepsPerClockRead));
     SpinHistory long_spread;  // 100 us
     for (int i = 0; i < 8; ++i) long_spread.record(100us, options.spin_max);
     SpinHistory later_long(whole);
-    later_long.stop_predicting(long_spread.budget(options.spin_for, options.spin_max),
-                               long_spread.later_waits_long(options.spin_for, options.spin_max));
+    later_long.stop_predicting_from(long_spread, options.spin_for, options.spin_max);
     EXPECT_EQ(looks_before_the_first_yield(later_long), 2);
 }
 
