@@ -142,6 +142,41 @@ def test_dequeue_many_of_one_message_raises_its_unpickling_error_once_and_keeps_
     assert r.dequeue(timeout=5) == "next"
 
 
+class _InterruptedAsItReturns:
+    """A compiled reader whose recv_many is interrupted the moment it returns, as a signal handler's
+    KeyboardInterrupt lands there (the eval loop runs handlers right after a call returns)."""
+
+    def __init__(self, reader):
+        self._real = reader
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def recv_many(self, *args):
+        self._real.recv_many(*args)
+        raise KeyboardInterrupt
+
+
+def test_dequeue_many_loses_nothing_when_interrupted_as_its_ring_call_returns(queue_pair):
+    """The burst is off the ring once the ring call returns: an interrupt landing then, before Python
+    could keep it, would lose it. The binding keeps each message where the next read looks as it takes
+    it, so the next reads return the whole burst, in order — a burst of one and of several."""
+    q, (r,) = queue_pair(1)
+    real = r._reader
+    for burst in (["one"], ["a", "b", "c"]):
+        for m in burst:
+            q.enqueue(m, timeout=5)
+        r._reader = _InterruptedAsItReturns(real)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                r.dequeue_many(10, timeout=5)
+        finally:
+            r._reader = real
+        assert [r.dequeue(timeout=5) for _ in burst] == burst
+    q.enqueue("next", timeout=5)
+    assert r.dequeue_many(10, timeout=5) == ["next"]
+
+
 def test_dequeue_many_delivers_what_a_dead_writer_published_then_reports_it():
     """After the first message a burst polls for more, and that poll runs the dead-peer check when it
     is due: the messages it took are returned first; the next call raises PeerDeadError."""

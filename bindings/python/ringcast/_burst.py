@@ -3,8 +3,9 @@
 A burst is taken off the ring in one binding call and unpickled afterwards, in Python. Until every
 message of it is returned, it waits here (``_burst_left``) and every read of the reader takes from
 here first, under one lock that keeps the one-thread rule the binding keeps for ring calls. Nothing of
-a burst is lost or served twice: a message that fails to unpickle ends the burst before it, and the
-next read raises its error; a KeyboardInterrupt leaves the whole rest.
+a burst is lost or served twice: the binding puts each message here as it takes it off the ring (an
+interrupt as its call returns finds the burst here); a message that fails to unpickle ends the burst
+before it, and the next read raises its error; a KeyboardInterrupt leaves the whole rest.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ class BurstReads:
     and ``_loads``)."""
 
     # Messages a dequeue_many took off the ring but did not return, in order: (True, object) already
-    # unpickled, (False, parts) not yet. Every read takes from here first (_take_burst_left).
-    _burst_left: Optional[List[Tuple[bool, Any]]] = None
+    # unpickled, (False, parts) not yet. Every read takes from here first (_take_burst_left). A reader's
+    # own list, made with it and never replaced: the binding's recv_many appends to it as it takes each
+    # message off the ring.
+    _burst_left: List[Tuple[bool, Any]]
     # The one-thread rule for what is served from _burst_left, as the binding's endpoint guard keeps it
     # for every ring call: held (never waited for) by a dequeue_many from its ring call to its return
     # and by every read that serves _burst_left, unpickling included; a second thread meanwhile gets
@@ -32,21 +35,21 @@ class BurstReads:
     _loads: Any
     _gpu_pending: Any
 
-    def _loads_one_of_a_burst(self, parts: list) -> Any:
+    def _loads_one_of_a_burst(self, left: List[Tuple[bool, Any]]) -> Any:
         """_serve_burst_left's work for a burst of one message that is one pickle (no out-of-band
         buffers, so no device message), _burst_lock held, without its loop and checks: with
         dequeue_many's shortcut for the common arguments, a 1-message call 2.0 -> 1.2 us on the 2-core
-        VM. The same outcomes, since _burst_left holds the message as the general path holds it while
-        it unpickles: the reader is taken as in use meanwhile (every other read meets the lock and is
-        refused, unpickled code that reads this reader too); an unpickling error is raised and the
-        message consumed; a KeyboardInterrupt or other BaseException leaves it for the next read."""
-        self._burst_left = [(False, parts)]
+        VM. `left` is _burst_left, holding that message as the binding's recv_many put it there. The
+        same outcomes, since _burst_left holds the message while it unpickles, as on the general path:
+        the reader is taken as in use meanwhile (every other read meets the lock and is refused,
+        unpickled code that reads this reader too); an unpickling error is raised and the message
+        consumed; a KeyboardInterrupt or other BaseException leaves it for the next read."""
         try:
-            obj = self._loads(parts)
+            obj = self._loads(left[0][1])
         except Exception:
-            self._burst_left = []
+            del left[0]
             raise
-        self._burst_left = []
+        del left[0]
         return obj
 
     def _refuse_second_thread(self, what: str) -> NoReturn:

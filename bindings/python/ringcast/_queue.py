@@ -382,6 +382,7 @@ class MessageQueue(BurstReads):
                 raise
         self._finalizer = weakref.finalize(self, _shutdown_writer, self._writer, self._publisher)
         self._is_writer = True
+        self._burst_left = []  # (a writer's stays empty: it never reads)
         self._is_local_reader = False
         self._is_remote_reader = False
         self.local_reader_rank = -1
@@ -561,6 +562,7 @@ class MessageQueue(BurstReads):
         self._max_parts = _core.MAX_PARTS
         self.handle = handle
         self._burst_lock = threading.Lock()
+        self._burst_left = []  # the binding's recv_many appends to this very list: it is never replaced
         return self
 
     def wait_until_ready(self, timeout: Optional[float] = None) -> None:
@@ -786,11 +788,12 @@ class MessageQueue(BurstReads):
         if not lock.acquire(False):
             self._refuse_second_thread("dequeue_many")
         try:  # held from the ring call on: a second thread can neither take this burst nor replace it
-            if not self._burst_left:
-                burst = self._reader.recv_many(max_n, timeout)
-                if len(burst) == 1 and len(burst[0]) == 1:  # one message, one pickle: most calls
-                    return [self._loads_one_of_a_burst(burst[0])]
-                self._burst_left = [(False, parts) for parts in burst]
+            left = self._burst_left
+            if not left:
+                # The binding appends each message to _burst_left as it takes it off the ring: an
+                # exception landing as the call returns (a KeyboardInterrupt) leaves the burst there.
+                if self._reader.recv_many(left, max_n, timeout) == 1 and len(left[0][1]) == 1:
+                    return [self._loads_one_of_a_burst(left)]  # one message, one pickle: most calls
             return self._serve_burst_left(max_n, timeout, None, "dequeue_many")
         finally:
             lock.release()

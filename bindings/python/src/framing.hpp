@@ -247,21 +247,28 @@ private:
 };
 
 // dequeue_many's loop, one for the local and the remote reader: waits for the first message as a
-// blocking receive does, then takes what is ready without waiting, up to max_n messages. A close or
-// an error after the first message ends the burst quietly: what was collected is delivered (it is off
-// the ring already: raising would lose it), and the next call reports the close or the error — a dead
-// writer's liveness check is due again at once, a corrupt or unallocatable record is still at the
-// head (receive_framed checks a record whole before it releases it). Python exceptions other than
-// MemoryError (a signal handler's KeyboardInterrupt) are never held back. `receive(gil, deadline, drain)` gives one
-// message's parts ({} when draining finds nothing); it returns with the GIL released or held, the
-// loop takes it back either way.
+// blocking receive does, then takes what is ready without waiting, up to max_n messages. Each message
+// taken is appended to `into` (MessageQueue's _burst_left) as (False, parts) at once, before anything
+// else can run: a burst is off the ring from the moment it is taken, so it must already be where the
+// next read looks when an exception ends this call — the signal handler's KeyboardInterrupt that the
+// eval loop raises right after this call returns, or one raised while a later message is taken. The
+// next read then serves it, and nothing of the burst is lost. A close or an error after the first
+// message ends the burst quietly (the next call reports it: a dead writer's liveness check is due
+// again at once, a corrupt or unallocatable record is still at the head — receive_framed checks a
+// record whole before it releases it). Python exceptions other than MemoryError are never held back
+// (what was taken stays in `into`). `receive(gil, deadline, drain)` gives one message's parts ({}
+// when draining finds nothing); it returns with the GIL released or held, the loop takes it back
+// either way. Returns how many messages were appended.
 template <class Receive>
-py::list receive_burst(Gil& gil, std::size_t max_n, Deadline deadline, Receive&& receive) {
-    py::list out;
+std::size_t receive_burst_into(py::list into, Gil& gil, std::size_t max_n, Deadline deadline, Receive&& receive) {
+    const auto keep = [&](std::vector<py::object>&& parts) {
+        into.append(py::make_tuple(false, to_list(std::move(parts))));
+    };
     std::vector<py::object> first = receive(gil, deadline, false);
     gil.acquire();
-    out.append(to_list(std::move(first)));
-    while (out.size() < max_n) {
+    keep(std::move(first));
+    std::size_t taken = 1;
+    while (taken < max_n) {
         std::vector<py::object> more;
         try {
             more = receive(gil, Clock::now(), true);
@@ -277,10 +284,11 @@ py::list receive_burst(Gil& gil, std::size_t max_n, Deadline deadline, Receive&&
         }
         gil.acquire();
         if (more.empty()) break;
-        out.append(to_list(std::move(more)));
+        keep(std::move(more));
+        ++taken;
     }
     gil.acquire();  // (an exception may leave it released)
-    return out;
+    return taken;
 }
 
 }  // namespace ringcast::python::detail

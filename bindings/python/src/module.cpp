@@ -236,9 +236,11 @@ PYBIND11_MODULE(_core, m) {
         .def("fast_recv_object", &fast_recv_object,
              "recv_object as a FastEntry: callable(timeout=None), positional, without pybind11's dispatcher\n"
              "(what MessageQueue.dequeue calls).")
-        .def("recv_many", &PyReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none(),
-             "Up to max_n messages (lists of parts): waits for the first as recv() does, then takes whatever\n"
-             "else is complete and ready, in the same call. Raises as recv(); ValueError if max_n is 0.")
+        .def("recv_many", &PyReader::recv_many, py::arg("into"), py::arg("max_n"), py::arg("timeout") = py::none(),
+             "Up to max_n messages: waits for the first as recv() does, then takes whatever else is complete\n"
+             "and ready, in the same call; each is appended to the list `into` as (False, parts) as it is taken,\n"
+             "so an exception after it (a KeyboardInterrupt) finds it there. Returns how many were appended.\n"
+             "Raises as recv(); ValueError if max_n is 0.")
         .def("peek_raw", &PyReader::peek_raw, py::arg("timeout") = py::none(),
              "acquire_read: a read-only memoryview of the next acquire_write chunk, released by release_raw().\n"
              "Raises TimeoutError, ClosedError, PeerDeadError, RingcastError (the next message came from send()).")

@@ -204,7 +204,7 @@ public:
     // Up to max_n messages: waits (up to timeout) for the first, then takes whatever else is complete
     // and ready without waiting — all under this one call, so a woken thread pays one GIL acquisition
     // for a burst instead of one per message.
-    py::list recv_many(std::size_t max_n, std::optional<double> timeout);
+    std::size_t recv_many(const py::list& into, std::size_t max_n, std::optional<double> timeout);
 
     // dequeue without waiting (ringcast.aio): the parts of the next message when all of it is there,
     // else None. Records of a message that has only partly arrived are consumed as far as they are

@@ -82,15 +82,15 @@ py::object PyReader::take_message(std::optional<double> timeout) {
     return to_list(std::move(parts));
 }
 
-py::list PyReader::recv_many(std::size_t max_n, std::optional<double> timeout) {
+std::size_t PyReader::recv_many(const py::list& into, std::size_t max_n, std::optional<double> timeout) {
     Busy busy(*this);  // first: once it is held, shutdown() cannot give the rank back under this call
     check_usable("dequeue_many");
     settle_raw_chunk("dequeue_many");
     if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
     const Deadline deadline = deadline_after(to_timeout(timeout));
     Gil gil;
-    return receive_burst(gil, max_n, deadline,
-                         [&](Gil& g, Deadline d, bool drain) { return receive(g, d, drain, timeout); });
+    return receive_burst_into(into, gil, max_n, deadline,
+                              [&](Gil& g, Deadline d, bool drain) { return receive(g, d, drain, timeout); });
 }
 
 py::object PyReader::try_recv() {

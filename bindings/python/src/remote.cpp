@@ -226,15 +226,15 @@ public:
         return to_list(std::move(parts));
     }
 
-    py::list recv_many(std::size_t max_n, std::optional<double> timeout) {
+    std::size_t recv_many(const py::list& into, std::size_t max_n, std::optional<double> timeout) {
         Busy busy(*this);
         check_usable("dequeue_many");
         settle_raw_chunk("dequeue_many");
         if (max_n == 0) throw Failure{PyExc_ValueError, "max_n must be >= 1"};
         const Deadline deadline = deadline_after(to_timeout(timeout));
         Gil gil;
-        return receive_burst(gil, max_n, deadline,
-                             [&](Gil& g, Deadline d, bool drain) { return receive(g, d, drain, timeout); });
+        return receive_burst_into(into, gil, max_n, deadline,
+                                  [&](Gil& g, Deadline d, bool drain) { return receive(g, d, drain, timeout); });
     }
 
     py::memoryview peek_raw(std::optional<double> timeout) {
@@ -525,8 +525,9 @@ void register_remote(py::module_& m) {
              "The handshake: waits for the publisher's welcome. TimeoutError names the endpoint.")
         .def("recv", &PyRemoteReader::recv, py::arg("timeout") = py::none(),
              "The parts of the next message. TimeoutError, ClosedError, PeerDeadError, FellBehindError.")
-        .def("recv_many", &PyRemoteReader::recv_many, py::arg("max_n"), py::arg("timeout") = py::none(),
-             "Up to max_n messages: waits for the first, then takes what already arrived.")
+        .def("recv_many", &PyRemoteReader::recv_many, py::arg("into"), py::arg("max_n"), py::arg("timeout") = py::none(),
+             "Up to max_n messages: waits for the first, then takes what already arrived; each is appended to\n"
+             "`into` as (False, parts) as it is taken. Returns how many.")
         .def("peek_raw", &PyRemoteReader::peek_raw, py::arg("timeout") = py::none(),
              "A read-only view of the next acquire_write() chunk, valid until release_raw().")
         .def("release_raw", &PyRemoteReader::release_raw, "Releases the chunk of peek_raw().")
