@@ -356,10 +356,15 @@ WindowedWait windowed_wait(std::chrono::microseconds event_at) {
 }
 
 TEST(AdaptiveWait, ALaterWaitSleepsUntilItsWindowAndSpinsThere) {
+    // Runs are retried after a pause of their own length and more: three runs back to back (~7 ms
+    // each) once all found the waiter asleep inside its window in a CI run — one stall of the VM
+    // (the alarm late by more than 1.5 ms three times within 21 ms), not three.
+    const auto between_attempts = [] { std::this_thread::sleep_for(100ms); };
     // Before the window (1 ms). Up to three runs: an event delayed past 5 ms (a loaded machine) comes
     // in the window instead.
     WindowedWait early;
     for (int attempt = 0; attempt < 3; ++attempt) {
+        if (attempt > 0) between_attempts();
         early = windowed_wait(1000us);
         if (early.took < 4ms) break;
     }
@@ -372,6 +377,7 @@ TEST(AdaptiveWait, ALaterWaitSleepsUntilItsWindowAndSpinsThere) {
     std::vector<std::uint64_t> asleep;
     WindowedWait inside;
     for (int attempt = 0; attempt < 3; ++attempt) {
+        if (attempt > 0) between_attempts();
         inside = windowed_wait(6500us);
         asleep.push_back(inside.wake_calls);
         if (inside.wake_calls == 0) break;
