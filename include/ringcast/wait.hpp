@@ -331,8 +331,8 @@ public:
         stop_predicting(later_budget, later_long, Window{});
     }
     // What a collect calls (gather.cpp): the budget and the verdict both read from `spread`, the
-    // history of its replies' spread (budget() and later_waits_long()), so neither can be taken from
-    // anywhere else — the tests of this pair test what the collect does.
+    // history of its replies' spread (budget() and later_waits_long()), in one call that the tests of
+    // the later waits' budget and yield call too (they do not see which call gather.cpp makes).
     void stop_predicting_from(const SpinHistory& spread, std::chrono::nanoseconds spin_for,
                               std::chrono::nanoseconds spin_max, Window later_window) noexcept {
         stop_predicting(spread.budget(spin_for, spin_max), spread.later_waits_long(spin_for, spin_max), later_window);

@@ -82,13 +82,22 @@ def _refused(outcome):
     return outcome[0] == "RuntimeError" and _IN_USE in outcome[1]
 
 
+def _acquire_read_now(r):
+    def call():
+        with r.acquire_read(timeout=0):
+            pass
+    return call
+
+
 def _second_thread_while_a_unpickles(r, gate, call_a):
     """Thread A runs `call_a` until it stops inside a _Gated message's unpickling; meanwhile this
-    thread's dequeue() and dequeue_many() must both be refused. Then A goes on: returns A's outcome."""
+    thread's dequeue(), dequeue_many() and acquire_read() must all be refused as a second thread's
+    calls (RuntimeError). Then A goes on: returns A's outcome."""
     gate.armed = True
     a, a_out = _start(call_a)
     assert gate.entered.wait(30), "thread A never reached the unpickling"
-    second = [_outcome(lambda: r.dequeue(timeout=0)), _outcome(lambda: r.dequeue_many(10, timeout=0))]
+    second = [_outcome(lambda: r.dequeue(timeout=0)), _outcome(lambda: r.dequeue_many(10, timeout=0)),
+              _outcome(_acquire_read_now(r))]
     gate.go.set()
     a.join(30)
     assert not a.is_alive()

@@ -4,7 +4,8 @@ A burst is taken off the ring in one binding call and unpickled afterwards, in P
 message of it is returned, it waits here (``_burst_left``) and every read of the reader takes from
 here first, under one lock that keeps the one-thread rule the binding keeps for ring calls. Nothing of
 a burst is lost or served twice: the binding puts each message here as it takes it off the ring (an
-interrupt as its call returns finds the burst here); a message that fails to unpickle ends the burst
+interrupt as its call returns finds the burst here; only a MemoryError in keeping one message loses
+that one); a message that fails to unpickle ends the burst
 before it, and the next read raises its error; a KeyboardInterrupt leaves the whole rest.
 """
 
@@ -112,7 +113,12 @@ class BurstReads:
     def _refuse_raw_read_while_objects_wait(self) -> None:
         """acquire_read's refusal while objects read from the ring are still to be returned: what a
         dequeue_many left, or a device message partly received (its next chunk is held for the
-        retry, not a message of its own)."""
+        retry, not a message of its own). While a dequeue_many or a read of its leftovers runs (the
+        lock held: another thread, or code its unpickling runs), the reader is in use, as every
+        reader call says then."""
+        lock = self._burst_lock
+        if lock is not None and lock.locked():
+            self._refuse_second_thread("acquire_read")
         if self._burst_left:
             raise RingcastError("acquire_read: messages a dequeue_many took are still to be read: use "
                                 "dequeue() first")

@@ -787,7 +787,7 @@ class MessageQueue(BurstReads):
         lock = self._burst_lock
         if not lock.acquire(False):
             self._refuse_second_thread("dequeue_many")
-        try:  # held from the ring call on: a second thread can neither take this burst nor replace it
+        try:  # held from the ring call on: a second thread cannot take this burst
             left = self._burst_left
             if not left:
                 # The binding appends each message to _burst_left as it takes it off the ring: an

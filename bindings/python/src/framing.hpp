@@ -252,17 +252,21 @@ private:
 // else can run: a burst is off the ring from the moment it is taken, so it must already be where the
 // next read looks when an exception ends this call — the signal handler's KeyboardInterrupt that the
 // eval loop raises right after this call returns, or one raised while a later message is taken. The
-// next read then serves it, and nothing of the burst is lost. A close or an error after the first
-// message ends the burst quietly (the next call reports it: a dead writer's liveness check is due
+// next read then serves it, and nothing of the burst is lost (short of a MemoryError in keeping one
+// message — a tuple and a list slot, after the message's own bytes were allocated — which loses that
+// one). `into` is borrowed, never copied: a copy destroyed while an exception unwinds out of a wait
+// (the GIL released there) would drop its reference without the GIL. A close or an error after the
+// first message ends the burst quietly (the next call reports it: a dead writer's liveness check is due
 // again at once, a corrupt or unallocatable record is still at the head — receive_framed checks a
 // record whole before it releases it). Python exceptions other than MemoryError are never held back
 // (what was taken stays in `into`). `receive(gil, deadline, drain)` gives one message's parts ({}
 // when draining finds nothing); it returns with the GIL released or held, the loop takes it back
 // either way. Returns how many messages were appended.
 template <class Receive>
-std::size_t receive_burst_into(py::list into, Gil& gil, std::size_t max_n, Deadline deadline, Receive&& receive) {
-    const auto keep = [&](std::vector<py::object>&& parts) {
-        into.append(py::make_tuple(false, to_list(std::move(parts))));
+std::size_t receive_burst_into(const py::list& into, Gil& gil, std::size_t max_n, Deadline deadline, Receive&& receive) {
+    const auto keep = [&](std::vector<py::object>&& parts) {  // the GIL held
+        const py::tuple kept = py::make_tuple(false, to_list(std::move(parts)));
+        if (PyList_Append(into.ptr(), kept.ptr()) != 0) throw py::error_already_set();
     };
     std::vector<py::object> first = receive(gil, deadline, false);
     gil.acquire();

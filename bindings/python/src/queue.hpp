@@ -203,7 +203,8 @@ public:
 
     // Up to max_n messages: waits (up to timeout) for the first, then takes whatever else is complete
     // and ready without waiting — all under this one call, so a woken thread pays one GIL acquisition
-    // for a burst instead of one per message.
+    // for a burst instead of one per message. Each is appended to `into` (MessageQueue._burst_left) as
+    // (False, parts) as it is taken (framing.hpp, receive_burst_into); returns how many.
     std::size_t recv_many(const py::list& into, std::size_t max_n, std::optional<double> timeout);
 
     // dequeue without waiting (ringcast.aio): the parts of the next message when all of it is there,
