@@ -1339,7 +1339,7 @@ TEST(SpinHistory, AMissedWindowPausesPredictionsUntilAnEventComes) {
     EXPECT_GT(h.predicted(kMax).wake_after, 0ns);
     // A gather collect's copy stops after its first wait; the endpoint it came from does not.
     SpinHistory copy(h);
-    copy.stop_predicting(kFloor, false);
+    copy.stop_predicting(kFloor, false, SpinHistory::Window{});
     EXPECT_EQ(copy.predicted(kMax).wake_after, 0ns);
     h.take_prediction_state(copy);
     EXPECT_GT(h.predicted(kMax).wake_after, 0ns);

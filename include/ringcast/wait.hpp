@@ -191,7 +191,7 @@ public:
         // A collect's later waits (stop_predicting): the budget its collector learned for them.
         if (stopped_) return later_budget_;
         const std::int64_t typical = typical_ns_.load(std::memory_order_relaxed);
-        if (typical > spin_max.count()) return twice_typical(typical, spin_for, spin_max);
+        if (typical > spin_max.count()) return spin_for;  // such waits sleep, or are predicted
         // (1) Every recent wait fit in the cap (and there was one: no history spins the floor): spin the
         //     whole cap. A wait that runs past twice the typical one at a steady rhythm is most often a
         //     reply or a request a little late, not a pause — sleeping there cost a wake-up on the
@@ -326,9 +326,6 @@ public:
         later_budget_ = later_budget;
         later_long_ = later_long;
         later_window_ = later_window;
-    }
-    void stop_predicting(std::chrono::nanoseconds later_budget, bool later_long) noexcept {
-        stop_predicting(later_budget, later_long, Window{});
     }
     // What a collect calls (gather.cpp): the budget and the verdict both read from `spread`, the
     // history of its replies' spread (budget() and later_waits_long()), in one call that the tests of
