@@ -49,12 +49,14 @@ and that draw, not the transport, moves a cell's median over a few runs.
 The "python floor" line is the pickling every variant does on the step's critical path, measured
 without any transport: no transport's overhead can be below it. It is measured in a loop of its own;
 --trace times the same pickling where it happens, inside every part of the sync step (pickle_clock.py),
-and prints what is left of each part and of the overhead: the transport's share.
+and prints what is left of each part and of the overhead: the transport's share (with every process
+pinned, once more on the full-speed steps alone). --dump-steps keeps every step's parts (steps.json.gz).
 Writes a table, JSON and a plot (PNG, matplotlib) under --out.
 """
 
 import argparse
 import ctypes
+import gzip
 import json
 import os
 import pickle
@@ -596,6 +598,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
         "executor_sleeps_per_step": exec_sleeps,
         "worker_sleeps_per_step": worker_sleeps,
         "_speed": speed,  # classified once every run is in (classify_full_speed); not written to the JSON
+        "_parts": parts,  # every measured step's breakdown: pooled by speed (classify_full_speed), --dump-steps
     }
 
 
@@ -793,8 +796,15 @@ def classify_full_speed(all_runs):
     refs = {k: p10(v for r in all_runs for v in r["_speed"][k]) for k in ("executor", "worker", "prep")}
     for r in all_runs:
         sp = r.pop("_speed")
-        fast = [o for o, e, p in zip(sp["overhead"], sp["executor"], sp["prep"])
-                if all(ref == 0 or v <= FULL_SPEED_WITHIN * ref for v, ref in ((e, refs["executor"]), (p, refs["prep"])))]
+        full = [all(ref == 0 or v <= FULL_SPEED_WITHIN * ref for v, ref in ((e, refs["executor"]), (p, refs["prep"])))
+                for e, p in zip(sp["executor"], sp["prep"])]
+        fast = [o for o, f in zip(sp["overhead"], full) if f]
+        # Every step's breakdown with what decided its class (us), for --dump-steps; the full-speed ones
+        # pooled per configuration by summarize (the parts of a full-speed step: full_speed_breakdown_p50_us).
+        steps = r.pop("_parts", None) or []
+        for t, f, e, w, p in zip(steps, full, sp["executor"], sp["worker"], sp["prep"]):
+            t.update(full_speed=f, executor_probe_us=e * 1e6, critical_work_cpu_us=w * 1e6, prep_cpu_us=p * 1e6)
+        r["_steps"] = steps
         # How often the critical worker's work ran at full speed: shown, not selected on (the critical worker
         # is the last to reply, the slowest of W, so an all-rank step would rarely qualify at all).
         r["worker_full_speed_share"] = sum(w <= FULL_SPEED_WITHIN * refs["worker"] for w in sp["worker"]) / max(1, len(sp["worker"]))
@@ -818,6 +828,12 @@ def summarize(runs):
     # The steps that ran at full speed (classify_full_speed), pooled over the runs: their overhead p50.
     pooled = [o for r in runs for o in r.pop("full_speed_steps_overhead_us", [])]
     row["full_speed_overhead_p50_us"] = statistics.median(pooled) if len(pooled) >= 10 else None
+    # Each part of a step on those steps alone, pooled likewise (None under 10): what a part costs
+    # when the executor's CPU ran at full speed — a variant's slow episodes otherwise show as its parts.
+    fast_parts = [t for r in runs for t in r.get("_steps", []) if t["full_speed"]]
+    row["full_speed_breakdown_p50_us"] = (
+        {k: statistics.median(t[k] for t in fast_parts) for k in fast_parts[0] if k != "full_speed"}
+        if len(fast_parts) >= 10 else None)
     row["full_speed_share"] = len(pooled) / max(1, sum(r["steps"] for r in runs))
     # The steps that lost a CPU and those that kept theirs (cpu_lost), pooled over the runs likewise.
     kept = [o for r in runs for o in r.pop("cpu_kept_steps_overhead_us", [])]
@@ -910,6 +926,9 @@ def main():
     ap.add_argument("--trace", action="store_true",
                     help="also time the pickling inside every part of a step (pickle_clock.py): the overhead "
                          "left once it is taken out is the transport's")
+    ap.add_argument("--dump-steps", action="store_true",
+                    help="also write every measured step's breakdown (us), its executor probe and whether it ran at "
+                         "full speed, per run, to steps.json.gz under --out (the table keeps medians only)")
     ap.add_argument("--import-torch", action="store_true",
                     help="import torch in the executor before anything else (the workers are forked from it), as "
                          "every process of an inference engine has it: ringcast's enqueue then pickles with its "
@@ -955,6 +974,13 @@ def main():
                   f"p50 {r['p50_us']:9.1f} us  overhead p50 {r['overhead_p50_us']:8.1f} us", flush=True)
     speed_refs = classify_full_speed([r for c in configs for r in runs[c]])
     rows = [summarize(runs[c]) for c in configs]
+    every_step = [{k: r[k] for k in ("variant", "kind", "replies", "mode")} | {"run": i + 1, "steps": r.pop("_steps")}
+                  for c in configs for i, r in enumerate(runs[c])]
+    if args.dump_steps:
+        path = os.path.join(args.out, "steps.json.gz")
+        with gzip.open(path, "wt") as f:
+            json.dump({"speed_refs_us": {k: v * 1e6 for k, v in speed_refs.items()}, "runs": every_step}, f)
+        print(f"steps: {path}", flush=True)
     floors = {(mode, replies): python_floor(args.workers, replies == "all", mode == "async")
               for mode in ("sync", "async") for replies in ("single", "all")}
 
@@ -979,14 +1005,14 @@ def main():
           " worker is the critical one;\nsleeps/step: kernel sleeps per step of a worker's receive and of the"
           " executor's collect, median over workers and runs — 0 means the wait always spun, - not counted;\na"
           " predicted wait's alarm counts as one: a step longer than the collect's spin cap (10 ms; (g): its own) shows ~1 however it ends):")
-    def breakdown_table(mode, header, line):
-        """One line per row of `mode`, from its breakdown (the parts of a sync step do not apply to an
-        async one, whose preparation overlaps the workers, and the other way round)."""
+    def breakdown_table(mode, header, line, key="breakdown_p50_us"):
+        """One line per row of `mode`, from its breakdown `key` (the parts of a sync step do not apply to
+        an async one, whose preparation overlaps the workers, and the other way round)."""
         print(header)
         print("-" * len(header))
         for r in rows:
             if r["mode"] == mode:
-                print(line(r, r["breakdown_p50_us"]))
+                print(line(r, r[key]) if r[key] else f"{r['variant']:<30} {r['replies']:<7} (under 10 such steps)")
 
     def sl(v):
         return "-" if v is None else f"{v:.2f}"
@@ -1019,16 +1045,23 @@ def main():
               " pickling (in the enqueue),\nits unpickling by the critical worker (in 'last worker'), the reply's"
               " pickling and the replies' unpickling (in 'reply->collected');\n'rest': the transport's share of"
               " each part (copy, publish, wake-up, the calls around them); the overhead's rest is the transport's")
-        breakdown_table(
-            "sync",
+        trace_header = (
             f"{'variant':<30} {'replies':<7} {'enqueue: pickle':>15} {'rest':>6} {'last worker: unpickle':>21} "
             f"{'rest':>6} {'reply->collected: pickle':>24} {'unpickle':>8} {'rest':>6} {'overhead: pickling':>18} "
-            f"{'rest':>6}",
-            lambda r, b: f"{r['variant']:<30} {r['replies']:<7} {b['request_pickle']:15.1f} "
-                         f"{b['enqueue_but_pickling']:6.1f} {b['request_unpickle']:21.1f} "
-                         f"{b['worker_has_it_but_unpickling']:6.1f} {b['reply_pickle']:24.1f} "
-                         f"{b['replies_unpickle']:8.1f} {b['collected_but_pickling']:6.1f} {b['pickling']:18.1f} "
-                         f"{b['overhead_but_pickling']:6.1f}")
+            f"{'rest':>6}")
+        def trace_line(r, b):
+            return (f"{r['variant']:<30} {r['replies']:<7} {b['request_pickle']:15.1f} "
+                    f"{b['enqueue_but_pickling']:6.1f} {b['request_unpickle']:21.1f} "
+                    f"{b['worker_has_it_but_unpickling']:6.1f} {b['reply_pickle']:24.1f} "
+                    f"{b['replies_unpickle']:8.1f} {b['collected_but_pickling']:6.1f} {b['pickling']:18.1f} "
+                    f"{b['overhead_but_pickling']:6.1f}")
+        breakdown_table("sync", trace_header, trace_line)
+        if PINNING["workers"] and not PINNING["shared"]:
+            # A variant whose runs drew more of the VM's slow episodes shows slower pickling and a slower
+            # rest alike: the same split on the steps whose executor ran at full speed tells the two apart.
+            print("\nthe same on the steps whose executor ran at full speed (p50 us, pooled over the runs; see the"
+                  " full-speed view below; the\ncritical worker's and its reply's parts are in whatever speed its CPU had):")
+            breakdown_table("sync", trace_header, trace_line, key="full_speed_breakdown_p50_us")
 
     print("\nwhere an async step's tail goes (p50 of each part, us; medians over runs): the enqueue, until the"
           " last collected worker\nhas the request, when it sent its reply against the end of the preparation"

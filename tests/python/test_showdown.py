@@ -17,7 +17,7 @@ PICKLING_PARTS = ("request_pickle", "request_unpickle", "reply_pickle", "replies
 def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "showdown", "showdown.py"), "--steps", "20",
                           "--repeats", "2", "--work-ms", "0.2", "--prep-ms", "0.4", "--idle-seconds", "0.05",
-                          "--out", str(tmp_path)] + (["--trace"] if trace else []),
+                          "--out", str(tmp_path)] + (["--trace", "--dump-steps"] if trace else []),
                          capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "executor showdown — 2 workers" in out.stdout
@@ -90,6 +90,31 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
             assert 0 <= run["full_speed_share"] <= 1 and "_speed" not in run
             assert "full_speed_steps_overhead_us" not in run
     assert ("the same sync step with its pickling taken out" in out.stdout) == trace
+    # The parts again on the full-speed steps alone, pooled: whenever 10 or more steps ran so; the per-step
+    # list itself stays out of showdown.json and goes to steps.json.gz when asked for.
+    for r in rows:
+        fast = r["full_speed_breakdown_p50_us"]
+        assert (fast is not None) == (r["full_speed_overhead_p50_us"] is not None)
+        if fast is not None:
+            assert set(fast) == set(r["breakdown_p50_us"]) | {"executor_probe_us", "critical_work_cpu_us", "prep_cpu_us"}
+            assert fast["overhead"] == r["full_speed_overhead_p50_us"]
+        assert all("_steps" not in run and "_parts" not in run for run in r["runs"])
+    assert ("the same on the steps whose executor ran at full speed (p50 us, pooled" in out.stdout) == (trace and pinned)
+    if trace:
+        import gzip
+        with gzip.open(tmp_path / "steps.json.gz", "rt") as f:
+            dumped = json.load(f)
+        assert {(d["kind"], d["replies"], d["mode"], d["run"]) for d in dumped["runs"]} == {
+            (r["kind"], r["replies"], r["mode"], i) for r in rows for i in (1, 2)}
+        for d in dumped["runs"]:
+            row = next(r for r in rows if (r["kind"], r["replies"], r["mode"]) == (d["kind"], d["replies"], d["mode"]))
+            run = row["runs"][d["run"] - 1]
+            assert len(d["steps"]) == run["steps"]
+            assert sum(t["full_speed"] for t in d["steps"]) == round(run["full_speed_share"] * run["steps"])
+            overheads = sorted(t["overhead"] for t in d["steps"])  # the run's p50 is the middle one, as measure() takes it
+            assert overheads[len(overheads) // 2] == pytest.approx(run["overhead_p50_us"])
+    else:
+        assert not (tmp_path / "steps.json.gz").exists()
     assert report["pinning"]
     assert set(report["python_floor_us"]) == {"sync single", "sync all", "async single", "async all"}
     assert all(v > 0 for v in report["python_floor_us"].values())
