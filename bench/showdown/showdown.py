@@ -740,7 +740,24 @@ def plot(rows, floors, cpp_floor_us, path):
     cx.legend(fontsize=7, loc="center right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    as_palette_png(path)
     print(f"plot: {path}")
+
+
+def as_palette_png(path):
+    """Rewrites a plot as a 256-colour palette PNG: ~40 % of the size, the same picture to the eye (a few
+    flat colours and their antialiased edges). Result folders keep a plot each, and every byte of the
+    repository travels with a copy of the tree to the machines that run these benchmarks. Pillow comes
+    with matplotlib."""
+    from PIL import Image
+
+    named = hasattr(Image, "Quantize")  # the enums' names since Pillow 9.1; the module constants before
+    method = Image.Quantize.MEDIANCUT if named else Image.MEDIANCUT
+    dither = Image.Dither.NONE if named else Image.NONE
+    with Image.open(path) as im:
+        palette = im.convert("RGB").quantize(colors=256, method=method, dither=dither)
+    palette.save(path, optimize=True)
 
 
 def python_floor(workers, reply_all, overlapped, steps=300):

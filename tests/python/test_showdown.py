@@ -124,6 +124,9 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
     except ImportError:  # shown in the summary (tools/test installs python3-matplotlib)
         pytest.skip("matplotlib absent: everything but the plot was checked")
     assert (tmp_path / "showdown.png").stat().st_size > 1000
+    from PIL import Image  # matplotlib's own dependency
+    with Image.open(tmp_path / "showdown.png") as im:
+        assert im.mode == "P" and im.size[0] > 1000  # a palette PNG of the whole figure
 
 
 def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
