@@ -752,11 +752,11 @@ def as_palette_png(path):
     with matplotlib."""
     from PIL import Image
 
-    named = hasattr(Image, "Quantize")  # the enums' names since Pillow 9.1; the module constants before
-    method = Image.Quantize.MEDIANCUT if named else Image.MEDIANCUT
-    dither = Image.Dither.NONE if named else Image.NONE
+    # The enum's name since Pillow 9.1, the module constant before it. (Without a palette given, the
+    # median cut makes one and dithers nothing.)
+    method = Image.Quantize.MEDIANCUT if hasattr(Image, "Quantize") else Image.MEDIANCUT
     with Image.open(path) as im:
-        palette = im.convert("RGB").quantize(colors=256, method=method, dither=dither)
+        palette = im.convert("RGB").quantize(colors=256, method=method)
     palette.save(path, optimize=True)
 
 

@@ -142,7 +142,10 @@ def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
     n = 40
     fast, slow = 10e-6, 17e-6
     def run(executor, worker, prep, overhead):
-        return {"steps": n, "_speed": {"executor": executor, "worker": worker, "prep": prep, "overhead": overhead}}
+        # each step's parts as measure() keeps them (one here, "enqueue", equal to the overhead / 10)
+        parts = [{"enqueue": o / 10, "overhead": o} for o in overhead]
+        return {"steps": n, "_parts": parts,
+                "_speed": {"executor": executor, "worker": worker, "prep": prep, "overhead": overhead}}
     # run 1: the executor slow in its second half; run 2: the critical worker slow in one step of four
     # (kept); run 3 (async): the preparation slow in every other step; run 4: slow throughout.
     runs = [run([fast] * 20 + [slow] * 20, [1e-3] * n, [0.0] * n, [10.0] * 20 + [99.0] * 20),
@@ -155,12 +158,29 @@ def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
     assert [r["full_speed_share"] for r in runs] == [0.5, 1.0, 0.5, 0.0]
     assert [r["full_speed_overhead_p50_us"] for r in runs] == [10.0, 20.0, 30.0, None]
     assert [r["worker_full_speed_share"] for r in runs] == [1.0, 0.75, 1.0, 1.0]
-    assert all("_speed" not in r for r in runs)
+    assert all("_speed" not in r and "_parts" not in r for r in runs)
+    # every step kept, in order, with its class and what decided it (us): --dump-steps writes these
+    first = runs[0]["_steps"]
+    assert [t["full_speed"] for t in first] == [True] * 20 + [False] * 20
+    assert [t["overhead"] for t in first] == [10.0] * 20 + [99.0] * 20
+    assert first[0]["executor_probe_us"] == pytest.approx(10.0) and first[-1]["executor_probe_us"] == pytest.approx(17.0)
+    assert first[0]["critical_work_cpu_us"] == pytest.approx(1000.0) and runs[2]["_steps"][1]["prep_cpu_us"] == pytest.approx(3400.0)
     row = showdown.summarize([dict(r, **{k: 1.0 for k in showdown.SCALARS}, variant="v", kind="c", replies="all",
                                        mode="sync", worker_cpu_pct=[1.0], worker_idle_cpu_pct=[0.0],
                                        executor_idle_cpu_pct=0.0, breakdown_p50_us={}, executor_sleeps_per_step=None,
                                        worker_sleeps_per_step=[None]) for r in runs[:2]])
     assert row["full_speed_share"] == 60 / 80 and row["full_speed_overhead_p50_us"] == 20.0  # 20 x 10, 40 x 20
+    # Each part on the full-speed steps alone, pooled: runs 1 and 4 hold 20 such steps (of 80, whose
+    # median over all would be the slow ones' 99 / 9.9); run 4 alone holds none: nothing stated.
+    def row_of(*rs):
+        return showdown.summarize([dict(r, **{k: 1.0 for k in showdown.SCALARS}, variant="v", kind="c", replies="all",
+                                        mode="sync", worker_cpu_pct=[1.0], worker_idle_cpu_pct=[0.0],
+                                        executor_idle_cpu_pct=0.0, breakdown_p50_us={}, executor_sleeps_per_step=None,
+                                        worker_sleeps_per_step=[None]) for r in rs])
+    fast = row_of(runs[0], runs[3])["full_speed_breakdown_p50_us"]
+    assert fast["overhead"] == 10.0 and fast["enqueue"] == 1.0 and fast["executor_probe_us"] == pytest.approx(10.0)
+    assert "full_speed" not in fast
+    assert row_of(runs[3])["full_speed_breakdown_p50_us"] is None
 
 
 def test_a_step_lost_a_cpu_when_its_critical_path_stalled_or_waited():
