@@ -370,10 +370,21 @@ void GatherCollector::drain_ready(std::uint64_t tag, std::vector<std::uint32_t>&
     }
 }
 
+// Moved from: its rings are the new owner's (a collect would report ok with no replies). A fork()ed
+// child's copy: the replies in the rings and the announcements on the doorbell are the parent's.
+void GatherCollector::refuse_moved_or_forked(const char* call) const {
+    if (!cancelled_)
+        throw Error(ErrorCode::protocol, std::string(call) + ": this GatherCollector was moved from: use the one it was moved into");
+    if (removes_names_.made_in.in_forked_child())
+        throw Error(ErrorCode::protocol, std::string(call) + ": this GatherCollector of '" + name_ + "' belongs to pid " +
+                                             std::to_string(removes_names_.made_in.pid()) + "; this process (pid " +
+                                             std::to_string(detail::current_pid()) +
+                                             ") has a copy of it through fork(). Collect in the process that created it");
+}
+
 GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,
                                       std::chrono::nanoseconds timeout, const EarlyReply& on_early_reply) {
-    if (!cancelled_)  // moved from: its rings are the new owner's (it would report ok with no replies)
-        throw Error(ErrorCode::protocol, "this GatherCollector was moved from: collect through the one it was moved into");
+    refuse_moved_or_forked("collect()");
     Timeout lazy_deadline(timeout);
     GatherResult result;
     result.replies.resize(readers_.size());
@@ -536,8 +547,7 @@ GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::ui
 }
 
 int GatherCollector::wake_fd() {
-    if (!cancelled_)  // moved from (as collect's check)
-        throw Error(ErrorCode::protocol, "wake_fd(): this GatherCollector was moved from: use the one it was moved into");
+    refuse_moved_or_forked("wake_fd()");
     if (!eventfd_) {
         eventfd_ = std::make_unique<EventfdWaiter>(bell_.line().collector_eventfd);
         eventfd_seen_.publish(eventfd_.get());
@@ -558,7 +568,8 @@ bool GatherCollector::arm_wake_fd(std::uint64_t tag, std::span<const std::uint32
 }
 
 void GatherCollector::disarm_wake_fd() noexcept {
-    if (cancelled_) retract(bell_site());  // (moved from: nothing of it armed)
+    // (moved from: nothing of it armed; a fork()ed child's copy: the announcement is the parent's)
+    if (cancelled_ && !removes_names_.made_in.in_forked_child()) retract(bell_site());
 }
 
 // ---- worker ---------------------------------------------------------------------------------------

@@ -7,18 +7,14 @@
 
 namespace ringcast::detail {
 
-namespace {
 // Relaxed: the handler runs in the forking thread of a child that has no other thread yet, and every
 // other store happens before main() (static initialisation) in a process that has not forked.
-std::atomic<pid_t> g_pid{::getpid()};
-[[maybe_unused]] const int g_refresh_after_fork =
-    ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
+std::atomic<pid_t> g_cached_pid{::getpid()};
 static_assert(std::atomic<pid_t>::is_always_lock_free, "read from signal handlers");
-}  // namespace
 
-pid_t current_pid() noexcept {
-    const pid_t cached = g_pid.load(std::memory_order_relaxed);
-    return cached != 0 ? cached : ::getpid();  // 0: asked during static initialisation, before ours ran
-}
+namespace {
+[[maybe_unused]] const int g_refresh_after_fork =
+    ::pthread_atfork(nullptr, nullptr, [] { g_cached_pid.store(::getpid(), std::memory_order_relaxed); });
+}  // namespace
 
 }  // namespace ringcast::detail

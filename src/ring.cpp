@@ -128,6 +128,7 @@ Writer::~Writer() {
 }
 
 void Writer::remove_name() noexcept {
+    if (made_in_.in_forked_child()) return;  // a fork()ed child's copy: the name is the parent's
     // Only if the name still leads here: a process that shut its queue down may drop the Writer long
     // after another created a queue of the same name, whose segment a removal by name would take.
     (void)unlink_if_still_this(segment_.name(), segment_);
@@ -138,6 +139,7 @@ void Writer::close() noexcept {
     closed_ = true;
     has_reservation_ = false;  // a reservation open now is never published: commit() refuses it
     if (line_ == nullptr) return;  // moved from: the ring is the new owner's
+    if (made_in_.in_forked_child()) return;  // a fork()ed child's copy: the queue is the parent's
     auto& h = segment_.header();
     // The final tail was stored (release) before this; readers load flags (acquire) before the tail,
     // so a reader that sees closed also sees every published record (ring_inl.hpp wait_for_data).
@@ -148,6 +150,7 @@ void Writer::close() noexcept {
 
 bool Writer::wake_ahead() noexcept {
     if (line_ == nullptr) return false;  // moved from: its readers are its successor's to wake
+    if (made_in_.in_forked_child()) return false;  // a fork()ed child's copy: the parent's readers
     const SleepSite site = data_site();
     // w2 alone: with no cursor moved, this is what any waker may do. A reader whose bit is clear is
     // awake (or past its 3d, about to see the next publish's w1), so nobody is missed here; nobody
@@ -185,10 +188,19 @@ void Writer::moved_from(const char* call) {
     throw Error(ErrorCode::protocol, std::string(call) + ": this Writer was moved from: use the Writer it was moved into");
 }
 
+void Writer::forked_copy(const char* call) const {
+    throw Error(ErrorCode::protocol, std::string(call) + ": this Writer of '" + segment_.name() + "' belongs to pid " +
+                                         std::to_string(made_in_.pid()) + "; this process (pid " +
+                                         std::to_string(detail::current_pid()) +
+                                         ") has a copy of it through fork(). Write through a Writer this process "
+                                         "opens (one writer per queue)");
+}
+
 // Runs every liveness_interval while the writer is blocked on space (from block_until's on_idle):
 // a lagging rank whose owner process is gone cannot release — fail or evict, never hang.
 void Writer::check_lagging_readers() {
     if (line_ == nullptr) moved_from("check_liveness()");
+    if (made_in_.in_forked_child()) forked_copy("check_liveness()");  // it may evict: the parent's call
     const std::uint64_t min_head = min_reader_head_acquire();
     for (std::uint32_t r = 0; r < readers_; ++r) {
         auto& slot = segment_.reader_slot(r);
@@ -457,6 +469,7 @@ void Reader::refuse_fragment_mix(const char* call) const {
 }
 
 Fragment Reader::peek_fragment(std::chrono::nanoseconds timeout_ns) {
+    if (attached_in_.in_forked_child()) [[unlikely]] forked_copy("peek_fragment()");  // the parent's rank
     if (has_pending_ || assembling_) refuse_fragment_mix("peek_fragment()");
     if (!streaming_ && fragments_held_)
         throw Error(ErrorCode::protocol, "peek_fragment(): the records of the previous message are still held: "
@@ -537,6 +550,7 @@ Fragment Reader::peek_fragment(std::chrono::nanoseconds timeout_ns) {
 
 void Reader::release_fragments(std::uint64_t mark) {
     if (slot_ == nullptr) moved_from();
+    if (attached_in_.in_forked_child()) forked_copy("release_fragments()");
     if (has_pending_ || assembling_) refuse_fragment_mix("release_fragments()");
     const std::uint64_t released = slot_->head.load(std::memory_order_relaxed);  // we are its only storer
     // A mark inside a record would leave the head there: the next look (ours, or a re-attach's) would
@@ -589,6 +603,7 @@ void Reader::rewind_fragments() {
 
 void Reader::abandon_fragments() {
     if (slot_ == nullptr) moved_from();
+    if (attached_in_.in_forked_child()) forked_copy("abandon_fragments()");
     if (has_pending_ || assembling_) refuse_fragment_mix("abandon_fragments()");
     streaming_ = false;  // its remaining records are orphans now: peek() / peek_fragment() skip them
     message_end_mark_ = 0;
@@ -602,6 +617,14 @@ void Reader::moved_from() {
     throw Error(ErrorCode::protocol, "this Reader was moved from: read through the Reader it was moved into");
 }
 
+void Reader::forked_copy(const char* call) const {
+    throw Error(ErrorCode::protocol, std::string(call) + ": this Reader of '" + segment_.name() + "', rank " +
+                                         std::to_string(rank_) + ", belongs to pid " + std::to_string(attached_in_.pid()) +
+                                         "; this process (pid " + std::to_string(detail::current_pid()) +
+                                         ") has a copy of it through fork(). Read through a Reader this process "
+                                         "attaches, with a rank of its own");
+}
+
 void Reader::corrupt(const std::string& why) const {
     throw Error(ErrorCode::corrupt, "segment '" + segment_.name() + "', rank " + std::to_string(rank_) +
                                         ", record at " + std::to_string(head_) + ": " + why);
@@ -612,6 +635,7 @@ void Reader::corrupt(const std::string& why) const {
 
 int Writer::wake_fd() {
     if (line_ == nullptr) moved_from("wake_fd()");
+    if (made_in_.in_forked_child()) forked_copy("wake_fd()");  // the registration is the parent's
     if (!space_eventfd_) {
         space_eventfd_ = std::make_unique<EventfdWaiter>(segment_.space_line().writer_eventfd);
         space_eventfd_seen_.publish(space_eventfd_.get());
@@ -641,11 +665,13 @@ bool Writer::arm_wake_fd(std::size_t message_bytes, const WriteProgress* progres
 }
 
 void Writer::disarm_wake_fd() noexcept {
-    if (line_ != nullptr) retract(space_site());  // (moved from: nothing of it armed)
+    // (moved from: nothing of it armed; a fork()ed child's copy: the announcement is the parent's)
+    if (line_ != nullptr && !made_in_.in_forked_child()) retract(space_site());
 }
 
 int Reader::wake_fd() {
     if (slot_ == nullptr) moved_from();
+    if (attached_in_.in_forked_child()) forked_copy("wake_fd()");  // the registration is the parent's
     if (!data_eventfd_) {
         data_eventfd_ = std::make_unique<EventfdWaiter>(slot_->eventfd);
         data_eventfd_seen_.publish(data_eventfd_.get());
@@ -659,7 +685,8 @@ bool Reader::arm_wake_fd() {
 }
 
 void Reader::disarm_wake_fd() noexcept {
-    if (slot_ != nullptr) retract(data_site());  // (moved from: nothing of it armed)
+    // (moved from: nothing of it armed; a fork()ed child's copy: the announcement is the parent's)
+    if (slot_ != nullptr && !attached_in_.in_forked_child()) retract(data_site());
 }
 
 }  // namespace ringcast

@@ -304,6 +304,86 @@ TEST(Fork, AChildsCopiesOfItsParentsEndpointsReleaseNothing) {
     EXPECT_EQ(c.collect_all(1, 1s).status, Status::ok);
 }
 
+// In a fork()ed child, every call of the parent's endpoints that would write, read, release, wait or
+// register through the parent's role throws Error(protocol) naming the parent's pid and the fork, and
+// the calls that cannot throw (close, remove_name, wake_ahead, disarm) leave the queue alone. Before,
+// they ran: the child's release moved the parent's cursor (the parent then read past a message it had
+// not released, or the writer overwrote one it was reading), its write put a second writer on the
+// ring, its collect took the parent's replies, its close ended the parent's queue.
+TEST(Fork, AChildsCopiesOfItsParentsEndpointsRefuseWhatWouldTouchTheParentsQueue) {
+    ScopedName name("fork-refuse"), group("fork-refuse-g");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto r = Reader::attach(name, 0);
+    auto c = GatherCollector::create(group, GatherOptions{.ranks = 1});
+    auto worker = GatherWorker::attach(group, 0);
+    ASSERT_EQ(w.write(bytes_of(100, 1), 1s, 1), Status::ok);
+    ASSERT_EQ(w.write(bytes_of(100, 2), 1s, 2), Status::ok);
+    ASSERT_EQ(r.peek(1s).tag, 1u);  // the parent holds message 1 across the fork
+    const std::byte reply{7};
+    ASSERT_EQ(worker.reply(5, {&reply, 1}, 1s), Status::ok);  // a reply waits for the parent's collect
+    const Reservation open = w.reserve(10, 1s);                // and a reservation stays open
+    ASSERT_EQ(open.status, Status::ok);
+    const pid_t parent = ::getpid();
+    const pid_t child = fork_child([&] {
+        const auto refused = [&](const char* what, auto&& call) {
+            try {
+                call();
+                ADD_FAILURE() << what << " ran in the forked child";
+            } catch (const Error& e) {
+                EXPECT_EQ(e.code(), ErrorCode::protocol) << what << ": " << e.what();
+                const std::string text = e.what();
+                EXPECT_NE(text.find("belongs to pid " + std::to_string(parent)), std::string::npos) << what << ": " << text;
+                EXPECT_NE(text.find("through fork()"), std::string::npos) << what << ": " << text;
+            }
+        };
+        refused("write", [&] { (void)w.write(bytes_of(10, 9), 0ns, 9); });
+        refused("reserve", [&] { (void)w.reserve(10, 0ns); });
+        refused("commit", [&] { w.commit(10, 9); });
+        WriteProgress nothing_open;
+        refused("abort_write", [&] { (void)w.abort_write(nothing_open, 0ns); });
+        refused("Writer::check_liveness", [&] { w.check_liveness(); });
+        refused("Writer::wake_fd", [&] { (void)w.wake_fd(); });
+        refused("peek", [&] { (void)r.peek(0ns); });
+        refused("release", [&] { r.release(); });
+        refused("peek_fragment", [&] { (void)r.peek_fragment(0ns); });
+        refused("release_fragments", [&] { r.release_fragments(0); });
+        refused("abandon_fragments", [&] { r.abandon_fragments(); });
+        refused("Reader::wake_fd", [&] { (void)r.wake_fd(); });
+        refused("Reader::arm_wake_fd", [&] { (void)r.arm_wake_fd(); });
+        refused("Writer::arm_wake_fd", [&] { (void)w.arm_wake_fd(10); });
+        refused("collect", [&] { (void)c.collect_all(5, 0ns); });
+        refused("GatherCollector::wake_fd", [&] { (void)c.wake_fd(); });
+        refused("GatherCollector::arm_wake_fd", [&] { (void)c.arm_wake_fd(5, {}); });
+        refused("reply", [&] { (void)worker.reply(6, {&reply, 1}, 0ns); });
+        EXPECT_FALSE(w.wake_ahead());
+        w.disarm_wake_fd();
+        r.disarm_wake_fd();
+        c.disarm_wake_fd();
+        w.remove_name();
+        w.close();
+        worker.close();
+        EXPECT_EQ(std::string(w.segment().name()), name.str());
+    });
+    ASSERT_EQ(wait_child(child, 30s), 0);
+    // The parent's queue as it was: open, its name there, message 1 still held, then 2, the reservation
+    // still its own, the reply still in its ring.
+    EXPECT_FALSE(w.closed());
+    EXPECT_NO_THROW((void)Segment::open(name.str()));
+    EXPECT_EQ(r.peek(0ns).tag, 1u);
+    r.release();
+    EXPECT_EQ(r.peek(1s).tag, 2u);
+    r.release();
+    w.commit(10, 3);
+    EXPECT_EQ(r.peek(1s).tag, 3u);
+    r.release();
+    const GatherResult got = c.collect_all(5, 1s);
+    ASSERT_EQ(got.status, Status::ok);
+    ASSERT_TRUE(got.replies[0].has_value());
+    EXPECT_EQ((*got.replies[0])[0], reply);
+    ASSERT_EQ(worker.reply(6, {&reply, 1}, 1s), Status::ok);  // the worker's ring still open
+    EXPECT_EQ(c.collect_all(6, 1s).status, Status::ok);
+}
+
 // A constructor that fails after it claimed its role — eventfd() refused (the fd table full) — gives
 // the role back: no destructor runs for a constructor that throws, so the claim stayed with this live
 // process (the retry got rank_in_use / writer_in_use naming its own pid, and a writer waited for a

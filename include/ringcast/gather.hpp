@@ -114,7 +114,11 @@ public:
     [[nodiscard]] static GatherCollector create(std::string_view name, const GatherOptions& options);
     GatherCollector(GatherCollector&&) noexcept = default;
     GatherCollector& operator=(GatherCollector&&) = delete;
-    ~GatherCollector();  // removes the names (remove_names); a fork()ed child's copy leaves them (as ~Writer)
+    // Removes the names (remove_names). A fork()ed child's copy leaves them (as ~Writer); in the child
+    // its collect, wake_fd and arm_wake_fd throw Error(protocol) naming the parent's pid, before
+    // they take a reply or wait, and its disarm_wake_fd does nothing (the replies and the doorbell's
+    // announcements are the parent's).
+    ~GatherCollector();
 
     // Waits ONCE for replies tagged `tag` from `ranks` (empty: all ranks), draining whichever is ready
     // in any order. Throws Error(stale_reply) for a reply with another tag (it is consumed; the good
@@ -209,6 +213,7 @@ private:
     [[nodiscard]] SleepSite bell_site() const noexcept;
     void check_pending_alive(const std::vector<std::uint32_t>& pending);
     [[nodiscard]] Error worker_died(std::uint32_t rank, const Error& core) const;  // peer_dead: the worker's rank, pid
+    void refuse_moved_or_forked(const char* call) const;  // Error(protocol): moved from, or a fork()ed child's copy
     [[nodiscard]] std::vector<std::uint32_t> ranks_or_all(std::span<const std::uint32_t> ranks) const;
     // Drains every pending rank that has a reply (no waiting) into `result`; removes them from
     // `pending`, closed ones into `closed_ranks`.

@@ -158,7 +158,11 @@ public:
     // close()s the queue, releases the writer claim, unlinks the name if asked — in the process that
     // made this Writer. A copy fork() gave a child is its parent's: destroyed there (the child returns
     // from main, or exits through its destructors) it unmaps and leaves the queue, the claim and the
-    // name as they were. Using such a copy in the child is not supported.
+    // name as they were. In the child every write, reserve, commit, abort_write, check_liveness,
+    // wake_fd and arm_wake_fd of such a copy throws Error(protocol) naming the parent's pid, before
+    // it touches the ring; its close(), remove_name(), wake_ahead() and disarm_wake_fd() do nothing
+    // to the queue (the queue, its name and its readers' waits are the parent's). A child writes
+    // through a Writer of its own.
     ~Writer();
 
     // Copies `message` into the ring (fragmented when larger than max_reserve()). Blocks for space
@@ -294,6 +298,7 @@ private:
     void check_message_size(std::uint64_t total) const;  // Error(message_too_large) over kMaxMessage
     void check_lagging_readers();
     [[noreturn]] static void moved_from(const char* call);  // Error(protocol) naming the call
+    [[noreturn]] void forked_copy(const char* call) const;  // Error(protocol): the parent's copy, in a child
     static void check_lagging_readers_thunk(void* self) { static_cast<Writer*>(self)->check_lagging_readers(); }
 
     Segment segment_;
@@ -348,7 +353,12 @@ public:
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
     // detaches: releases the rank, or keeps its place (ReaderOptions::keep_place) — in the process that
-    // attached; a copy fork() gave a child leaves the parent's rank alone (as ~Writer).
+    // attached; a copy fork() gave a child leaves the parent's rank alone (as ~Writer). In the child
+    // every peek, read, peek_fragment, release, release_fragments, abandon_fragments, wake_fd and
+    // arm_wake_fd of such a copy throws Error(protocol) naming the parent's pid, before it reads or
+    // waits through the rank (the rank's cursor and wait announcements are the parent's: two
+    // processes moving one cursor lose messages); its detach() and disarm_wake_fd() do nothing to the
+    // rank. A child reads through a Reader of its own (a rank of its own).
     ~Reader();
 
     // Zero-copy: the next message, valid until release(). A fragmented message is reassembled into this
@@ -436,6 +446,7 @@ private:
     static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
     [[noreturn]] void corrupt(const std::string& why) const;
     [[noreturn]] static void moved_from();  // Error(protocol): a read of a moved-from Reader
+    [[noreturn]] void forked_copy(const char* call) const;  // Error(protocol): the parent's copy, in a child
     // Whether `mark` is the end of a record of those handed out from `released` on (release_fragments).
     [[nodiscard]] bool ends_a_held_record(std::uint64_t released, std::uint64_t mark) const noexcept;
     // The header of the record at head_ (cached_tail_ > head_), checked against what the writer can have

@@ -3,19 +3,31 @@
 // caching it (~2 µs on a VM with mitigations; three per message on an asyncio round trip).
 #pragma once
 
+#include <atomic>
+
 #include <sys/types.h>
+#include <unistd.h>
 
 namespace ringcast::detail {
+
+// This process's pid as process.cpp keeps it: set at its static initialisation (0 before), refreshed
+// in the child of every fork() by its pthread_atfork handler. Read through current_pid() only.
+extern std::atomic<pid_t> g_cached_pid;
 
 // The pid of the calling process. Refreshed in the child of every fork() by a pthread_atfork handler:
 // os.fork(), multiprocessing's fork start method and fork() from C++ all run it. A child made by a raw
 // clone() system call runs no handler and reads its parent's pid; one made by posix_spawn or vfork runs
-// nothing of ours before exec. Thread-safe; async-signal-safe (one relaxed load).
-[[nodiscard]] pid_t current_pid() noexcept;
+// nothing of ours before exec. Thread-safe; async-signal-safe (one relaxed load). Inline: every read
+// and write of a ring asks it (the fork rule below), on the hot path.
+[[nodiscard]] inline pid_t current_pid() noexcept {
+    const pid_t cached = g_cached_pid.load(std::memory_order_relaxed);
+    return cached != 0 ? cached : ::getpid();  // 0: asked during static initialisation, before ours ran
+}
 
 // The process an object was made in, for the fork rule every endpoint keeps: a copy fork() gave a
 // child (its memory, not its threads, kernel registrations or roles) releases nothing of the parent's
-// — no close, no rank or claim given back, no name unlinked, no thread joined. Copied by a move (the
+// — no close, no rank or claim given back, no name unlinked, no thread joined — and is refused by
+// every call that would read, write or wait through the parent's role. Copied by a move (the
 // moved-to object was made where the source was). Thread-safe: the pid never changes after construction.
 class MadeInProcess {
 public:

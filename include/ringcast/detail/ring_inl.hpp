@@ -99,7 +99,10 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
 // Makes room for one record of `payload` bytes at tail_ (after a padding record if it would cross the
 // ring's end). Sets reserved_pos_. Nothing is visible to readers until commit_record().
 inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
-    if (closed_) [[unlikely]] return Status::closed;  // every write, reserve and abort comes here first
+    // Every write, reserve and abort comes here first: a fork()ed child's copy is refused before it
+    // writes into the parent's ring (one relaxed load: detail/process.hpp), a closed one stops.
+    if (made_in_.in_forked_child()) [[unlikely]] forked_copy("write");
+    if (closed_) [[unlikely]] return Status::closed;
     const std::uint64_t rec = layout::record_size(payload);
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);  // >= kRecordAlign: tail_ stays aligned
     const std::uint64_t pad = rec > to_end ? to_end : 0;
@@ -180,6 +183,7 @@ inline Reservation Writer::reserve(std::size_t n, std::chrono::nanoseconds timeo
 }
 
 inline void Writer::commit(std::size_t used, std::uint64_t tag) {
+    if (made_in_.in_forked_child()) [[unlikely]] forked_copy("commit()");  // the parent's reservation
     if (!has_reservation_)
         throw Error(ErrorCode::protocol, closed_ ? "commit() after close() (or of a moved-from Writer): the reservation "
                                                    "was dropped, nothing is published"
@@ -333,6 +337,7 @@ inline Status Writer::write_stream(FillFn fill, void* context, std::uint64_t tot
 }
 
 inline Status Writer::abort_write(WriteProgress& progress, std::chrono::nanoseconds timeout_ns) {
+    if (made_in_.in_forked_child()) [[unlikely]] forked_copy("abort_write()");  // even with nothing open
     const bool open = progress.started() && progress.stream == stream_serial_ && stream_broken_;
     progress = {};
     if (!open) return Status::ok;
@@ -470,6 +475,8 @@ inline Message Reader::keep_pending(const Message m) noexcept {
 }
 
 inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
+    // The parent's rank (and the message it peeked): refused before anything (as in peek_fragment).
+    if (attached_in_.in_forked_child()) [[unlikely]] forked_copy("peek()");
     if (has_pending_) return pending_;
     if (streaming_ || fragments_held_) [[unlikely]] refuse_fragment_mix("peek()");
     Timeout timeout(timeout_ns);
@@ -545,6 +552,7 @@ inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
 }
 
 inline void Reader::release() {
+    if (attached_in_.in_forked_child()) [[unlikely]] forked_copy("release()");  // the parent's message
     if (!has_pending_) {
         if (slot_ == nullptr) moved_from();  // (a move takes the pending message along)
         throw Error(ErrorCode::protocol, "release() without a peeked message");
