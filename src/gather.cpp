@@ -198,6 +198,7 @@ SleepSite GatherCollector::bell_site() const noexcept {
 void GatherCollector::cancel() noexcept {
     if (!cancelled_) return;  // moved from: nothing of it can be waiting
     cancelled_->store(true, std::memory_order_seq_cst);
+    if (removes_names_.made_in.in_forked_child()) return;  // a fork()ed child's copy: as Reader::cancel
     wake_all(bell_site());
     for (auto& rd : readers_) wake_all(rd.data_site());  // the futex_waitv path sleeps on these
     if (EventfdWaiter* e = eventfd_seen_.load()) e->poke();  // flag first, then the poke: see Reader::cancel

@@ -172,6 +172,7 @@ bool Writer::closed() const noexcept { return line_ == nullptr || segment_.close
 void Writer::cancel() noexcept {
     if (line_ == nullptr) return;  // moved from: nothing of it can be waiting
     cancelled_.get().store(true, std::memory_order_seq_cst);
+    if (made_in_.in_forked_child()) return;  // a fork()ed child's copy: as Reader::cancel
     wake_all(space_site());  // bumps space_seq: a writer between 3c and 3e cannot go to sleep
     if (EventfdWaiter* e = space_eventfd_seen_.load()) e->poke();  // (flag first: see Reader::cancel)
 }
@@ -421,6 +422,9 @@ void Reader::detach() noexcept {
 void Reader::cancel() noexcept {
     if (slot_ == nullptr) return;  // moved from: nothing of it can be waiting
     cancelled_.get().store(true, std::memory_order_seq_cst);
+    // A fork()ed child's copy: no wait of it can be in progress (every one is refused), and the
+    // wakes below would be of the parent's waits, the poke on the parent's eventfd.
+    if (attached_in_.in_forked_child()) return;
     wake_all(data_site());  // other ranks wake too, re-check and sleep again: cancel is rare
     // An eventfd sleeper: the flag is stored (seq_cst) before the poke, and the waiter drains (3a')
     // before it checks the flag, so the poke is seen or the flag is.

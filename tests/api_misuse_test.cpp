@@ -323,6 +323,13 @@ TEST(Fork, AChildsCopiesOfItsParentsEndpointsRefuseWhatWouldTouchTheParentsQueue
     ASSERT_EQ(worker.reply(5, {&reply, 1}, 1s), Status::ok);  // a reply waits for the parent's collect
     const Reservation open = w.reserve(10, 1s);                // and a reservation stays open
     ASSERT_EQ(open.status, Status::ok);
+    // A second queue whose reader the parent has armed on its eventfd (its bit announced, asleep as
+    // far as the writer knows): the child's disarm and cancel must not touch that announcement.
+    ScopedName idle_name("fork-refuse-idle");
+    auto idle_w = Writer::create(idle_name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto idle_r = Reader::attach(idle_name, 0);
+    const int idle_fd = idle_r.wake_fd();
+    ASSERT_FALSE(idle_r.arm_wake_fd());  // nothing there: armed
     const pid_t parent = ::getpid();
     const pid_t child = fork_child([&] {
         const auto refused = [&](const char* what, auto&& call) {
@@ -339,8 +346,8 @@ TEST(Fork, AChildsCopiesOfItsParentsEndpointsRefuseWhatWouldTouchTheParentsQueue
         refused("write", [&] { (void)w.write(bytes_of(10, 9), 0ns, 9); });
         refused("reserve", [&] { (void)w.reserve(10, 0ns); });
         refused("commit", [&] { w.commit(10, 9); });
-        WriteProgress nothing_open;
-        refused("abort_write", [&] { (void)w.abort_write(nothing_open, 0ns); });
+        WriteProgress nothing_open;  // withdrawing nothing touches nothing: a cleanup call, not refused
+        EXPECT_EQ(w.abort_write(nothing_open, 0ns), Status::ok);
         refused("Writer::check_liveness", [&] { w.check_liveness(); });
         refused("Writer::wake_fd", [&] { (void)w.wake_fd(); });
         refused("peek", [&] { (void)r.peek(0ns); });
@@ -359,15 +366,27 @@ TEST(Fork, AChildsCopiesOfItsParentsEndpointsRefuseWhatWouldTouchTheParentsQueue
         w.disarm_wake_fd();
         r.disarm_wake_fd();
         c.disarm_wake_fd();
+        idle_r.disarm_wake_fd();  // would retract the parent's announcement: its wake then lost
+        idle_r.cancel();          // would wake and poke the parent's waits
+        idle_w.cancel();
+        refused("idle Reader::arm_wake_fd", [&] { (void)idle_r.arm_wake_fd(); });
         w.remove_name();
         w.close();
         worker.close();
         EXPECT_EQ(std::string(w.segment().name()), name.str());
     });
     ASSERT_EQ(wait_child(child, 30s), 0);
+    // The parent's armed reader is still announced: the next publish reaches its eventfd.
+    ASSERT_EQ(idle_w.write(bytes_of(10, 4), 1s, 4), Status::ok);
+    pollfd p{.fd = idle_fd, .events = POLLIN, .revents = 0};
+    EXPECT_EQ(::poll(&p, 1, 5000), 1) << "the publish did not reach the parent's eventfd: its announcement was retracted";
+    idle_r.disarm_wake_fd();
+    EXPECT_EQ(idle_r.peek(1s).tag, 4u);
+    idle_r.release();
     // The parent's queue as it was: open, its name there, message 1 still held, then 2, the reservation
-    // still its own, the reply still in its ring.
+    // still its own, the reply still in its ring, the worker's reply ring open.
     EXPECT_FALSE(w.closed());
+    EXPECT_FALSE(Segment::open(group.str() + ".r0").closed_acquire()) << "the child's worker.close() closed the reply ring";
     EXPECT_NO_THROW((void)Segment::open(name.str()));
     EXPECT_EQ(r.peek(0ns).tag, 1u);
     r.release();

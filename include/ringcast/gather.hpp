@@ -116,8 +116,10 @@ public:
     GatherCollector& operator=(GatherCollector&&) = delete;
     // Removes the names (remove_names). A fork()ed child's copy leaves them (as ~Writer); in the child
     // its collect, wake_fd and arm_wake_fd throw Error(protocol) naming the parent's pid, before
-    // they take a reply or wait, and its disarm_wake_fd does nothing (the replies and the doorbell's
-    // announcements are the parent's).
+    // they take a reply or wait, its cancel and disarm_wake_fd do nothing to the group (the replies
+    // and the doorbell's announcements are the parent's), and a WaitSet refuses it. (A GatherWorker
+    // is its Writer's: in a child holding the parent's, reply, reserve, commit_reply, wake_fd,
+    // arm_wake_fd, check_liveness and an abort_reply of an open reply throw as the Writer's calls do.)
     ~GatherCollector();
 
     // Waits ONCE for replies tagged `tag` from `ranks` (empty: all ranks), draining whichever is ready

@@ -158,11 +158,13 @@ public:
     // close()s the queue, releases the writer claim, unlinks the name if asked — in the process that
     // made this Writer. A copy fork() gave a child is its parent's: destroyed there (the child returns
     // from main, or exits through its destructors) it unmaps and leaves the queue, the claim and the
-    // name as they were. In the child every write, reserve, commit, abort_write, check_liveness,
-    // wake_fd and arm_wake_fd of such a copy throws Error(protocol) naming the parent's pid, before
-    // it touches the ring; its close(), remove_name(), wake_ahead() and disarm_wake_fd() do nothing
-    // to the queue (the queue, its name and its readers' waits are the parent's). A child writes
-    // through a Writer of its own.
+    // name as they were. In the child every write, reserve, commit, check_liveness, wake_fd and
+    // arm_wake_fd of such a copy, and an abort_write of an open message, throws Error(protocol)
+    // naming the parent's pid before it touches the ring (an argument error found first — a message
+    // too large, a resume that is not its message — is reported as such); its close(), remove_name(),
+    // wake_ahead(), cancel() and disarm_wake_fd() do nothing to the queue (the queue, its name and
+    // its readers' waits are the parent's; cancel sets this copy's own flag only). A WaitSet refuses
+    // such a copy too. A child writes through a Writer of its own.
     ~Writer();
 
     // Copies `message` into the ring (fragmented when larger than max_reserve()). Blocks for space
@@ -242,6 +244,9 @@ public:
     // The strategy of later blocking calls (e.g. a caller waiting in slices spins only in its first).
     void set_wait(const WaitOptions& wait) noexcept { options_.wait = wait; }
     [[nodiscard]] const WaitOptions& wait_options() const noexcept { return options_.wait; }
+    // This Writer is a copy fork() gave a child (the queue is the parent's): what wraps it (the GPU
+    // DeviceWriter) refuses before its own work and publishes nothing from its destructor either.
+    [[nodiscard]] bool in_forked_child() const noexcept { return made_in_.in_forked_child(); }
     // After every published record (fragments included) also run w2..w3 of wait.hpp on `bell`,
     // counting wakes in `wake_calls` (the gather doorbell). Both must outlive the Writer.
     void set_publish_bell(const SleepSite& bell, std::atomic<std::uint64_t>& wake_calls) noexcept {
@@ -357,8 +362,9 @@ public:
     // every peek, read, peek_fragment, release, release_fragments, abandon_fragments, wake_fd and
     // arm_wake_fd of such a copy throws Error(protocol) naming the parent's pid, before it reads or
     // waits through the rank (the rank's cursor and wait announcements are the parent's: two
-    // processes moving one cursor lose messages); its detach() and disarm_wake_fd() do nothing to the
-    // rank. A child reads through a Reader of its own (a rank of its own).
+    // processes moving one cursor lose messages); its detach(), cancel() and disarm_wake_fd() do
+    // nothing to the rank (cancel sets this copy's own flag only), and a WaitSet refuses it. A child
+    // reads through a Reader of its own (a rank of its own).
     ~Reader();
 
     // Zero-copy: the next message, valid until release(). A fragmented message is reassembled into this

@@ -19,6 +19,16 @@ DeviceReader::~DeviceReader() {
     if (receiving_ || window_count_ != 0) give_up_message();  // a half-received message: hand its records back
 }
 
+// A copy fork() gave a child: refused before any device call, with the rule of its Reader (ring.hpp).
+void DeviceReader::refuse_forked_copy(const char* call) const {
+    if (reader_.in_forked_child())
+        throw Error(ErrorCode::protocol, std::string(call) + ": this DeviceReader's Reader of '" + reader_.segment().name() +
+                                             "', rank " + std::to_string(reader_.rank()) +
+                                             ", is a copy fork() gave this process (pid " +
+                                             std::to_string(detail::current_pid()) + "); receive through a Reader "
+                                             "and DeviceReader this process makes");
+}
+
 namespace {
 // What is left of `deadline` as a timeout for Reader::peek_fragment.
 std::chrono::nanoseconds remaining(Deadline deadline) {
@@ -75,6 +85,7 @@ void DeviceReader::give_up_message() noexcept {
 }
 
 Received DeviceReader::receive(void* dst, std::size_t capacity, Stream stream, std::chrono::nanoseconds timeout) {
+    refuse_forked_copy("DeviceReader::receive");
     if (receiving_ && (dst != receive_dst_ || capacity != receive_capacity_))
         throw Error(ErrorCode::protocol, "receive: a message is half received into another device buffer (an earlier "
                                          "receive timed out in its middle); call receive with the same dst and "
@@ -159,6 +170,7 @@ Received DeviceReader::receive(void* dst, std::size_t capacity, Stream stream, s
 }
 
 DevicePeek DeviceReader::peek(std::chrono::nanoseconds timeout) {
+    refuse_forked_copy("DeviceReader::peek");
     if (receiving_)
         throw Error(ErrorCode::protocol, "peek: a message is half received by receive() (it timed out in its middle); "
                                          "finish it with receive first");
@@ -171,6 +183,7 @@ DevicePeek DeviceReader::peek(std::chrono::nanoseconds timeout) {
 }
 
 void DeviceReader::release_after(Stream stream) {
+    refuse_forked_copy("DeviceReader::release_after");
     copy_.mark(stream);
     copy_.wait();
     reader_.release();

@@ -7,10 +7,21 @@ DeviceWriter::DeviceWriter(Writer& writer, const Runtime& rt, int device)
     : writer_(writer), registration_(HostRegistration::of(rt, writer.segment(), device)), copy_(rt) {}
 
 DeviceWriter::~DeviceWriter() {
+    if (writer_.in_forked_child()) return;  // a copy fork() gave a child: the reservation is the parent's
     try {
         if (pending_) (void)flush(kForever);
     } catch (...) {  // a failed copy: its record stays unpublished (the next reserve replaces it)
     }
+}
+
+// A copy fork() gave a child: refused before any device call (CUDA is not usable after fork either)
+// and before its Writer's own refusal would come, with the same rule (ring.hpp, ~Writer).
+void DeviceWriter::refuse_forked_copy(const char* call) const {
+    if (writer_.in_forked_child())
+        throw Error(ErrorCode::protocol, std::string(call) + ": this DeviceWriter's Writer of '" + writer_.segment().name() +
+                                             "' is a copy fork() gave this process (pid " +
+                                             std::to_string(detail::current_pid()) + "); publish through a Writer "
+                                             "and DeviceWriter this process makes");
 }
 
 void DeviceWriter::check_source(const void* src, std::size_t n) const {
@@ -36,6 +47,7 @@ void DeviceWriter::fill_from_device(void* self, std::span<std::byte> dst, std::u
 
 Status DeviceWriter::publish(const void* src, std::size_t n, Stream stream, std::chrono::nanoseconds timeout,
                              std::uint64_t tag) {
+    refuse_forked_copy("DeviceWriter::publish");
     if (pending_) {
         if (const Status s = flush(timeout); s != Status::ok) return s;
     }
@@ -47,6 +59,7 @@ Status DeviceWriter::publish(const void* src, std::size_t n, Stream stream, std:
 
 Status DeviceWriter::publish_async(const void* src, std::size_t n, Stream stream, std::chrono::nanoseconds timeout,
                                    std::uint64_t tag) {
+    refuse_forked_copy("DeviceWriter::publish_async");
     if (pending_) {
         if (const Status s = flush(timeout); s != Status::ok) return s;
     }
@@ -61,6 +74,7 @@ Status DeviceWriter::publish_async(const void* src, std::size_t n, Stream stream
 }
 
 bool DeviceWriter::poll() {
+    refuse_forked_copy("DeviceWriter::poll");
     if (!pending_) return true;
     if (copy_.wait(kPollOnly) != Status::ok) return false;
     pending_ = false;
@@ -69,6 +83,7 @@ bool DeviceWriter::poll() {
 }
 
 Status DeviceWriter::flush(std::chrono::nanoseconds timeout) {
+    refuse_forked_copy("DeviceWriter::flush");
     if (!pending_) return Status::ok;
     Timeout t(timeout);
     if (const Status s = copy_.wait(t.deadline()); s != Status::ok) return s;

@@ -1002,6 +1002,51 @@ TEST_P(WaitSetTest, AForkedChildsCopyLeavesTheParentsSetAlone) {
     }
 }
 
+// The other way round: a WaitSet made in the child, given the parent's endpoints (copies fork() gave
+// the child). Its arming would take the parent's wakes — drain the parent's eventfd, or announce and
+// then retract the parent's bit while the parent sleeps on it (a lost wake until the parent's
+// re-check). add() refuses each such endpoint; the parent, armed on the reader all along, is woken by
+// the next publish, not by its 5 s re-check.
+TEST_P(WaitSetTest, AChildsSetRefusesTheParentsEndpoints) {
+    ScopedName name("ws-fork-members"), group("ws-fork-members-g");
+    auto w = Writer::create(name, {.readers = 1, .capacity = 64 * 1024});
+    auto r = Reader::attach(name, 0);
+    auto c = GatherCollector::create(group, GatherOptions{.ranks = 1});
+    WaitSet set(options());
+    const std::size_t id = set.add(r);
+    EXPECT_TRUE(set.wait(10ms).empty());  // armed: the parent's bit announced
+    const pid_t parent = ::getpid();
+    ChildGuard kids;
+    const pid_t child = kids.add(fork_child([&] {
+        WaitSet mine(options());
+        const auto refused = [&](const char* what, auto&& add) {
+            try {
+                (void)add();
+                ADD_FAILURE() << what << ": the parent's endpoint was added";
+            } catch (const Error& e) {
+                EXPECT_EQ(e.code(), ErrorCode::protocol) << what << ": " << e.what();
+                EXPECT_NE(std::string(e.what()).find("belongs to pid " + std::to_string(parent)), std::string::npos)
+                    << what << ": " << e.what();
+            }
+        };
+        refused("reader", [&] { return mine.add(r); });
+        refused("writer", [&] { return mine.add_space(w, 64); });
+        refused("collector", [&] { return mine.add(c, 1, {}); });
+        EXPECT_TRUE(mine.wait(0s).empty());  // nothing of the parent's armed here, nothing retracted
+    }));
+    ASSERT_EQ(kids.wait(child, 10s), 0);
+    std::thread late([&] {
+        std::this_thread::sleep_for(50ms);
+        (void)w.write(payload(1), 1s);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto ready = set.wait(10s);
+    late.join();
+    ASSERT_EQ(ready.size(), 1u);
+    EXPECT_EQ(ready[0], id);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "woken by the 5 s re-check, not by the publish";
+}
+
 // add/remove cycles reuse the removed members' ids (wait() walks every id ever handed out: after 60 000
 // cycles an idle wait(0) took 90 times as long), and a reused id is safe: a member removed while armed
 // is not reported under the id its successor got.

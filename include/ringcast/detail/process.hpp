@@ -16,8 +16,10 @@ extern std::atomic<pid_t> g_cached_pid;
 
 // The pid of the calling process. Refreshed in the child of every fork() by a pthread_atfork handler:
 // os.fork(), multiprocessing's fork start method and fork() from C++ all run it. A child made by a raw
-// clone() system call runs no handler and reads its parent's pid; one made by posix_spawn or vfork runs
-// nothing of ours before exec. Thread-safe; async-signal-safe (one relaxed load). Inline: every read
+// clone() system call or by glibc's _Fork() runs no handler and reads its parent's pid (the fork rule
+// below then does not hold there); one made by posix_spawn or vfork runs nothing of ours before exec.
+// A fork handler registered before ours, or a signal handler that runs before ours, in the child
+// still reads the parent's pid. Thread-safe; async-signal-safe (one relaxed load). Inline: every read
 // and write of a ring asks it (the fork rule below), on the hot path.
 [[nodiscard]] inline pid_t current_pid() noexcept {
     const pid_t cached = g_cached_pid.load(std::memory_order_relaxed);

@@ -101,7 +101,7 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
 inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
     // Every write, reserve and abort comes here first: a fork()ed child's copy is refused before it
     // writes into the parent's ring (one relaxed load: detail/process.hpp), a closed one stops.
-    if (made_in_.in_forked_child()) [[unlikely]] forked_copy("write");
+    if (made_in_.in_forked_child()) [[unlikely]] forked_copy("write / reserve");
     if (closed_) [[unlikely]] return Status::closed;
     const std::uint64_t rec = layout::record_size(payload);
     const std::uint64_t to_end = capacity_ - (tail_ & mask_);  // >= kRecordAlign: tail_ stays aligned
@@ -337,10 +337,13 @@ inline Status Writer::write_stream(FillFn fill, void* context, std::uint64_t tot
 }
 
 inline Status Writer::abort_write(WriteProgress& progress, std::chrono::nanoseconds timeout_ns) {
-    if (made_in_.in_forked_child()) [[unlikely]] forked_copy("abort_write()");  // even with nothing open
     const bool open = progress.started() && progress.stream == stream_serial_ && stream_broken_;
+    if (!open) {  // nothing of it out: nothing to withdraw (a cleanup call, fine in a fork()ed child too)
+        progress = {};
+        return Status::ok;
+    }
+    if (made_in_.in_forked_child()) [[unlikely]] forked_copy("abort_write()");  // the parent's open stream
     progress = {};
-    if (!open) return Status::ok;
     Timeout timeout(timeout_ns);
     return finish_broken_stream(timeout);
 }

@@ -49,6 +49,9 @@ public:
     DeviceReader(DeviceReader&&) = delete;
     DeviceReader& operator=(DeviceReader&&) = delete;
     ~DeviceReader();  // waits for copies or kernels still reading the ring; gives up a half-received message
+    // In a child fork() made while its parent held this object (its Reader a copy of the parent's:
+    // ring.hpp, ~Reader): receive, peek and release_after throw Error(protocol) before any device
+    // call, and the destructor releases nothing.
 
     // Copies the next message to device memory at `dst` (room for `capacity` bytes) on `stream` and
     // returns once every copy completed and every record is released. `timeout` bounds the waits for
@@ -84,6 +87,7 @@ private:
     void retire_oldest();   // waits for the oldest copy in flight, then releases its record
     void retire_all();
     void give_up_message() noexcept;  // after a failed copy: wait, release, skip the rest
+    void refuse_forked_copy(const char* call) const;  // Error(protocol) in a fork()ed child
 
     Reader& reader_;
     HostRegistration registration_;

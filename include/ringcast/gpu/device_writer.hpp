@@ -32,6 +32,9 @@ public:
     DeviceWriter(DeviceWriter&&) = delete;
     DeviceWriter& operator=(DeviceWriter&&) = delete;
     ~DeviceWriter();  // waits for a pending copy, commits it (its message was accepted) if it landed
+    // In a child fork() made while its parent held this object (its Writer a copy of the parent's:
+    // ring.hpp, ~Writer): publish, publish_async, poll and flush throw Error(protocol) before any
+    // device call, and the destructor commits nothing.
 
     // Publishes `n` bytes of device memory at `src` as one message. `timeout` bounds the waits for
     // ring space; a copy once started is waited for to completion (a reservation must not be reused
@@ -55,6 +58,7 @@ public:
 private:
     static void fill_from_device(void* self, std::span<std::byte> dst, std::uint64_t offset);
     void check_source(const void* src, std::size_t n) const;
+    void refuse_forked_copy(const char* call) const;  // Error(protocol) in a fork()ed child
 
     Writer& writer_;
     HostRegistration registration_;
