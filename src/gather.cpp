@@ -377,10 +377,8 @@ void GatherCollector::refuse_moved_or_forked(const char* call) const {
     if (!cancelled_)
         throw Error(ErrorCode::protocol, std::string(call) + ": this GatherCollector was moved from: use the one it was moved into");
     if (removes_names_.made_in.in_forked_child())
-        throw Error(ErrorCode::protocol, std::string(call) + ": this GatherCollector of '" + name_ + "' belongs to pid " +
-                                             std::to_string(removes_names_.made_in.pid()) + "; this process (pid " +
-                                             std::to_string(detail::current_pid()) +
-                                             ") has a copy of it through fork(). Collect in the process that created it");
+        removes_names_.made_in.refuse_copy(call, "this GatherCollector of '" + name_ + "'",
+                                           "Collect in the process that created it");
 }
 
 GatherResult GatherCollector::collect(std::uint64_t tag, std::span<const std::uint32_t> ranks,

@@ -1,6 +1,9 @@
 #include "ringcast/detail/process.hpp"
 
 #include <atomic>
+#include <string>
+
+#include "ringcast/error.hpp"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -16,5 +19,11 @@ namespace {
 [[maybe_unused]] const int g_refresh_after_fork =
     ::pthread_atfork(nullptr, nullptr, [] { g_cached_pid.store(::getpid(), std::memory_order_relaxed); });
 }  // namespace
+
+void MadeInProcess::refuse_copy(const char* call, const std::string& what, const char* advice) const {
+    throw Error(ErrorCode::protocol, std::string(call) + ": " + what + " belongs to pid " + std::to_string(pid_) +
+                                         "; this process (pid " + std::to_string(current_pid()) +
+                                         ") has a copy of it through fork(). " + advice);
+}
 
 }  // namespace ringcast::detail

@@ -190,11 +190,8 @@ void Writer::moved_from(const char* call) {
 }
 
 void Writer::forked_copy(const char* call) const {
-    throw Error(ErrorCode::protocol, std::string(call) + ": this Writer of '" + segment_.name() + "' belongs to pid " +
-                                         std::to_string(made_in_.pid()) + "; this process (pid " +
-                                         std::to_string(detail::current_pid()) +
-                                         ") has a copy of it through fork(). Write through a Writer this process "
-                                         "opens (one writer per queue)");
+    made_in_.refuse_copy(call, "this Writer of '" + segment_.name() + "'",
+                         "Write through a Writer this process opens (one writer per queue)");
 }
 
 // Runs every liveness_interval while the writer is blocked on space (from block_until's on_idle):
@@ -622,11 +619,8 @@ void Reader::moved_from() {
 }
 
 void Reader::forked_copy(const char* call) const {
-    throw Error(ErrorCode::protocol, std::string(call) + ": this Reader of '" + segment_.name() + "', rank " +
-                                         std::to_string(rank_) + ", belongs to pid " + std::to_string(attached_in_.pid()) +
-                                         "; this process (pid " + std::to_string(detail::current_pid()) +
-                                         ") has a copy of it through fork(). Read through a Reader this process "
-                                         "attaches, with a rank of its own");
+    attached_in_.refuse_copy(call, "this Reader of '" + segment_.name() + "', rank " + std::to_string(rank_) + ",",
+                             "Read through a Reader this process attaches, with a rank of its own");
 }
 
 void Reader::corrupt(const std::string& why) const {

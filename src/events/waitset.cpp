@@ -40,13 +40,13 @@ const void* WaitSet::Member::endpoint() const noexcept {
     return nullptr;
 }
 
-pid_t WaitSet::Member::made_in() const noexcept {
+const detail::MadeInProcess& WaitSet::Member::made_in() const noexcept {
     switch (kind) {
-        case Kind::reader: return reader->attached_in_.pid();
-        case Kind::writer_space: return writer->made_in_.pid();
-        case Kind::collector: return collector->removes_names_.made_in.pid();
+        case Kind::reader: break;
+        case Kind::writer_space: return writer->made_in_;
+        case Kind::collector: return collector->removes_names_.made_in;
     }
-    return 0;
+    return reader->attached_in_;
 }
 
 SleepSite WaitSet::Member::site() const noexcept {
@@ -252,10 +252,8 @@ std::size_t WaitSet::add_member(Member member) {
     // An endpoint a fork() copied into this process: arming it would drain the parent's eventfd or
     // announce and then retract the parent's bit (its wake lost while it sleeps), as the endpoint's
     // own calls, which refuse such a copy, would (ring.hpp, ~Writer / ~Reader).
-    if (const pid_t owner = member.made_in(); owner != detail::current_pid())
-        throw Error(ErrorCode::protocol, "WaitSet::add: this endpoint belongs to pid " + std::to_string(owner) +
-                                             "; this process (pid " + std::to_string(detail::current_pid()) +
-                                             ") has a copy of it through fork(). Add endpoints this process made");
+    if (const detail::MadeInProcess& owner = member.made_in(); owner.in_forked_child())
+        owner.refuse_copy("WaitSet::add", "this endpoint", "Add endpoints this process made");
     // One member per endpoint: the announcement bit is the endpoint's own, so a second member of it
     // would withdraw the first one's announcement when it is disarmed or removed (a lost wake until
     // the re-check); and the epoll back end cannot watch one fd twice.

@@ -30,7 +30,7 @@ struct WaitSet::Member {
     Deadline next_check{};              // when check_peer() is due next (kNoDeadline: never)
 
     [[nodiscard]] const void* endpoint() const noexcept;  // the endpoint object (one member each)
-    [[nodiscard]] pid_t made_in() const noexcept;         // the process that made the endpoint (fork rule)
+    [[nodiscard]] const detail::MadeInProcess& made_in() const noexcept;  // the endpoint's maker (fork rule)
     [[nodiscard]] SleepSite site() const noexcept;        // the waiter's view (its own bit)
     [[nodiscard]] EventfdWaiter* eventfd() const noexcept;  // registered eventfd, or null
     [[nodiscard]] int ensure_eventfd();                   // registers one (the endpoint's wake_fd())

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 
 #include <sys/types.h>
 #include <unistd.h>
@@ -37,6 +38,10 @@ public:
     [[nodiscard]] pid_t pid() const noexcept { return pid_; }
     // True in a fork()ed child holding the parent's copy (one relaxed load: see current_pid()).
     [[nodiscard]] bool in_forked_child() const noexcept { return current_pid() != pid_; }
+    // The refusal of every endpoint's call through such a copy, in one wording: Error(protocol)
+    // "<call>: <what> belongs to pid P; this process (pid C) has a copy of it through fork(). <advice>".
+    // Out of line: the callers test in_forked_child() on their hot paths and come here only to throw.
+    [[noreturn]] void refuse_copy(const char* call, const std::string& what, const char* advice) const;
 
 private:
     pid_t pid_;
