@@ -41,6 +41,25 @@ std::vector<std::byte> payload(std::uint64_t seq) {
     return v;
 }
 
+// What a wait of `set` (up to `limit`) returned while `w` published payload(seq) 50 ms into it, and how
+// long it took until the publishing thread was joined: a set woken by the publish is back well within
+// 1 s; one whose wake was lost only at its re-check (or its limit).
+struct LateWrite {
+    std::vector<std::size_t> ready;
+    std::chrono::steady_clock::duration took;
+};
+LateWrite wait_through_a_late_write(WaitSet& set, Writer& w, std::uint64_t seq, std::chrono::seconds limit) {
+    std::thread late([&] {
+        std::this_thread::sleep_for(50ms);
+        (void)w.write(payload(seq), 1s);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    LateWrite out{set.wait(limit), {}};
+    late.join();
+    out.took = std::chrono::steady_clock::now() - t0;
+    return out;
+}
+
 // ---- the eventfd wake mode -----------------------------------------------------------------------
 
 // arm_wake_fd() after a cancel(): the cancel's poke is drained by the arm (3a'), so the arm must see
@@ -671,16 +690,10 @@ TEST_P(WaitSetTest, AnEventfdRegisteredWhileArmedLosesNoWake) {
     const std::size_t id = set.add(r);
     EXPECT_TRUE(set.wait(10ms).empty());  // armed
     ASSERT_GE(r.wake_fd(), 0);
-    std::thread late([&] {
-        std::this_thread::sleep_for(50ms);
-        (void)w.write(payload(0), 1s);
-    });
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto ready = set.wait(3s);
-    late.join();
-    ASSERT_EQ(ready.size(), 1u) << "the wake was lost: the set slept through the message";
-    EXPECT_EQ(ready[0], id);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "woken by the re-check, not by the publish";
+    const LateWrite got = wait_through_a_late_write(set, w, 0, 3s);
+    ASSERT_EQ(got.ready.size(), 1u) << "the wake was lost: the set slept through the message";
+    EXPECT_EQ(got.ready[0], id);
+    EXPECT_LT(got.took, 1s) << "woken by the re-check, not by the publish";
 }
 
 // Used from a second thread (a contract violation) with more members to arm than the submission queue
@@ -736,15 +749,9 @@ TEST_P(WaitSetTest, TheMembersOwnBlockingCallBetweenWaitsLosesNoWake) {
     ASSERT_EQ(r.read(got, 0s), Status::ok);
     EXPECT_TRUE(set.wait(10ms).empty());
     ASSERT_EQ(r.read(got, 20ms), Status::timed_out);
-    std::thread late([&] {
-        std::this_thread::sleep_for(50ms);
-        (void)w.write(payload(1), 1s);
-    });
-    const auto t1 = std::chrono::steady_clock::now();
-    const auto woken = set.wait(3s);
-    late.join();
-    ASSERT_EQ(woken.size(), 1u);
-    EXPECT_LT(std::chrono::steady_clock::now() - t1, 1s) << "woken by the re-check, not by the publish";
+    const LateWrite woken = wait_through_a_late_write(set, w, 1, 3s);
+    ASSERT_EQ(woken.ready.size(), 1u);
+    EXPECT_LT(woken.took, 1s) << "woken by the re-check, not by the publish";
 }
 
 // A dead peer is reported within about one re-check however the loop waits: in waits shorter than the
@@ -946,12 +953,7 @@ TEST_P(WaitSetTest, AHugeRecheckMeansNeverNotAnOverflow) {
             };
             EXPECT_LT(cpu_us(after) - cpu_us(before), 100'000) << "CPU time in a 300 ms idle wait (us)";
             // ... and it still wakes on a publish.
-            std::thread late([&] {
-                std::this_thread::sleep_for(50ms);
-                (void)w.write(payload(0), 1s);
-            });
-            EXPECT_EQ(set.wait(2s).size(), 1u);
-            late.join();
+            EXPECT_EQ(wait_through_a_late_write(set, w, 0, 2s).ready.size(), 1u);
         }));
         EXPECT_EQ(kids.wait(child, 10s), 0) << "-1000: the wait never returned";
     }
@@ -986,17 +988,11 @@ TEST_P(WaitSetTest, AForkedChildsCopyLeavesTheParentsSetAlone) {
         EXPECT_EQ(kids.wait(child, 10s), 0);
     }
     std::vector<std::byte> got;
-    for (int i = 0; i < 3; ++i) {
-        std::thread late([&] {
-            std::this_thread::sleep_for(50ms);
-            (void)w.write(payload(static_cast<std::uint64_t>(i)), 1s);
-        });
-        const auto t0 = std::chrono::steady_clock::now();
-        const auto ready = set->wait(10s);
-        late.join();
-        ASSERT_EQ(ready.size(), 1u);
-        EXPECT_EQ(ready[0], id);
-        EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "woken by the 5 s re-check, not by the publish";
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        const LateWrite woken = wait_through_a_late_write(*set, w, i, 10s);
+        ASSERT_EQ(woken.ready.size(), 1u);
+        EXPECT_EQ(woken.ready[0], id);
+        EXPECT_LT(woken.took, 1s) << "woken by the 5 s re-check, not by the publish";
         while (r.read(got, 0s) == Status::ok) {
         }
     }
@@ -1035,16 +1031,10 @@ TEST_P(WaitSetTest, AChildsSetRefusesTheParentsEndpoints) {
         EXPECT_TRUE(mine.wait(0s).empty());  // nothing of the parent's armed here, nothing retracted
     }));
     ASSERT_EQ(kids.wait(child, 10s), 0);
-    std::thread late([&] {
-        std::this_thread::sleep_for(50ms);
-        (void)w.write(payload(1), 1s);
-    });
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto ready = set.wait(10s);
-    late.join();
-    ASSERT_EQ(ready.size(), 1u);
-    EXPECT_EQ(ready[0], id);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "woken by the 5 s re-check, not by the publish";
+    const LateWrite woken = wait_through_a_late_write(set, w, 1, 10s);
+    ASSERT_EQ(woken.ready.size(), 1u);
+    EXPECT_EQ(woken.ready[0], id);
+    EXPECT_LT(woken.took, 1s) << "woken by the 5 s re-check, not by the publish";
 }
 
 // add/remove cycles reuse the removed members' ids (wait() walks every id ever handed out: after 60 000
