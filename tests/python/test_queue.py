@@ -177,27 +177,35 @@ def test_dequeue_many_loses_nothing_when_interrupted_as_its_ring_call_returns(qu
     assert r.dequeue_many(10, timeout=5) == ["next"]
 
 
-def test_dequeue_many_reports_a_writer_that_dies_while_it_waits():
-    """The writer dies while a dequeue_many waits for its first message (the GIL released): the wait
-    raises PeerDeadError, and the reader's burst list comes out of it intact — the binding borrows that
-    list and never drops a reference to it without the GIL (python_tests_gil_checked aborts on one,
-    with the module built under pybind11's GIL assertions)."""
+def _reader_of_a_writer_that_dies(messages=()):
+    """Forks a writer process (liveness_interval 0.2 s) that waits for its one reader, publishes
+    `messages` 0.3 s later and dies without closing; returns (this process's reader, the writer's pid)."""
     import pickle as pickle_module
     import signal
     r_fd, w_fd = os.pipe()
     writer = os.fork()
-    if writer == 0:  # the writer process: attaches its reader, then dies without closing or sending
+    if writer == 0:
         try:
             q = ringcast.MessageQueue(1, 1, max_chunk_bytes=1 << 16, max_chunks=4, liveness_interval=0.2)
             os.write(w_fd, pickle_module.dumps(q.export_handle()).hex().encode() + b"\n")
             q.wait_until_ready(timeout=10)
             time.sleep(0.3)
+            for m in messages:
+                q.enqueue(m, timeout=5)
         finally:
             os.kill(os.getpid(), signal.SIGKILL)
     os.close(w_fd)
     with os.fdopen(r_fd) as f:
         handle = pickle_module.loads(bytes.fromhex(f.readline().strip()))
-    r = ringcast.MessageQueue.create_from_handle(handle, 0)
+    return ringcast.MessageQueue.create_from_handle(handle, 0), writer
+
+
+def test_dequeue_many_reports_a_writer_that_dies_while_it_waits():
+    """The writer dies while a dequeue_many waits for its first message (the GIL released): the wait
+    raises PeerDeadError, and the reader's burst list comes out of it intact — the binding borrows that
+    list and never drops a reference to it without the GIL (python_tests_gil_checked aborts on one,
+    with the module built under pybind11's GIL assertions)."""
+    r, writer = _reader_of_a_writer_that_dies()  # nothing sent
     try:
         r.wait_until_ready(timeout=10)
         t0 = time.monotonic()
@@ -215,24 +223,7 @@ def test_dequeue_many_reports_a_writer_that_dies_while_it_waits():
 def test_dequeue_many_delivers_what_a_dead_writer_published_then_reports_it():
     """After the first message a burst polls for more, and that poll runs the dead-peer check when it
     is due: the messages it took are returned first; the next call raises PeerDeadError."""
-    import pickle as pickle_module
-    import signal
-    r_fd, w_fd = os.pipe()
-    writer = os.fork()
-    if writer == 0:  # the writer process: publishes three messages, then dies without closing
-        try:
-            q = ringcast.MessageQueue(1, 1, max_chunk_bytes=1 << 16, max_chunks=4, liveness_interval=0.2)
-            os.write(w_fd, pickle_module.dumps(q.export_handle()).hex().encode() + b"\n")
-            q.wait_until_ready(timeout=10)
-            time.sleep(0.3)
-            for m in ("m1", "m2", "m3"):
-                q.enqueue(m, timeout=5)
-        finally:
-            os.kill(os.getpid(), signal.SIGKILL)
-    os.close(w_fd)
-    with os.fdopen(r_fd) as f:
-        handle = pickle_module.loads(bytes.fromhex(f.readline().strip()))
-    r = ringcast.MessageQueue.create_from_handle(handle, 0)
+    r, writer = _reader_of_a_writer_that_dies(("m1", "m2", "m3"))
     try:
         with pytest.raises(TimeoutError):
             r.dequeue(timeout=0)  # starts this reader's dead-peer schedule, as any earlier wait
