@@ -493,7 +493,7 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
     cpu0, wall0 = self_cpu_seconds(), time.perf_counter()
     wcpu0 = [proc_cpu_seconds(p) for p in pids]
     exec_sleeps0 = transport.executor_sleeps()
-    speed = {"executor": [], "worker": [], "prep": [], "overhead": []}  # per measured step: classify_full_speed()
+    speed = {"executor": [], "worker": [], "prep": []}  # per measured step, beside its parts: classify_full_speed()
     for step in range(1, steps + warmup + 1):
         request = scheduler_output(step)  # the scheduler's work: before the step's clock starts
         probe_cpu = SPEED_PROBE()  # how fast this CPU runs Python right now (VM speed episodes): off the clock
@@ -528,7 +528,6 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
             speed["executor"].append(probe_cpu)
             speed["worker"].append(max(replies, key=lambda r: r[4])[1])  # the critical worker's work
             speed["prep"].append(prep_cpu)
-            speed["overhead"].append(over[-1] * 1e6)
     wall = time.perf_counter() - wall0
     pickle_clock.loads_log = None
     exec_cpu = (self_cpu_seconds() - cpu0) / wall * 100
@@ -815,18 +814,17 @@ def classify_full_speed(all_runs):
         sp = r.pop("_speed")
         full = [all(ref == 0 or v <= FULL_SPEED_WITHIN * ref for v, ref in ((e, refs["executor"]), (p, refs["prep"])))
                 for e, p in zip(sp["executor"], sp["prep"])]
-        fast = [o for o, f in zip(sp["overhead"], full) if f]
-        # Every step's breakdown with what decided its class (us), for --dump-steps; the full-speed ones
-        # pooled per configuration by summarize (the parts of a full-speed step: full_speed_breakdown_p50_us).
-        steps = r.pop("_parts", None) or []
+        # Every step's breakdown with its class and what decided it (us): pooled per configuration by
+        # summarize (full_speed_overhead_p50_us, full_speed_breakdown_p50_us), written by --dump-steps.
+        steps = r.pop("_parts")
         for t, f, e, w, p in zip(steps, full, sp["executor"], sp["worker"], sp["prep"]):
             t.update(full_speed=f, executor_probe_us=e * 1e6, critical_work_cpu_us=w * 1e6, prep_cpu_us=p * 1e6)
         r["_steps"] = steps
+        fast = [t["overhead"] for t in steps if t["full_speed"]]
         # How often the critical worker's work ran at full speed: shown, not selected on (the critical worker
         # is the last to reply, the slowest of W, so an all-rank step would rarely qualify at all).
         r["worker_full_speed_share"] = sum(w <= FULL_SPEED_WITHIN * refs["worker"] for w in sp["worker"]) / max(1, len(sp["worker"]))
-        r["full_speed_share"] = len(fast) / max(1, len(sp["overhead"]))
-        r["full_speed_steps_overhead_us"] = fast  # pooled per configuration by summarize, then dropped
+        r["full_speed_share"] = len(fast) / max(1, len(steps))
         r["full_speed_overhead_p50_us"] = statistics.median(fast) if len(fast) >= 10 else None
     return refs
 
@@ -842,16 +840,15 @@ def summarize(runs):
     row["breakdown_p50_us"] = {k: statistics.median(r["breakdown_p50_us"][k] for r in runs)
                                for k in runs[0]["breakdown_p50_us"]}
     row["overhead_p50_us_runs"] = [r["overhead_p50_us"] for r in runs]
-    # The steps that ran at full speed (classify_full_speed), pooled over the runs: their overhead p50.
-    pooled = [o for r in runs for o in r.pop("full_speed_steps_overhead_us", [])]
-    row["full_speed_overhead_p50_us"] = statistics.median(pooled) if len(pooled) >= 10 else None
-    # Each part of a step on those steps alone, pooled likewise (None under 10): what a part costs
-    # when the executor's CPU ran at full speed — a variant's slow episodes otherwise show as its parts.
-    fast_parts = [t for r in runs for t in r.get("_steps", []) if t["full_speed"]]
+    # The steps that ran at full speed (classify_full_speed), pooled over the runs (None under 10): their
+    # overhead p50, and each part of a step on them alone — what a part costs when the executor's CPU ran
+    # at full speed (a variant's slow episodes otherwise show as its parts).
+    fast = [t for r in runs for t in r.get("_steps", ()) if t["full_speed"]]
+    enough = len(fast) >= 10
+    row["full_speed_overhead_p50_us"] = statistics.median(t["overhead"] for t in fast) if enough else None
     row["full_speed_breakdown_p50_us"] = (
-        {k: statistics.median(t[k] for t in fast_parts) for k in fast_parts[0] if k != "full_speed"}
-        if len(fast_parts) >= 10 else None)
-    row["full_speed_share"] = len(pooled) / max(1, sum(r["steps"] for r in runs))
+        {k: statistics.median(t[k] for t in fast) for k in fast[0] if k != "full_speed"} if enough else None)
+    row["full_speed_share"] = len(fast) / max(1, sum(r["steps"] for r in runs))
     # The steps that lost a CPU and those that kept theirs (cpu_lost), pooled over the runs likewise.
     kept = [o for r in runs for o in r.pop("cpu_kept_steps_overhead_us", [])]
     lost = [s for r in runs for s in r.pop("cpu_lost_steps", [])]

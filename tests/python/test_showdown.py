@@ -144,8 +144,7 @@ def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
     def run(executor, worker, prep, overhead):
         # each step's parts as measure() keeps them (one here, "enqueue", equal to the overhead / 10)
         parts = [{"enqueue": o / 10, "overhead": o} for o in overhead]
-        return {"steps": n, "_parts": parts,
-                "_speed": {"executor": executor, "worker": worker, "prep": prep, "overhead": overhead}}
+        return {"steps": n, "_parts": parts, "_speed": {"executor": executor, "worker": worker, "prep": prep}}
     # run 1: the executor slow in its second half; run 2: the critical worker slow in one step of four
     # (kept); run 3 (async): the preparation slow in every other step; run 4: slow throughout.
     runs = [run([fast] * 20 + [slow] * 20, [1e-3] * n, [0.0] * n, [10.0] * 20 + [99.0] * 20),
