@@ -131,20 +131,27 @@ private:
 // calls futex_wake (the textbook ping-pong; ringcast skips the wake when nobody sleeps). Eventfd:
 // likewise with one eventfd per direction and reader (inherited across the fork), the waker always
 // writes it and the waiter blocks in poll + read (what an event loop does on readiness).
+// Wakeable: the spin floor whose every publish (the request's `seq`, each ack's) is what a waker owes
+// a waiter that may sleep (w1, w2 of include/ringcast/wait.hpp): the store made a seq_cst exchange,
+// the store-load fence that keeps a sleeper's announcement from being missed, then a seq_cst load of
+// the sleepers' word (its own line, like ringcast's announcement bits). Its waiters only spin, so the
+// word stays 0 and nobody is ever woken: the row is the price of being able to sleep, paid on every
+// hand-off by any queue whose reader may sleep, and nothing else.
 class FloorSystem final : public System {
 public:
-    enum class Mode { atomic, futex, eventfd };
-    explicit FloorSystem(Mode mode) : futex_(mode == Mode::futex), eventfd_(mode == Mode::eventfd) {}
+    enum class Mode { atomic, wakeable, futex, eventfd };
+    explicit FloorSystem(Mode mode)
+        : wakeable_(mode == Mode::wakeable), futex_(mode == Mode::futex), eventfd_(mode == Mode::eventfd) {}
     bool can_stream() const override { return false; }
 
     void prepare(std::size_t max_message, std::uint32_t readers) override {
         readers_ = readers;
         max_ = std::max<std::size_t>(max_message, 8);
-        bytes_ = sizeof(Line) * (1 + readers) + max_;
+        bytes_ = sizeof(Line) * (2 + readers) + max_;  // request, acks, the sleepers' line
         void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw BenchError("mmap of the floor buffer failed");
         base_ = static_cast<std::byte*>(p);
-        new (base_) Line[1 + readers]{};
+        new (base_) Line[2 + readers]{};
         if (eventfd_) {
             for (std::uint32_t i = 0; i < 2 * readers; ++i) {  // [0, R): requests, [R, 2R): acks
                 const int fd = ::eventfd(0, EFD_CLOEXEC);
@@ -170,7 +177,7 @@ public:
                 Line& ack = s->line(1 + rank);
                 std::memcpy(ack.payload, b.data(), b.size());
                 ack.len = std::uint32_t(b.size());
-                ack.seq.store(seen, std::memory_order_release);
+                s->publish(ack.seq, seen);
                 if (s->futex_) ringcast::futex_wake(&ack.seq, 1);
                 if (s->eventfd_) s->signal(s->efds_[s->readers_ + rank]);
             }
@@ -190,7 +197,7 @@ public:
                 std::memcpy(s->data(), m.data(), m.size());
                 Line& req = s->line(0);
                 req.len = std::uint32_t(m.size());
-                req.seq.store(++seq, std::memory_order_release);
+                s->publish(req.seq, ++seq);
                 if (s->futex_) ringcast::futex_wake(&req.seq, INT_MAX);
                 if (s->eventfd_)
                     for (std::uint32_t r = 0; r < s->readers_; ++r) s->signal(s->efds_[r]);
@@ -222,7 +229,19 @@ private:
         std::byte payload[kReplyMax]{};
     };
     Line& line(std::uint32_t i) { return reinterpret_cast<Line*>(base_)[i]; }
-    std::byte* data() { return base_ + sizeof(Line) * (1 + readers_); }
+    Line& sleepers() { return line(1 + readers_); }  // wakeable: nobody ever announces (waiters spin)
+    std::byte* data() { return base_ + sizeof(Line) * (2 + readers_); }
+
+    // release: the bytes written before it are visible to the acquire load that sees `value`.
+    void publish(std::atomic<std::uint32_t>& word, std::uint32_t value) {
+        if (!wakeable_) {
+            word.store(value, std::memory_order_release);
+            return;
+        }
+        word.exchange(value, std::memory_order_seq_cst);                        // w1
+        if (sleepers().seq.load(std::memory_order_seq_cst) != 0) [[unlikely]]  // w2
+            ringcast::futex_wake(&sleepers().seq, INT_MAX);
+    }
 
     static void signal(int fd) {
         const std::uint64_t one = 1;
@@ -252,6 +271,7 @@ private:
         }
     }
 
+    bool wakeable_;
     bool futex_;
     bool eventfd_;
     std::vector<int> efds_;
@@ -274,6 +294,7 @@ std::vector<SystemInfo> all_systems() {
                  }});
     v.push_back({"eventfd", "ringcast", [] { return std::make_unique<RingcastSystem>(WaitKind::eventfd); }});
     v.push_back({"floor_atomic", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::atomic); }});
+    v.push_back({"floor_wakeable", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::wakeable); }});
     v.push_back({"floor_futex", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::futex); }});
     v.push_back({"floor_eventfd", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::eventfd); }});
     v.push_back({"boost_mq", "peer", [] { return make_boost_mq(); }});
