@@ -5,8 +5,10 @@
 //       messages/s, CPU% per process; the two floors measured in the same run for scale.
 //   ringcast-bench hop [--readers 2] [--size 64] [--rounds 7] [--rtt-seconds 0.4] [--json FILE] [--pin]
 //       The core hop: the atomic floor, the wakeable floor (the atomic one plus the fence a waiter
-//       that may sleep needs), spin, hybrid and hybrid_adapt round trips alternated in rounds; each
-//       round's ratio to that round's floor, and their median.
+//       that may sleep needs), the ring floors (ringcast's ring protocol without its code, without and
+//       with its tail word), spin,
+//       hybrid and hybrid_adapt round trips alternated in rounds; each round's ratio to that round's
+//       floor, and their median.
 //   ringcast-bench matrix [--readers-list 1,2] [--sizes 8,64,4096,65536,1048576] [--runs 1] [--pin]
 //                         [--out DIR] [--rtt-seconds 0.5] [--stream-seconds 0.5] [--idle-seconds 10]
 //                         [--oversub N] [--no-micro]
@@ -343,15 +345,18 @@ int cmd_hop(int argc, char** argv) {
     lim.rtt_max_iters = 1'000'000'000;  // bounded by rtt_s: a fast row must not stop early
     lim.stream = false;                  // round trips only: the floor cannot stream
     // floor_wakeable: the atomic floor plus what any waker owes a waiter that may sleep (systems.cpp),
-    // so hybrid / floor_wakeable is what ringcast adds beyond that price.
-    const std::vector<std::string> names = {"floor_atomic", "floor_wakeable", "spin", "hybrid", "hybrid_adapt"};
-    constexpr std::size_t kAtomic = 0, kWakeable = 1, kHybrid = 3;
+    // so hybrid / floor_wakeable is what ringcast adds beyond that price; floor_ring: a ring of
+    // ringcast's records and fences with none of its code around it, floor_ring_tail the same with
+    // ringcast's tail word (floor_ring.cpp), so hybrid / floor_ring_tail is ringcast's code's share.
+    const std::vector<std::string> names = {"floor_atomic", "floor_wakeable", "floor_ring", "floor_ring_tail",
+                                            "spin",         "hybrid",         "hybrid_adapt"};
+    constexpr std::size_t kAtomic = 0, kWakeable = 1, kRing = 2, kRingTail = 3, kHybrid = 5;
     Machine m = describe_machine();
     std::printf("ringcast hop: 1 writer -> %u reader processes, %s messages, 8 B replies, %s; %zu rounds, each\n"
                 "running %s in a rotated order, reversed every other round (%.2f s of round trips per row;\n"
                 "hybrid: the fixed 10 us spin, the matrix's target row; hybrid_adapt: the library's default)\n",
                 readers, size_name(size).c_str(), pin ? "pinned" : "unpinned", rounds,
-                "floor_atomic, floor_wakeable, spin, hybrid, hybrid_adapt", lim.rtt_s);
+                "floor_atomic, floor_wakeable, floor_ring, floor_ring_tail, spin, hybrid, hybrid_adapt", lim.rtt_s);
     std::printf("machine: %s; load average at start: %s\n\n", machine_line(m).c_str(), m.load_start.c_str());
     std::vector<std::vector<double>> p50(names.size());                // [row][round], ns
     std::vector<std::vector<std::size_t>> samples(names.size());       // [row][round], round trips
@@ -374,22 +379,23 @@ int cmd_hop(int argc, char** argv) {
         for (std::size_t k = 0; k < rounds; ++k) r.push_back(p50[i][k] / p50[floor][k]);
         return r;
     };
-    std::printf("%-14s %s\n", "p50 us", "round 1..N");
+    std::printf("%-16s %s\n", "p50 us", "round 1..N");
     for (std::size_t i = 0; i < names.size(); ++i) {
-        std::printf("%-14s", names[i].c_str());
+        std::printf("%-16s", names[i].c_str());
         for (double v : p50[i]) std::printf(" %6s", us(v).c_str());
         std::printf("\n");
     }
-    std::printf("order per round (f floor_atomic, w floor_wakeable, s spin, h hybrid, a hybrid_adapt):");
+    std::printf("order per round (f floor_atomic, w floor_wakeable, r floor_ring, t floor_ring_tail, s spin, h hybrid,\n"
+                "a hybrid_adapt):");
     for (const auto& order : orders) {
         std::printf(" ");
-        for (const std::size_t i : order) std::printf("%c", "fwsha"[i]);
+        for (const std::size_t i : order) std::printf("%c", "fwrtsha"[i]);
     }
     std::printf("\n");
-    std::printf("\n%-14s %s\n", "x floor", "round 1..N, then the median of the rounds and how many <= 1.30");
+    std::printf("\n%-16s %s\n", "x floor", "round 1..N, then the median of the rounds and how many <= 1.30");
     for (std::size_t i = 1; i < names.size(); ++i) {
         const auto r = ratios(i, kAtomic);
-        std::printf("%-14s", names[i].c_str());
+        std::printf("%-16s", names[i].c_str());
         for (double v : r) std::printf(" %6.2f", v);
         std::printf("   median %.2f, <= 1.30 in %zu of %zu\n", median(r),
                     std::size_t(std::count_if(r.begin(), r.end(), [](double v) { return v <= 1.3; })), r.size());
@@ -397,12 +403,20 @@ int cmd_hop(int argc, char** argv) {
     const auto hybrid = ratios(kHybrid, kAtomic);
     const double hybrid_median = median(hybrid);
     const double hybrid_wakeable_median = median(ratios(kHybrid, kWakeable));
+    const double hybrid_ring_median = median(ratios(kHybrid, kRing));
+    const double hybrid_ring_tail_median = median(ratios(kHybrid, kRingTail));
     m.load_end = read_first_line("/proc/loadavg");
     std::printf("\nhybrid RTT / atomic floor, median of the rounds: %.2f (target <= 1.30: %s). Load average at end: %s\n",
                 hybrid_median, hybrid_median <= 1.3 ? "met" : "MISSED", m.load_end.c_str());
     std::printf("hybrid RTT / wakeable floor, median of the rounds: %.2f (floor_wakeable: the atomic floor plus the\n"
                 "exchange and sleepers' load a waiter that may sleep needs on every publish; its own x floor row above)\n",
                 hybrid_wakeable_median);
+    std::printf("hybrid RTT / ring floor, median of the rounds: %.2f (floor_ring: ringcast's records, stamps and fenced\n"
+                "publishes and releases, none of its code around them; its own x floor row above)\n",
+                hybrid_ring_median);
+    std::printf("hybrid RTT / ring floor with a tail, median of the rounds: %.2f (floor_ring_tail: the same, publishing\n"
+                "a tail word as ringcast does)\n",
+                hybrid_ring_tail_median);
     if (a.kv.count("--json")) {
         std::ofstream f(a.get("--json", ""));
         f << "{\"command\":\"hop\",\"machine\":{\"cores\":" << m.cores << ",\"model\":" << json_str(m.model)
@@ -413,11 +427,15 @@ int cmd_hop(int argc, char** argv) {
         for (std::size_t i = 0; i < names.size(); ++i)
             f << (i ? "," : "") << "{\"system\":" << json_str(names[i]) << ",\"p50_ns\":" << json_arr(p50[i])
               << ",\"round_trips\":" << json_arr(samples[i]) << ",\"over_floor_atomic\":" << json_arr(ratios(i, kAtomic))
-              << ",\"over_floor_wakeable\":" << json_arr(ratios(i, kWakeable)) << "}";
+              << ",\"over_floor_wakeable\":" << json_arr(ratios(i, kWakeable))
+              << ",\"over_floor_ring\":" << json_arr(ratios(i, kRing))
+              << ",\"over_floor_ring_tail\":" << json_arr(ratios(i, kRingTail)) << "}";
         f << "],\"orders\":[";
         for (std::size_t k = 0; k < rounds; ++k) f << (k ? "," : "") << json_arr(orders[k]);
         f << "],\"hybrid_over_floor_median\":" << json_num(hybrid_median)
-          << ",\"hybrid_over_floor_wakeable_median\":" << json_num(hybrid_wakeable_median) << "}\n";
+          << ",\"hybrid_over_floor_wakeable_median\":" << json_num(hybrid_wakeable_median)
+          << ",\"hybrid_over_floor_ring_median\":" << json_num(hybrid_ring_median)
+          << ",\"hybrid_over_floor_ring_tail_median\":" << json_num(hybrid_ring_tail_median) << "}\n";
         if (!f) throw BenchError("cannot write " + a.get("--json", ""));
     }
     return 0;
