@@ -18,151 +18,17 @@
 //
 // Stamps are absolute: position + 1 (0: not yet written), so a previous lap's stamp never passes.
 // Requests: one ring, R readers, a head each. Replies: one ring per reader, the writer its reader.
-#include <atomic>
-#include <climits>
-#include <cstring>
-
 #include <sys/mman.h>
 
-#include "common.hpp"
-#include "ringcast/futex.hpp"
-#include "ringcast/wait.hpp"  // cpu_relax
+#include "floor_ring.hpp"
 
 namespace rcbench {
 namespace {
 
-struct alignas(16) Header {
-    std::atomic<std::uint64_t> stamp;  // position + 1 once published; 0 or an older lap's before
-    std::uint32_t length;              // payload bytes (a padding record: the bytes to the ring's end)
-    std::uint32_t padding;             // 1: a padding record
-};
-static_assert(sizeof(Header) == 16);
-
-struct alignas(128) Word {  // its own line (two, against the adjacent-line prefetcher)
-    std::atomic<std::uint64_t> value{0};
-};
-
-constexpr std::uint64_t record_size(std::uint64_t payload) { return (sizeof(Header) + payload + 15) & ~std::uint64_t{15}; }
-
-// One ring in shared memory: the heads of its readers, the sleepers' words, the records.
-struct Ring {
-    Word* tail = nullptr;            // floor_ring_tail only
-    Word* heads = nullptr;           // [readers]
-    Word* data_sleepers = nullptr;   // readers would announce here (never do: they spin)
-    Word* space_sleepers = nullptr;  // the writer would announce here (never does)
-    std::byte* data = nullptr;
-    std::uint64_t capacity = 0;
-    std::uint32_t readers = 0;
-
-    static std::size_t bytes(std::uint64_t capacity, std::uint32_t readers) {
-        return sizeof(Word) * (readers + 3) + capacity;
-    }
-    void place(std::byte* at, std::uint64_t cap, std::uint32_t n) {
-        for (std::uint32_t k = 0; k < n + 3; ++k) new (at + sizeof(Word) * k) Word{};
-        tail = reinterpret_cast<Word*>(at);
-        heads = tail + 1;
-        data_sleepers = heads + n;
-        space_sleepers = heads + n + 1;
-        data = at + sizeof(Word) * (n + 3);
-        capacity = cap;
-        readers = n;
-    }
-    Header& header_at(std::uint64_t pos) const { return *reinterpret_cast<Header*>(data + (pos & (capacity - 1))); }
-};
-
-void wake_if_announced(Word& sleepers) {  // w2 (w1 was the caller's exchange)
-    if (sleepers.value.load(std::memory_order_seq_cst) != 0) [[unlikely]]
-        ringcast::futex_wake(reinterpret_cast<std::atomic<std::uint32_t>*>(&sleepers.value), INT_MAX);
-}
-
-// Every 4096 spin steps: the first time starts the step's timeout, later ones check it (no clock read
-// on a hop that finds its record within the first steps, as ringcast's waits).
-void give_up_if_late(std::uint32_t i, std::int64_t& give_up, const char* what) {
-    if ((i & 4095u) != 0) return;
-    if (give_up == 0) give_up = now_ns() + kStepTimeoutNs;
-    else if (now_ns() > give_up) throw BenchError(std::string("floor_ring: ") + what + " timed out");
-}
-
-class RingWriter {
-public:
-    RingWriter(const Ring& r, bool with_tail) : r_(r), with_tail_(with_tail), known_free_end_(r.capacity) {}
-    void write(std::span<const std::byte> m) {
-        const std::uint64_t rec = record_size(m.size());
-        const std::uint64_t to_end = r_.capacity - (tail_ & (r_.capacity - 1));
-        const std::uint64_t pad = rec > to_end ? to_end : 0;
-        wait_for_space(pad + rec);
-        if (pad != 0) {  // release: a reader that sees this stamp reads the fields stored before it
-            Header& p = r_.header_at(tail_);
-            p.length = std::uint32_t(pad - sizeof(Header));
-            p.padding = 1;
-            p.stamp.store(tail_ + 1, std::memory_order_release);
-        }
-        const std::uint64_t pos = tail_ + pad, end = pos + rec;
-        Header& h = r_.header_at(pos);
-        std::memcpy(reinterpret_cast<std::byte*>(&h) + sizeof(Header), m.data(), m.size());
-        h.length = std::uint32_t(m.size());
-        h.padding = 0;
-        if (end + sizeof(Header) <= known_free_end_) r_.header_at(end).stamp.store(0, std::memory_order_relaxed);  // Z
-        tail_ = end;
-        if (with_tail_) {  // ringcast's order: the stamp (release), then the tail's exchange is w1
-            h.stamp.store(pos + 1, std::memory_order_release);
-            r_.tail->value.exchange(tail_, std::memory_order_seq_cst);
-        } else {
-            h.stamp.exchange(pos + 1, std::memory_order_seq_cst);  // w1: publishes the record (and the padding)
-        }
-        wake_if_announced(*r_.data_sleepers);
-    }
-
-private:
-    void wait_for_space(std::uint64_t need) {
-        std::int64_t give_up = 0;
-        for (std::uint32_t i = 1; tail_ + need > known_free_end_; ++i) {
-            std::uint64_t min_head = tail_;
-            for (std::uint32_t k = 0; k < r_.readers; ++k)
-                min_head = std::min(min_head, r_.heads[k].value.load(std::memory_order_acquire));
-            known_free_end_ = min_head + r_.capacity;
-            if (tail_ + need <= known_free_end_) break;
-            ringcast::cpu_relax();
-            give_up_if_late(i, give_up, "waiting for space");
-        }
-    }
-    const Ring& r_;
-    bool with_tail_;
-    std::uint64_t tail_ = 0;
-    std::uint64_t known_free_end_;
-};
-
-class RingReader {
-public:
-    RingReader(const Ring& r, std::uint32_t rank) : r_(r), rank_(rank) {}
-    // The record at the head, spun for; valid until release().
-    std::span<const std::byte> peek() {
-        std::int64_t give_up = 0;
-        for (std::uint32_t i = 1;; ++i) {
-            Header& h = r_.header_at(head_);
-            if (h.stamp.load(std::memory_order_acquire) == head_ + 1) {
-                if (h.padding == 0) {
-                    end_ = head_ + record_size(h.length);
-                    return {reinterpret_cast<const std::byte*>(&h) + sizeof(Header), h.length};
-                }
-                head_ += sizeof(Header) + h.length;  // released with the record after it
-                continue;
-            }
-            ringcast::cpu_relax();
-            give_up_if_late(i, give_up, "waiting for a record");
-        }
-    }
-    void release() {
-        head_ = end_;
-        r_.heads[rank_].value.exchange(head_, std::memory_order_seq_cst);  // w1 of the release
-        wake_if_announced(*r_.space_sleepers);
-    }
-
-private:
-    const Ring& r_;
-    std::uint32_t rank_;
-    std::uint64_t head_ = 0, end_ = 0;
-};
+using floor_ring::Ring;
+using floor_ring::RingReader;
+using floor_ring::RingWriter;
+using floor_ring::record_size;
 
 class FloorRingSystem final : public System {
 public:

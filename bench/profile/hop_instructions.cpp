@@ -1,10 +1,11 @@
 // Instructions per hop, for callgrind (no hardware counters in our VMs): one 64-byte message
 // published and consumed (write → peek → release) through a 1-reader ring, against the atomic floor's
-// hop (copy in, store a word, load it, copy out). Single thread, nothing ever waits, so what callgrind
-// counts is exactly the fast-path code of each.
+// hop (copy in, store a word, load it, copy out) and the ring floor's (ringcast-bench's floor_ring and
+// floor_ring_tail: the same records and fences with none of ringcast's code; bench/harness/floor_ring.hpp).
+// Single thread, nothing ever waits, so what callgrind counts is exactly the fast-path code of each.
 //
 //   valgrind --tool=callgrind --toggle-collect='*ringcast_hop*' --toggle-collect='*floor_hop*'
-//            build/bench/profile/ringcast-hop-instructions 100000      (one command line)
+//            --toggle-collect='*ring_floor_hop*' build/bench/profile/ringcast-hop-instructions 100000
 //   callgrind_annotate --inclusive=yes callgrind.out.<pid> | grep _hop
 #include <atomic>
 #include <chrono>
@@ -12,9 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
+#include "floor_ring.hpp"
 #include "ringcast/ring.hpp"
 
 namespace {
@@ -46,6 +49,15 @@ FloorLine g_floor;
     return g_floor.ack.load(std::memory_order_acquire) == i;
 }
 
+// One hop through the ring floor; `with_tail` as floor_ring_tail (ringcast's tail word) or not.
+[[gnu::noinline]] bool ring_floor_hop(rcbench::floor_ring::RingWriter& w, rcbench::floor_ring::RingReader& r) {
+    w.write(g_payload);
+    const std::span<const std::byte> m = r.peek();
+    std::memcpy(g_out, m.data(), m.size());
+    r.release();
+    return m.size() == sizeof g_payload;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,7 +69,18 @@ int main(int argc, char** argv) {
         if (!ringcast_hop(w, r)) return 1;
     for (std::uint64_t i = 1; i <= n; ++i)
         if (!floor_hop(i)) return 1;
-    std::printf("%llu hops each; divide callgrind's inclusive Ir of ringcast_hop / floor_hop by it\n",
+    for (const bool with_tail : {false, true}) {  // the ring floor in process memory: one thread needs no sharing
+        constexpr std::uint64_t capacity = 1 << 20;
+        std::vector<std::byte> memory(rcbench::floor_ring::Ring::bytes(capacity, 1) + 128);
+        rcbench::floor_ring::Ring ring;
+        ring.place(memory.data() + (128 - reinterpret_cast<std::uintptr_t>(memory.data()) % 128) % 128, capacity, 1);
+        rcbench::floor_ring::RingWriter ring_writer(ring, with_tail);
+        rcbench::floor_ring::RingReader ring_reader(ring, 0);
+        for (std::uint64_t i = 0; i < n; ++i)
+            if (!ring_floor_hop(ring_writer, ring_reader)) return 1;
+    }
+    std::printf("%llu hops each (the ring floor's twice: without, then with its tail word); divide callgrind's\n"
+                "inclusive Ir of ringcast_hop / floor_hop (/ 2 x ring_floor_hop) by it\n",
                 static_cast<unsigned long long>(n));
     return 0;
 }
