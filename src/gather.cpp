@@ -309,7 +309,19 @@ WaitOutcome GatherCollector::wait_any(const std::vector<std::uint32_t>& pending,
     const WaitContext ctx{sites,    deadline, cancelled_.get(), options_.wait.before_sleep, options_.liveness_interval,
                           on_idle,  &idle,    &history,         &kernel_waits_,
                           &last_liveness_check_, eventfd_.get()};
-    return block_until(options_.wait, ctx, [&] { return any_pending_ready(pending); });
+    // A spin step looks at each pending ring's record stamp only (SpinLook, wait.hpp): the workers'
+    // tail lines stay where their reply publishes store them; every checkpoint and re-check takes
+    // the full look (tails and closed flags).
+    struct AnyReady {
+        static void spin_look_tag() noexcept {}  // opts in to SpinLook (wait.hpp)
+        GatherCollector& self;
+        const std::vector<std::uint32_t>& pending;
+        bool operator()() const { return self.any_pending_ready(pending); }
+        bool operator()(SpinLook) const {
+            return std::any_of(pending.begin(), pending.end(), [&](std::uint32_t r) { return self.readers_[r].stamp_look(); });
+        }
+    } any_ready{*this, pending};
+    return block_until(options_.wait, ctx, any_ready);
 }
 
 bool GatherCollector::take_other_tag(std::uint64_t tag, std::uint32_t r, std::optional<std::vector<std::byte>>& out) {

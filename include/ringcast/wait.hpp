@@ -731,9 +731,9 @@ inline constexpr std::uint32_t kSpinStepsPerClockRead = 64;
 // no state but what ready() would change in returning true; allowed to miss what ready() finds. (A caught-up
 // reader looks at the record's stamp and not at the tail's line, which the writer stores on every
 // publish; docs/benchmarks.md.) It is never the re-check before a sleep (3d): every re-check, the
-// look of case 1, the deadline's and the full look at each checkpoint of the spin (every
-// kSpinStepsPerClockRead steps) call ready(), so what only ready() finds is found at most
-// kSpinStepsPerClockRead - 1 steps later (~1-4 us of pause steps), and the wake argument above is
+// deadline's and the full look at each checkpoint of the spin (every kSpinStepsPerClockRead steps)
+// call ready(), and so does case 1 where no spin follows, so what only ready() finds is found at
+// most kSpinStepsPerClockRead steps later (~1-4 us of pause steps), and the wake argument above is
 // untouched. Not for a strategy whose steps yield (SpinYield: a sched_yield each): 63 of them beside a busy thread
 // take tens of ms, against the ~0.04 us a look at the tail costs.
 struct SpinLook {};
@@ -756,8 +756,13 @@ template <WaitStrategy S, class Ready>
                                       WaitTiming* timing = nullptr) {
     static_assert((kSpinStepsPerClockRead & (kSpinStepsPerClockRead - 1)) == 0, "a power of two: a mask test");
     const auto is_cancelled = [&] { return ctx.cancel && ctx.cancel->load(std::memory_order_acquire); };
-    // Case 1: the condition already holds — the fast path: no clock read, no fence.
-    if (ready()) return WaitOutcome::ready;
+    // Case 1: the condition already holds — the fast path: no clock read, no fence. A wait that
+    // spins next takes the spin look here (SpinLook): what only the full look finds (a close, a
+    // record the stamp cannot tell) its first checkpoint finds, before any sleep. A poll takes the
+    // full look: it has no checkpoint.
+    const auto budget = strategy.spin_budget();
+    const bool spins_next = budget.count() > 0 && !S::steps_yield && ctx.deadline != kPollOnly;
+    if (spins_next ? spin_look(ready) : ready()) return WaitOutcome::ready;
     if (is_cancelled()) return WaitOutcome::cancelled;
     if (ctx.deadline == kPollOnly) {
         // A poll that found nothing: the liveness check is due here too if its interval passed
@@ -780,7 +785,6 @@ template <WaitStrategy S, class Ready>
     };
 
     // Case 2: the spin phase (all of Spin/SpinYield, the first spin_budget of Hybrid).
-    const auto budget = strategy.spin_budget();
     if (budget.count() > 0) {
         Deadline spin_start{};
         Deadline spin_end{};

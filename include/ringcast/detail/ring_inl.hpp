@@ -421,7 +421,10 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
         bool operator()() const { return r.poll_acquire(); }
         bool operator()(SpinLook) const { return r.stamp_look(); }
     } has_data{*this};
-    if (has_data()) return head_ < cached_tail_ ? Status::ok : Status::closed;  // no clock read
+    // The record's own line first (no clock read): a reader that comes back for the next message
+    // before it is published leaves the tail's line where the writer stores it, and block_until's
+    // case 1 takes the same look where a spin follows (the spin's first checkpoint takes the full one).
+    if (stamp_look()) return Status::ok;
     const SleepSite site = data_site();
     WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
                     options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_,
