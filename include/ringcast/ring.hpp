@@ -61,6 +61,15 @@
 #include "ringcast/segment.hpp"
 #include "ringcast/wait.hpp"
 
+// The hot path's helpers, inlined into their callers whatever the optimizer's budget says: each has
+// few callers, and a call's saved registers and frame cost more instructions than its own work
+// (bench/profile/hop_instructions.cpp counts them). What blocks stays out of line.
+#if defined(__GNUC__)
+#define RINGCAST_HOT_INLINE [[gnu::always_inline]] inline
+#else
+#define RINGCAST_HOT_INLINE inline
+#endif
+
 namespace ringcast {
 
 // The largest message a reader will reassemble (a corrupt fragment total beyond it is an error).
@@ -290,9 +299,12 @@ private:
     // arm_wake_fd and of WaitSet's writer member: a looser one reports room the write cannot use
     // and the loop spins. Loads the heads (acquire); refreshes known_free_end_.
     [[nodiscard]] bool has_room_for_next_write(std::size_t message_bytes, const WriteProgress* progress) noexcept;
-    [[nodiscard]] Status wait_for_space(std::uint64_t need, Timeout& timeout);
-    [[nodiscard]] Status reserve_record(std::uint64_t payload, Timeout& timeout);
-    void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
+    // The hot path is inlined into write() (a call's saved registers cost more than its work); the
+    // waits behind it are out of line (src/ring.cpp).
+    [[nodiscard]] RINGCAST_HOT_INLINE Status wait_for_space(std::uint64_t need, Timeout& timeout);
+    [[nodiscard]] Status wait_for_space_blocking(std::uint64_t need, Timeout& timeout);
+    [[nodiscard]] RINGCAST_HOT_INLINE Status reserve_record(std::uint64_t payload, Timeout& timeout);
+    RINGCAST_HOT_INLINE void commit_record(layout::RecordKind kind, std::uint64_t payload, std::uint64_t tag) noexcept;
     void clear_stamp_ahead(std::uint64_t end) noexcept;
     [[nodiscard]] Status finish_broken_stream(Timeout& timeout);
     [[nodiscard]] Status write_stream(FillFn fill, void* context, std::uint64_t total, Timeout& timeout,
@@ -446,7 +458,8 @@ private:
     friend class Writer;  // clears an evicted rank's announcement bit (E1)
     [[nodiscard]] static SleepSite data_site_of(const Segment& segment, std::uint32_t rank) noexcept;
     void release_claim(layout::SlotState to) noexcept;
-    [[nodiscard]] Status wait_for_data(Timeout& timeout);
+    [[nodiscard]] RINGCAST_HOT_INLINE Status wait_for_data(Timeout& timeout);  // inline up to the wait:
+    [[nodiscard]] Status wait_for_data_blocking(Timeout& timeout);              // out of line (ring.cpp)
     void store_head(std::uint64_t new_head) noexcept;
     void check_writer() const;
     static void check_writer_thunk(void* self) { static_cast<Reader*>(self)->check_writer(); }
@@ -464,7 +477,8 @@ private:
         const std::byte* payload;
         std::uint64_t end;     // head_ after this record
     };
-    [[nodiscard]] RecordAt record_at_head() const;
+    [[nodiscard]] RINGCAST_HOT_INLINE RecordAt record_at_head() const;
+    [[nodiscard]] Message peek_blocking(std::chrono::nanoseconds timeout);  // peek() past its fast path (ring.cpp)
     [[nodiscard]] Message keep_pending(Message m) noexcept;  // pending_ = m, returned from m
     [[noreturn]] void refuse_fragment_mix(const char* call) const;
 

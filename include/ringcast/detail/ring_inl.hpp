@@ -78,22 +78,8 @@ inline std::uint64_t Writer::min_reader_head_acquire() const noexcept {
 
 // Waits until tail_ + need <= min(head) + capacity (the mirror image of Reader::wait_for_data).
 inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
-    if (tail_ + need <= known_free_end_) return Status::ok;  // fast path: no shared load at all
-    const auto has_room = [&] {
-        known_free_end_ = min_reader_head_acquire() + capacity_;
-        return tail_ + need <= known_free_end_;
-    };
-    if (has_room()) return Status::ok;  // readers moved on: still no clock read
-    const SleepSite site = space_site();
-    const WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
-                          options_.liveness_interval, &Writer::check_lagging_readers_thunk, this, &space_waits_,
-                          nullptr,          &last_liveness_check_, space_eventfd_.get()};
-    switch (block_until(options_.wait, ctx, has_room)) {
-        case WaitOutcome::ready: return Status::ok;
-        case WaitOutcome::cancelled: return Status::cancelled;
-        case WaitOutcome::timed_out: break;
-    }
-    return Status::timed_out;
+    if (tail_ + need <= known_free_end_) [[likely]] return Status::ok;  // fast path: no shared load at all
+    return wait_for_space_blocking(need, timeout);  // src/ring.cpp
 }
 
 // Makes room for one record of `payload` bytes at tail_ (after a padding record if it would cross the
@@ -411,39 +397,11 @@ inline bool Reader::poll_acquire() noexcept {
 // head_); closed: closed and nothing left.
 inline Status Reader::wait_for_data(Timeout& timeout) {
     if (slot_ == nullptr) [[unlikely]] moved_from();  // every read comes here first
-    if (head_ < cached_tail_) return Status::ok;
-    // poll_acquire reads closed before tail: the writer stores its final tail before the closed flag,
-    // so closed + (tail == head_) means drained. A spin step looks at the stamp alone (SpinLook in
-    // wait.hpp): the tail's line is not loaded on every step while the writer stores it on every publish.
-    struct HasData {
-        static void spin_look_tag() noexcept {}  // opts in to SpinLook (wait.hpp)
-        Reader& r;
-        bool operator()() const { return r.poll_acquire(); }
-        bool operator()(SpinLook) const { return r.stamp_look(); }
-    } has_data{*this};
     // The record's own line first (no clock read): a reader that comes back for the next message
     // before it is published leaves the tail's line where the writer stores it, and block_until's
     // case 1 takes the same look where a spin follows (the spin's first checkpoint takes the full one).
-    if (stamp_look()) return Status::ok;
-    const SleepSite site = data_site();
-    WaitContext ctx{{&site, 1},       timeout.deadline(), &cancelled_.get(), options_.wait.before_sleep,
-                    options_.liveness_interval, &Reader::check_writer_thunk, this, &data_waits_,
-                    nullptr,          &last_liveness_check_, data_eventfd_.get()};
-    // Case 3g of block_until: a hybrid reader woken ahead of a message (Writer::wake_ahead) spins
-    // for it as long as the writer said, within its own spin bounds. (An eventfd sleeper is never
-    // woken ahead; a spinning one never sleeps.)
-    if (ahead_max_.count() > 0 && ctx.eventfd == nullptr) {
-        ctx.ahead_us = &line_->ahead_us;
-        ctx.ahead_min = ahead_min_;
-        ctx.ahead_max = ahead_max_;
-    }
-    switch (block_until(options_.wait, ctx, has_data)) {
-        case WaitOutcome::ready: break;
-        case WaitOutcome::cancelled: return Status::cancelled;
-        case WaitOutcome::timed_out: return Status::timed_out;
-    }
-    if (head_ < cached_tail_) return Status::ok;
-    return Status::closed;
+    if (head_ < cached_tail_ || stamp_look()) [[likely]] return Status::ok;
+    return wait_for_data_blocking(timeout);  // src/ring.cpp
 }
 
 // The header fields are loaded once each (a writer changing them under us cannot make two checks
@@ -485,76 +443,18 @@ inline Message Reader::peek(std::chrono::nanoseconds timeout_ns) {
     if (attached_in_.in_forked_child()) [[unlikely]] forked_copy("peek()");
     if (has_pending_) return pending_;
     if (streaming_ || fragments_held_) [[unlikely]] refuse_fragment_mix("peek()");
-    Timeout timeout(timeout_ns);
-    for (;;) {
-        const Status s = wait_for_data(timeout);
-        if (s != Status::ok) {
-            if (s == Status::closed) assembling_ = false;  // an unfinished stream never completes
-            return {s, {}, 0};
-        }
+    // The common case inline: a whole message already published at the head (by the tail this
+    // reader holds or by its stamp). Everything else — a wait, padding, fragments, a moved-from
+    // reader — is peek_blocking's, out of line, which looks again from the start.
+    if (slot_ != nullptr && !assembling_ && (head_ < cached_tail_ || stamped_at_head())) [[likely]] {
         const RecordAt rec = record_at_head();
-        const std::uint64_t length = rec.length;
-        const std::uint32_t kind = rec.kind;
-        const std::uint64_t tag = rec.tag;
-        const std::byte* payload = rec.payload;
-        const std::uint64_t end = rec.end;
-        if (kind == static_cast<std::uint32_t>(layout::RecordKind::padding)) {
-            head_ = end;  // released together with the next record
-            continue;
+        if (rec.kind == static_cast<std::uint32_t>(layout::RecordKind::message)) [[likely]] {
+            has_pending_ = true;
+            pending_end_ = rec.end;
+            return keep_pending({Status::ok, {rec.payload, rec.length}, rec.tag});
         }
-        switch (static_cast<layout::RecordKind>(kind)) {
-            case layout::RecordKind::message:
-                if (assembling_) corrupt("a whole message inside a fragmented one");
-                has_pending_ = true;
-                pending_end_ = end;
-                return keep_pending({Status::ok, {payload, length}, tag});
-            case layout::RecordKind::fragment_first: {
-                if (assembling_) corrupt("a new fragmented message before the last one ended");
-                if (length < layout::kFragmentPrefix) corrupt("first fragment shorter than its prefix");
-                std::uint64_t total = 0;
-                std::memcpy(&total, payload, sizeof total);
-                const std::uint64_t chunk = length - layout::kFragmentPrefix;
-                if (total <= chunk) corrupt("fragmented message total " + std::to_string(total) + " too small");
-                if (total > kMaxMessage) corrupt("fragmented message total " + std::to_string(total) + " is absurd");
-                assembly_size_ = total;
-                detail::grow_assembly(assembly_, assembly_capacity_, 0, chunk, total);
-                std::memcpy(assembly_.get(), payload + layout::kFragmentPrefix, chunk);
-                assembly_filled_ = chunk;
-                assembly_tag_ = tag;
-                assembling_ = true;
-                break;
-            }
-            case layout::RecordKind::fragment_middle:
-            case layout::RecordKind::fragment_last: {
-                if (!assembling_) {  // joined mid-stream (re-attached rank): skip the orphan fragment
-                    break;
-                }
-                if (tag != assembly_tag_) corrupt("fragment tag changed within a message");
-                if (assembly_filled_ + length > assembly_size_) corrupt("fragments exceed the announced total");
-                detail::grow_assembly(assembly_, assembly_capacity_, assembly_filled_, assembly_filled_ + length,
-                                      assembly_size_);
-                std::memcpy(assembly_.get() + assembly_filled_, payload, length);
-                assembly_filled_ += length;
-                if (kind == static_cast<std::uint32_t>(layout::RecordKind::fragment_last)) {
-                    if (assembly_filled_ != assembly_size_) corrupt("last fragment ends before the announced total");
-                    assembling_ = false;
-                    head_ = end;
-                    store_head(head_);  // the ring bytes are copied out: release them now
-                    has_pending_ = true;
-                    pending_end_ = head_;
-                    return keep_pending({Status::ok, {assembly_.get(), assembly_size_}, assembly_tag_});
-                }
-                break;
-            }
-            case layout::RecordKind::fragment_abort:
-                assembling_ = false;
-                break;
-            default: corrupt("unknown record kind " + std::to_string(kind));
-        }
-        // A fragment (or abort) was consumed into our own buffer: release it so the writer can go on.
-        head_ = end;
-        store_head(head_);
     }
+    return peek_blocking(timeout_ns);
 }
 
 inline void Reader::release() {
