@@ -142,7 +142,7 @@ void Writer::close() noexcept {
     if (made_in_.in_forked_child()) return;  // a fork()ed child's copy: the queue is the parent's
     auto& h = segment_.header();
     // The final tail was stored (release) before this; readers load flags (acquire) before the tail,
-    // so a reader that sees closed also sees every published record (ring_inl.hpp wait_for_data).
+    // so a reader that sees closed also sees every published record (Reader::poll_acquire, ring_inl.hpp).
     if ((h.flags.fetch_or(layout::kFlagClosed, std::memory_order_acq_rel) & layout::kFlagClosed) != 0) return;
     wake_all(data_site());
     if (bell_.seq != nullptr) wake_all(bell_);

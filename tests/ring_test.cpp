@@ -354,6 +354,26 @@ TYPED_TEST(RingTest, CancelFromAnotherThread) {
     EXPECT_EQ(w.write(make(4000, 1), 5ms), Status::timed_out);
 }
 
+// A cancel ends only a call that has to wait: one whose answer is already there gets it — room for
+// the write, a message in the ring, a queue closed and drained (ring.hpp, cancel()). A close shows
+// only in the full look, not in a spinning reader's look at the stamp, so a wait that spins first
+// must take the full look before it reports the cancel.
+TYPED_TEST(RingTest, ACancelledCallWhoseAnswerIsThereStillGetsIt) {
+    ScopedName name("cancel-ready");
+    auto w = Writer::create(name, this->seg(1), this->writer_options());
+    auto r = Reader::attach(name, 0, this->reader_options());
+    r.cancel();
+    w.cancel();
+    ASSERT_EQ(w.write(make(100, 7), 1s), Status::ok) << "room for it: a cancelled write still completes";
+    std::vector<std::byte> got;
+    ASSERT_EQ(r.read(got, 1s), Status::ok) << "a message there: a cancelled read still takes it";
+    EXPECT_EQ(got, make(100, 7));
+    EXPECT_EQ(r.read(got, 1s), Status::cancelled) << "nothing there: the cancel ends the wait";
+    w.close();
+    EXPECT_EQ(r.read(got, 1s), Status::closed) << "closed and drained: that is the answer, not the cancel";
+    EXPECT_EQ(r.read(got, 0ms), Status::closed) << "a poll too";
+}
+
 TYPED_TEST(RingTest, FragmentedWriteTimingOutIsWithdrawn) {
     ScopedName name("abort");
     auto w = Writer::create(name, this->seg(1), this->writer_options());

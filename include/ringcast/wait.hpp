@@ -763,7 +763,9 @@ template <WaitStrategy S, class Ready>
     const auto budget = strategy.spin_budget();
     const bool spins_next = budget.count() > 0 && !S::steps_yield && ctx.deadline != kPollOnly;
     if (spins_next ? spin_look(ready) : ready()) return WaitOutcome::ready;
-    if (is_cancelled()) return WaitOutcome::cancelled;
+    // Cancelled: a call whose data or space is already there still completes (ring.hpp, cancel), so
+    // the full look decides — a close, or a record only the tail shows, is not reported as a cancel.
+    if (is_cancelled()) return spins_next && ready() ? WaitOutcome::ready : WaitOutcome::cancelled;
     if (ctx.deadline == kPollOnly) {
         // A poll that found nothing: the liveness check is due here too if its interval passed
         // (one clock read; the ready fast path above stays clock-free).
@@ -922,8 +924,10 @@ template <class Ready>
     }
     if (!options.adaptive() || ctx.history == nullptr || ctx.deadline == kPollOnly)
         return block_until(HybridStrategy{options.spin_for}, ctx, ready);
-    // Adaptive: only waits that happen are timed and recorded (the fast path stays clock-free).
-    if (ready()) return WaitOutcome::ready;
+    // Adaptive: only waits that happen are timed and recorded (the fast path stays clock-free). The
+    // spin look, as case 1 of block_until where a spin follows: every wait below either spins (its
+    // first checkpoint takes the full look) or sleeps (its case 1 and re-checks take it).
+    if (spin_look(ready)) return WaitOutcome::ready;
     // When the wait began: read here for a prediction; otherwise the spin's first clock read, which
     // comes after kSpinStepsPerClockRead steps — a wait over sooner reads no clock (below).
     Deadline start{};

@@ -275,7 +275,7 @@ active proctype Collector()
         :: w == K -> w = 0; break
         :: w < K && !(pending & BIT(w)) -> w++
         :: w < K && (pending & BIT(w)) ->
-            /* Reader::peek(0): wait_for_data = poll_acquire: load tail */
+            /* Reader::peek(0): a record at my head (seen by its stamp or the tail) */
             if
             :: atomic { tail[w] > head[w] ->        /* a fragment at my head: copy it out */
                    assert(ring[w*CAP + head[w] % CAP] == head[w]) }  /* P1: in order, not overwritten */

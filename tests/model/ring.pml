@@ -105,8 +105,9 @@
  *   - Record framing, padding, fragments, byte sizes: one message = one slot.
  *     (Fragmented messages in a gather reply ring: tests/model/gather.pml.)
  *   - Case 2 of block_until, the bounded spin: it only repeats case 1 (its
- *     steps may look at part of it, a reader's stamp alone (SpinLook); every
- *     checkpoint and every way out of the spin looks at all of it).
+ *     steps, and case 1 itself where a spin follows, may look at part of it,
+ *     a reader's stamp alone (SpinLook); every checkpoint, a cancel and every
+ *     way out of the spin looks at all of it).
  *   - Timeouts / EINTR / spurious futex returns of the readers: off by
  *     default, because the protocol must not need them (they would mask lost
  *     wake-ups).  -DSPURIOUS lets every futex_wait return early at any time.

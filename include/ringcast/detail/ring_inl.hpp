@@ -1,6 +1,7 @@
 // ringcast/detail/ring_inl.hpp — the hot paths of Writer and Reader, inline so a publish or a release
 // compiles down to the stores, the fence and the load of the protocol. Included by ring.hpp only.
-// Attach/create/liveness (cold) live in src/ring.cpp.
+// Attach/create/liveness (cold) live in src/ring.cpp, and so do the waits and the cases of peek()
+// behind the hot path (wait_for_space_blocking, wait_for_data_blocking, peek_blocking).
 #pragma once
 
 namespace ringcast {
@@ -400,13 +401,13 @@ inline Status Reader::wait_for_data(Timeout& timeout) {
     // The record's own line first (no clock read): a reader that comes back for the next message
     // before it is published leaves the tail's line where the writer stores it, and block_until's
     // case 1 takes the same look where a spin follows (the spin's first checkpoint takes the full one).
-    if (head_ < cached_tail_ || stamp_look()) [[likely]] return Status::ok;
+    if (head_ < cached_tail_ || stamped_at_head()) [[likely]] return Status::ok;
     return wait_for_data_blocking(timeout);  // src/ring.cpp
 }
 
 // The header fields are loaded once each (a writer changing them under us cannot make two checks
-// disagree); the acquire load of tail or stamp that made cached_tail_ > head_ (poll_acquire) made
-// them visible, so the stamp is loaded relaxed here.
+// disagree); the acquire load of tail or stamp that made cached_tail_ > head_ (poll_acquire, or
+// stamped_at_head on the fast paths) made them visible, so the stamp is loaded relaxed here.
 inline Reader::RecordAt Reader::record_at_head() const {
     const std::uint64_t pos = head_ & mask_;
     const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
