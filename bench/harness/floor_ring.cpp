@@ -3,9 +3,9 @@
 // much does any ring of packed records with sleep-capable waiters pay, and how much is ringcast's
 // own (its checks, bookkeeping and calls)?
 //
-// The same layout and the same shared stores as a ringcast ring (include/ringcast/layout.hpp):
-// records packed at 16-byte alignment, each a 16-byte header (its stamp word, its length) and the
-// payload; a padding record where a record would cross the ring's end; the stamp word ahead of a new
+// A ringcast ring's layout in what the hop touches, and its shared stores (include/ringcast/layout.hpp):
+// records packed at 16-byte alignment, each a 16-byte header (here a 64-bit stamp word and the length;
+// ringcast's also holds the tag) and the payload; a padding record where a record would cross the ring's end; the stamp word ahead of a new
 // record zeroed (Z) where no reader may still be on the previous lap's record there; a caught-up reader
 // polls the stamp at its head. Every publish and every release is what a waker owes a waiter that may
 // sleep (w1, w2 of include/ringcast/wait.hpp): the cursor store an exchange (seq_cst), then a seq_cst

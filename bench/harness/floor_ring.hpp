@@ -16,7 +16,7 @@ namespace rcbench::floor_ring {
 struct alignas(16) Header {
     std::atomic<std::uint64_t> stamp;  // position + 1 once published; 0 or an older lap's before
     std::uint32_t length;              // payload bytes (a padding record: the bytes to the ring's end)
-    std::uint32_t padding;             // 1: a padding record
+    std::uint32_t is_padding;          // 1: a padding record
 };
 static_assert(sizeof(Header) == 16);
 
@@ -73,24 +73,26 @@ public:
         const std::uint64_t to_end = r_.capacity - (tail_ & (r_.capacity - 1));
         const std::uint64_t pad = rec > to_end ? to_end : 0;
         wait_for_space(pad + rec);
+        // The padding is stamped at once, with its own release (ringcast stamps it after the record it
+        // leads to; a reader that sees it here spins at the ring's start until the record comes).
         if (pad != 0) {  // release: a reader that sees this stamp reads the fields stored before it
             Header& p = r_.header_at(tail_);
             p.length = std::uint32_t(pad - sizeof(Header));
-            p.padding = 1;
+            p.is_padding = 1;
             p.stamp.store(tail_ + 1, std::memory_order_release);
         }
         const std::uint64_t pos = tail_ + pad, end = pos + rec;
         Header& h = r_.header_at(pos);
         std::memcpy(reinterpret_cast<std::byte*>(&h) + sizeof(Header), m.data(), m.size());
         h.length = std::uint32_t(m.size());
-        h.padding = 0;
+        h.is_padding = 0;
         if (end + sizeof(Header) <= known_free_end_) r_.header_at(end).stamp.store(0, std::memory_order_relaxed);  // Z
         tail_ = end;
         if (with_tail_) {  // ringcast's order: the stamp (release), then the tail's exchange is w1
             h.stamp.store(pos + 1, std::memory_order_release);
             r_.tail->value.exchange(tail_, std::memory_order_seq_cst);
         } else {
-            h.stamp.exchange(pos + 1, std::memory_order_seq_cst);  // w1: publishes the record (and the padding)
+            h.stamp.exchange(pos + 1, std::memory_order_seq_cst);  // w1: publishes the record
         }
         wake_if_announced(*r_.data_sleepers);
     }
@@ -123,7 +125,7 @@ public:
         for (std::uint32_t i = 1;; ++i) {
             Header& h = r_.header_at(head_);
             if (h.stamp.load(std::memory_order_acquire) == head_ + 1) {
-                if (h.padding == 0) {
+                if (h.is_padding == 0) {
                     end_ = head_ + record_size(h.length);
                     return {reinterpret_cast<const std::byte*>(&h) + sizeof(Header), h.length};
                 }

@@ -19,6 +19,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -348,9 +349,12 @@ int cmd_hop(int argc, char** argv) {
     // so hybrid / floor_wakeable is what ringcast adds beyond that price; floor_ring: a ring of
     // ringcast's records and fences with none of its code around it, floor_ring_tail the same with
     // ringcast's tail word (floor_ring.cpp), so hybrid / floor_ring_tail is ringcast's code's share.
-    const std::vector<std::string> names = {"floor_atomic", "floor_wakeable", "floor_ring", "floor_ring_tail",
-                                            "spin",         "hybrid",         "hybrid_adapt"};
+    static constexpr std::array<std::string_view, 7> kRows = {
+        "floor_atomic", "floor_wakeable", "floor_ring", "floor_ring_tail", "spin", "hybrid", "hybrid_adapt"};
     constexpr std::size_t kAtomic = 0, kWakeable = 1, kRing = 2, kRingTail = 3, kHybrid = 5;
+    static_assert(kRows[kAtomic] == "floor_atomic" && kRows[kWakeable] == "floor_wakeable" &&
+                  kRows[kRing] == "floor_ring" && kRows[kRingTail] == "floor_ring_tail" && kRows[kHybrid] == "hybrid");
+    const std::vector<std::string> names(kRows.begin(), kRows.end());
     Machine m = describe_machine();
     std::printf("ringcast hop: 1 writer -> %u reader processes, %s messages, 8 B replies, %s; %zu rounds, each\n"
                 "running %s in a rotated order, reversed every other round (%.2f s of round trips per row;\n"
@@ -432,6 +436,7 @@ int cmd_hop(int argc, char** argv) {
               << ",\"over_floor_ring_tail\":" << json_arr(ratios(i, kRingTail)) << "}";
         f << "],\"orders\":[";
         for (std::size_t k = 0; k < rounds; ++k) f << (k ? "," : "") << json_arr(orders[k]);
+        // hybrid_over_floor_median: over the atomic floor, the target's (the key is older than the other floors)
         f << "],\"hybrid_over_floor_median\":" << json_num(hybrid_median)
           << ",\"hybrid_over_floor_wakeable_median\":" << json_num(hybrid_wakeable_median)
           << ",\"hybrid_over_floor_ring_median\":" << json_num(hybrid_ring_median)

@@ -5,7 +5,8 @@
 // Single thread, nothing ever waits, so what callgrind counts is exactly the fast-path code of each.
 //
 //   valgrind --tool=callgrind --toggle-collect='*ringcast_hop*' --toggle-collect='*floor_hop*'
-//            --toggle-collect='*ring_floor_hop*' build/bench/profile/ringcast-hop-instructions 100000
+//            build/bench/profile/ringcast-hop-instructions 100000        (one command line; *floor_hop*
+//            takes the atomic floor's and both ring floors' hops)
 //   callgrind_annotate --inclusive=yes callgrind.out.<pid> | grep _hop
 #include <atomic>
 #include <chrono>
@@ -49,13 +50,20 @@ FloorLine g_floor;
     return g_floor.ack.load(std::memory_order_acquire) == i;
 }
 
-// One hop through the ring floor; `with_tail` as floor_ring_tail (ringcast's tail word) or not.
-[[gnu::noinline]] bool ring_floor_hop(rcbench::floor_ring::RingWriter& w, rcbench::floor_ring::RingReader& r) {
+// One hop through the ring floor: floor_ring (no tail word) and floor_ring_tail (ringcast's tail
+// word), each its own function so that callgrind counts them apart (noipa: not folded into one).
+bool ring_hop(rcbench::floor_ring::RingWriter& w, rcbench::floor_ring::RingReader& r) {
     w.write(g_payload);
     const std::span<const std::byte> m = r.peek();
     std::memcpy(g_out, m.data(), m.size());
     r.release();
     return m.size() == sizeof g_payload;
+}
+[[gnu::noipa]] bool ring_floor_hop(rcbench::floor_ring::RingWriter& w, rcbench::floor_ring::RingReader& r) {
+    return ring_hop(w, r);
+}
+[[gnu::noipa]] bool ring_tail_floor_hop(rcbench::floor_ring::RingWriter& w, rcbench::floor_ring::RingReader& r) {
+    return ring_hop(w, r);
 }
 
 }  // namespace
@@ -77,10 +85,11 @@ int main(int argc, char** argv) {
         rcbench::floor_ring::RingWriter ring_writer(ring, with_tail);
         rcbench::floor_ring::RingReader ring_reader(ring, 0);
         for (std::uint64_t i = 0; i < n; ++i)
-            if (!ring_floor_hop(ring_writer, ring_reader)) return 1;
+            if (!(with_tail ? ring_tail_floor_hop(ring_writer, ring_reader) : ring_floor_hop(ring_writer, ring_reader)))
+                return 1;
     }
-    std::printf("%llu hops each (the ring floor's twice: without, then with its tail word); divide callgrind's\n"
-                "inclusive Ir of ringcast_hop / floor_hop (/ 2 x ring_floor_hop) by it\n",
+    std::printf("%llu hops each (the ring floor's in two forms: without, then with its tail word); divide callgrind's\n"
+                "inclusive Ir of ringcast_hop / floor_hop / ring_floor_hop / ring_tail_floor_hop by it\n",
                 static_cast<unsigned long long>(n));
     return 0;
 }
