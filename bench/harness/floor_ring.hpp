@@ -23,6 +23,10 @@ static_assert(sizeof(Header) == 16);
 struct alignas(128) Word {  // its own line (two, against the adjacent-line prefetcher)
     std::atomic<std::uint64_t> value{0};
 };
+struct alignas(128) SleepersWord {  // a futex word of announcements, its own line as a Word
+    std::atomic<std::uint32_t> value{0};
+};
+static_assert(sizeof(SleepersWord) == sizeof(Word));
 
 inline constexpr std::uint64_t record_size(std::uint64_t payload) { return (sizeof(Header) + payload + 15) & ~std::uint64_t{15}; }
 
@@ -30,8 +34,8 @@ inline constexpr std::uint64_t record_size(std::uint64_t payload) { return (size
 struct Ring {
     Word* tail = nullptr;            // floor_ring_tail only
     Word* heads = nullptr;           // [readers]
-    Word* data_sleepers = nullptr;   // readers would announce here (never do: they spin)
-    Word* space_sleepers = nullptr;  // the writer would announce here (never does)
+    SleepersWord* data_sleepers = nullptr;   // readers would announce here (never do: they spin)
+    SleepersWord* space_sleepers = nullptr;  // the writer would announce here (never does)
     std::byte* data = nullptr;
     std::uint64_t capacity = 0;
     std::uint32_t readers = 0;
@@ -40,11 +44,11 @@ struct Ring {
         return sizeof(Word) * (readers + 3) + capacity;
     }
     void place(std::byte* at, std::uint64_t cap, std::uint32_t n) {
-        for (std::uint32_t k = 0; k < n + 3; ++k) new (at + sizeof(Word) * k) Word{};
+        for (std::uint32_t k = 0; k < n + 1; ++k) new (at + sizeof(Word) * k) Word{};
         tail = reinterpret_cast<Word*>(at);
         heads = tail + 1;
-        data_sleepers = heads + n;
-        space_sleepers = heads + n + 1;
+        data_sleepers = new (at + sizeof(Word) * (n + 1)) SleepersWord{};
+        space_sleepers = new (at + sizeof(Word) * (n + 2)) SleepersWord{};
         data = at + sizeof(Word) * (n + 3);
         capacity = cap;
         readers = n;
@@ -52,9 +56,11 @@ struct Ring {
     Header& header_at(std::uint64_t pos) const { return *reinterpret_cast<Header*>(data + (pos & (capacity - 1))); }
 };
 
-inline void wake_if_announced(Word& sleepers) {  // w2 (w1 was the caller's exchange)
-    if (sleepers.value.load(std::memory_order_seq_cst) != 0) [[unlikely]]
-        ringcast::futex_wake(reinterpret_cast<std::atomic<std::uint32_t>*>(&sleepers.value), INT_MAX);
+// w2 (w1 was the caller's exchange): wakes the futex sleepers announced in `sleepers` (the floors'
+// waiters only spin, so none ever is). The wakeable atomic floor (systems.cpp) publishes through it too.
+inline void wake_if_announced(std::atomic<std::uint32_t>& sleepers) {
+    if (sleepers.load(std::memory_order_seq_cst) != 0) [[unlikely]]
+        ringcast::futex_wake(&sleepers, INT_MAX);
 }
 
 // Every 4096 spin steps: the first time starts the step's timeout, later ones check it (no clock read
@@ -94,7 +100,7 @@ public:
         } else {
             h.stamp.exchange(pos + 1, std::memory_order_seq_cst);  // w1: publishes the record
         }
-        wake_if_announced(*r_.data_sleepers);
+        wake_if_announced(r_.data_sleepers->value);
     }
 
 private:
@@ -139,7 +145,7 @@ public:
     void release() {
         head_ = end_;
         r_.heads[rank_].value.exchange(head_, std::memory_order_seq_cst);  // w1 of the release
-        wake_if_announced(*r_.space_sleepers);
+        wake_if_announced(r_.space_sleepers->value);
     }
 
 private:

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common.hpp"
+#include "floor_ring.hpp"  // wake_if_announced
 #include "ringcast/futex.hpp"
 #include "ringcast/ring.hpp"
 
@@ -239,9 +240,8 @@ private:
             word.store(value, std::memory_order_release);
             return;
         }
-        word.exchange(value, std::memory_order_seq_cst);                        // w1
-        if (sleepers().seq.load(std::memory_order_seq_cst) != 0) [[unlikely]]  // w2
-            ringcast::futex_wake(&sleepers().seq, INT_MAX);
+        word.exchange(value, std::memory_order_seq_cst);  // w1
+        floor_ring::wake_if_announced(sleepers().seq);    // w2
     }
 
     static void signal(int fd) {
