@@ -6,9 +6,8 @@
 //   ringcast-bench hop [--readers 2] [--size 64] [--rounds 7] [--rtt-seconds 0.4] [--json FILE] [--pin]
 //       The core hop: the atomic floor, the wakeable floor (the atomic one plus the fence a waiter
 //       that may sleep needs), the ring floors (ringcast's ring protocol without its code, without and
-//       with its tail word), spin,
-//       hybrid and hybrid_adapt round trips alternated in rounds; each round's ratio to that round's
-//       floor, and their median.
+//       with its tail word), spin, hybrid and hybrid_adapt round trips alternated in rounds; each
+//       round's ratio to that round's floors, and their medians.
 //   ringcast-bench matrix [--readers-list 1,2] [--sizes 8,64,4096,65536,1048576] [--runs 1] [--pin]
 //                         [--out DIR] [--rtt-seconds 0.5] [--stream-seconds 0.5] [--idle-seconds 10]
 //                         [--oversub N] [--no-micro]
