@@ -403,23 +403,29 @@ int cmd_hop(int argc, char** argv) {
         std::printf("   median %.2f, <= 1.30 in %zu of %zu\n", median(r),
                     std::size_t(std::count_if(r.begin(), r.end(), [](double v) { return v <= 1.3; })), r.size());
     }
-    const auto hybrid = ratios(kHybrid, kAtomic);
-    const double hybrid_median = median(hybrid);
-    const double hybrid_wakeable_median = median(ratios(kHybrid, kWakeable));
-    const double hybrid_ring_median = median(ratios(kHybrid, kRing));
-    const double hybrid_ring_tail_median = median(ratios(kHybrid, kRingTail));
+    // The floors besides the atomic one (the target's): each gives hybrid one more ratio, printed with
+    // what that floor is, and the JSON keys over_floor_<key> (per row) and hybrid_over_floor_<key>_median.
+    struct OtherFloor {
+        std::size_t row;
+        std::string_view key, label, what;
+    };
+    static constexpr std::array<OtherFloor, 3> kOtherFloors = {{
+        {kWakeable, "wakeable", "wakeable floor",
+         "floor_wakeable: the atomic floor plus the\nexchange and sleepers' load a waiter that may sleep needs on "
+         "every publish; its own x floor row above"},
+        {kRing, "ring", "ring floor",
+         "floor_ring: ringcast's records, stamps and fenced\npublishes and releases, none of its code around them; "
+         "its own x floor row above"},
+        {kRingTail, "ring_tail", "ring floor with a tail",
+         "floor_ring_tail: the same, publishing\na tail word as ringcast does"},
+    }};
+    const double hybrid_median = median(ratios(kHybrid, kAtomic));
     m.load_end = read_first_line("/proc/loadavg");
     std::printf("\nhybrid RTT / atomic floor, median of the rounds: %.2f (target <= 1.30: %s). Load average at end: %s\n",
                 hybrid_median, hybrid_median <= 1.3 ? "met" : "MISSED", m.load_end.c_str());
-    std::printf("hybrid RTT / wakeable floor, median of the rounds: %.2f (floor_wakeable: the atomic floor plus the\n"
-                "exchange and sleepers' load a waiter that may sleep needs on every publish; its own x floor row above)\n",
-                hybrid_wakeable_median);
-    std::printf("hybrid RTT / ring floor, median of the rounds: %.2f (floor_ring: ringcast's records, stamps and fenced\n"
-                "publishes and releases, none of its code around them; its own x floor row above)\n",
-                hybrid_ring_median);
-    std::printf("hybrid RTT / ring floor with a tail, median of the rounds: %.2f (floor_ring_tail: the same, publishing\n"
-                "a tail word as ringcast does)\n",
-                hybrid_ring_tail_median);
+    for (const OtherFloor& floor : kOtherFloors)
+        std::printf("hybrid RTT / %s, median of the rounds: %.2f (%s)\n", std::string(floor.label).c_str(),
+                    median(ratios(kHybrid, floor.row)), std::string(floor.what).c_str());
     if (a.kv.count("--json")) {
         std::ofstream f(a.get("--json", ""));
         f << "{\"command\":\"hop\",\"machine\":{\"cores\":" << m.cores << ",\"model\":" << json_str(m.model)
@@ -427,19 +433,20 @@ int cmd_hop(int argc, char** argv) {
           << ",\"load_start\":" << json_str(m.load_start) << ",\"load_end\":" << json_str(m.load_end)
           << "},\"readers\":" << readers << ",\"size\":" << size << ",\"pinned\":" << (pin ? "true" : "false")
           << ",\"rtt_seconds\":" << json_num(lim.rtt_s) << ",\"rows\":[";
-        for (std::size_t i = 0; i < names.size(); ++i)
+        for (std::size_t i = 0; i < names.size(); ++i) {
             f << (i ? "," : "") << "{\"system\":" << json_str(names[i]) << ",\"p50_ns\":" << json_arr(p50[i])
-              << ",\"round_trips\":" << json_arr(samples[i]) << ",\"over_floor_atomic\":" << json_arr(ratios(i, kAtomic))
-              << ",\"over_floor_wakeable\":" << json_arr(ratios(i, kWakeable))
-              << ",\"over_floor_ring\":" << json_arr(ratios(i, kRing))
-              << ",\"over_floor_ring_tail\":" << json_arr(ratios(i, kRingTail)) << "}";
+              << ",\"round_trips\":" << json_arr(samples[i]) << ",\"over_floor_atomic\":" << json_arr(ratios(i, kAtomic));
+            for (const OtherFloor& floor : kOtherFloors)
+                f << ",\"over_floor_" << floor.key << "\":" << json_arr(ratios(i, floor.row));
+            f << "}";
+        }
         f << "],\"orders\":[";
         for (std::size_t k = 0; k < rounds; ++k) f << (k ? "," : "") << json_arr(orders[k]);
         // hybrid_over_floor_median: over the atomic floor, the target's (the key is older than the other floors)
-        f << "],\"hybrid_over_floor_median\":" << json_num(hybrid_median)
-          << ",\"hybrid_over_floor_wakeable_median\":" << json_num(hybrid_wakeable_median)
-          << ",\"hybrid_over_floor_ring_median\":" << json_num(hybrid_ring_median)
-          << ",\"hybrid_over_floor_ring_tail_median\":" << json_num(hybrid_ring_tail_median) << "}\n";
+        f << "],\"hybrid_over_floor_median\":" << json_num(hybrid_median);
+        for (const OtherFloor& floor : kOtherFloors)
+            f << ",\"hybrid_over_floor_" << floor.key << "_median\":" << json_num(median(ratios(kHybrid, floor.row)));
+        f << "}\n";
         if (!f) throw BenchError("cannot write " + a.get("--json", ""));
     }
     return 0;
