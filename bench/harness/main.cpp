@@ -29,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "common.hpp"
 #include "svg.hpp"

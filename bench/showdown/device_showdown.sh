@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the library, the Python binding and the benchmarks on a bigger machine (the 16-core H200 machine
 # through the device tool: pybind11 from pip there, no apt, no ZeroMQ) and runs the executor showdown
-# for W = 2, 4, 8 workers, its C++ floor, and the wait-strategy table. Writes into $1 (default ./out).
+# for W = 2, 4, 8 workers, its C++ floor, the wait-strategy table and the neighbour probe. Writes into
+# $1 (default ./out).
 # Environment: WORKERS, STEPS, REPEATS; SHOWDOWN_ARGS, more options for showdown.py (e.g. --trace).
 set -euo pipefail
 out=${1:-out}; mkdir -p "$out"
@@ -11,6 +12,9 @@ cmake -S . -B "$build" -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BENCH_ZMQ=OFF -DPyt
   -Dpybind11_DIR="$("$py" -m pybind11 --cmakedir)" >"$out/configure.log" 2>&1 || { tail -40 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
 "$build/bench/ringcast-bench" strategies --readers 2 --json "$out/strategies.json" 2>&1 | tee "$out/strategies.txt"
+# Does a waiter on one CPU slow the workers' Python on another (the end-to-end step)? ~15 s.
+PYTHONPATH="$build/python" "$py" bench/showdown/neighbour_probe.py --neighbour "$build/bench/showdown/ringcast-neighbour" \
+  --rounds 3 --json "$out/neighbour.json" 2>/dev/null | tee "$out/neighbour.txt"
 for w in ${WORKERS:-2 8}; do
   mkdir -p "$out/w$w"
   "$build/bench/showdown/ringcast-showdown-floor" --workers "$w" --json "$out/w$w/floor.json" 2>&1 | tee "$out/floor-w$w.txt"

@@ -6,12 +6,15 @@
 //   ringcast-neighbour MODE SECONDS
 //     pause   cpu_relax() in a loop (a spin that never enters the kernel)
 //     polite  the library's adaptive spin: kSpinStepsPerClockRead cpu_relax steps, then its checkpoint
-//             (AdaptiveHybridStrategy::keep_spinning: a sched_yield and a clock read), over and over
-//             (it never stops to sleep here, where the library's would once others took its CPU)
+//             (a clock read, then AdaptiveHybridStrategy::keep_spinning: a sched_yield and a clock
+//             read), as block_until spins — but over and over: the library's spin ends at its budget
+//             (at most its cap, 2-10 ms) or once others took its CPU, and sleeps; this one never
+//             does, so what it costs a neighbour is an upper bound of what such a spin costs
 //     yield   sched_yield() in a loop (the system call alone; a Python poller adds its interpreter)
 //     busy    integer work in a loop (no pause)
 //   It prints one line once it waits (the probe starts the work only then) and exits after SECONDS.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -30,14 +33,19 @@ using ringcast::Deadline;
     std::exit(2);
 }
 
-// Each loop checks the clock once per kSpinStepsPerClockRead steps (the polite one at its checkpoint).
-template <class Step>
-void run_until(Deadline end, Step step) {
+// `step` every step; every kSpinStepsPerClockRead steps one clock read, handed to `checkpoint` (the
+// polite mode's keep_spinning), as block_until's spin checkpoints do.
+template <class Step, class Checkpoint>
+void run_until(Deadline end, Step step, Checkpoint checkpoint) {
     for (std::uint32_t i = 1;; ++i) {
         step(i);
-        if (i % ringcast::kSpinStepsPerClockRead == 0 && Clock::now() >= end) return;
+        if (i % ringcast::kSpinStepsPerClockRead != 0) continue;
+        Deadline now = Clock::now();
+        if (now >= end) return;
+        checkpoint(now);
     }
 }
+constexpr auto kNoCheckpoint = [](Deadline&) {};
 
 }  // namespace
 
@@ -54,19 +62,17 @@ int main(int argc, char** argv) {
     const Deadline start = Clock::now();
     const Deadline end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     if (mode == "pause") {
-        run_until(end, [](std::uint32_t) { ringcast::cpu_relax(); });
+        run_until(end, [](std::uint32_t) { ringcast::cpu_relax(); }, kNoCheckpoint);
     } else if (mode == "polite") {
+        // spin_for 10 us (the library's), a budget it never reaches; its verdict is not obeyed (above).
         const ringcast::AdaptiveHybridStrategy spin{std::chrono::nanoseconds{10'000}, std::chrono::hours{1}};
-        Deadline now = start;
-        run_until(end, [&](std::uint32_t i) {
-            spin.relax(i);
-            if (i % ringcast::kSpinStepsPerClockRead == 0) (void)spin.keep_spinning(now - start, now);
-        });
+        run_until(end, [&](std::uint32_t i) { spin.relax(i); },
+                  [&](Deadline& now) { (void)spin.keep_spinning(now - start, now); });
     } else if (mode == "yield") {
-        run_until(end, [](std::uint32_t) { ::sched_yield(); });
+        run_until(end, [](std::uint32_t) { ::sched_yield(); }, kNoCheckpoint);
     } else if (mode == "busy") {
         volatile std::uint64_t sink = 0;
-        run_until(end, [&](std::uint32_t i) { sink = sink + i; });
+        run_until(end, [&](std::uint32_t i) { sink = sink + i; }, kNoCheckpoint);
     }
     return 0;
 }

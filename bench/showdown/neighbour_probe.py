@@ -53,10 +53,21 @@ def start_neighbour(binary, mode, cpu, seconds):
     else:
         argv = [binary, mode, str(seconds)]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-    if not p.stdout.readline():  # its one line: it waits now (not yet a Python neighbour still starting up)
-        p.wait()
+    try:
+        started = p.stdout.readline()  # its one line: it waits now (not a Python neighbour still starting up)
+    except BaseException:
+        stop_neighbour(p)
+        raise
+    if not started:
+        stop_neighbour(p)
         raise SystemExit(f"neighbour_probe: the {mode} neighbour exited at once (rc {p.returncode})")
     return p
+
+
+def stop_neighbour(p):
+    p.kill()
+    p.wait()
+    p.stdout.close()
 
 
 def time_work(work, loops, gap_s):
@@ -84,11 +95,21 @@ def main():
         ap.error(f"--modes: each of {','.join(ALL_MODES[1:])}")
     if args.rounds < 1 or args.loops < 1 or not args.work_ms > 0:
         ap.error("--rounds, --loops and --work-ms must be positive")
-    work_cpu, neighbour_cpus = default_cpus()
-    if args.work_cpu is not None:
-        work_cpu = args.work_cpu
+    if len(set(modes)) != len(modes):
+        ap.error("--modes: each mode once")
+    neighbour_cpus = None
     if args.neighbour_cpus:
-        neighbour_cpus = [int(c) for c in args.neighbour_cpus.split(",")]
+        try:
+            neighbour_cpus = [int(c) for c in args.neighbour_cpus.split(",")]
+        except ValueError:
+            ap.error(f"--neighbour-cpus: comma-separated CPU numbers, not {args.neighbour_cpus!r}")
+        if len(set(neighbour_cpus)) != len(neighbour_cpus):
+            ap.error("--neighbour-cpus: each CPU once")
+    work_cpu = args.work_cpu
+    if work_cpu is None or neighbour_cpus is None:
+        default_work, default_neighbours = default_cpus()
+        work_cpu = default_work if work_cpu is None else work_cpu
+        neighbour_cpus = default_neighbours if neighbour_cpus is None else neighbour_cpus
     allowed = os.sched_getaffinity(0)
     for c in [work_cpu] + neighbour_cpus:
         if c not in allowed:
@@ -98,10 +119,13 @@ def main():
     if any(m in NEIGHBOUR_MODES for m in modes) and not os.access(args.neighbour, os.X_OK):
         ap.error(f"--neighbour: {args.neighbour} is not an executable (build the ringcast_neighbour target)")
 
+    gap_s = 0.2e-3
+    cell_s = args.loops * (args.work_ms / 1e3 + gap_s) * 3 + 5  # the neighbour's own limit (checked: not reached)
+    if cell_s > 3600:
+        ap.error("--loops x --work-ms: a cell would run longer than the neighbour's limit of an hour")
+
     os.sched_setaffinity(0, {work_cpu})
     work = Compute(args.work_ms / 1e3)  # calibrated on the work's CPU alone, with no neighbour
-    gap_s = 0.2e-3
-    cell_s = args.loops * (args.work_ms / 1e3 + gap_s) * 3 + 5  # the neighbour's own limit, never reached
     cells = [(c, m) for c in neighbour_cpus for m in ["none"] + modes]
     work_us = {cell: [] for cell in cells}  # [round]
     orders = []  # [round]: the cells in the order run
@@ -112,11 +136,12 @@ def main():
             p = None if mode == "none" else start_neighbour(args.neighbour, mode, cpu, cell_s)
             try:
                 work_us[(cpu, mode)].append(time_work(work, args.loops, gap_s))
+                if p is not None and p.poll() is not None:  # part of the cell ran with no neighbour
+                    raise SystemExit(f"neighbour_probe: the {mode} neighbour on CPU {cpu} ended during the cell "
+                                     f"(rc {p.returncode})")
             finally:
                 if p is not None:
-                    p.kill()
-                    p.wait()
-                    p.stdout.close()
+                    stop_neighbour(p)
             print(f"  round {k + 1}: CPU {cpu} {mode}: {work_us[(cpu, mode)][-1]:.1f} us", file=sys.stderr)
 
     print(f"neighbour probe: the showdown's {args.work_ms:g} ms of worker work on CPU {work_cpu}, thread CPU time "

@@ -38,8 +38,9 @@ def test_the_probe_prints_what_its_rounds_say(tmp_path):
     data = json.loads(out_json.read_text())
     cells = [f"{cpus[1]} {m}" for m in ("none", "pause", "polite", "pyyield")]
     assert [f"{c['cpu']} {c['mode']}" for c in data["cells"]] == cells
-    assert len(data["orders"]) == 4 and all(sorted(o) == sorted(cells) for o in data["orders"])
-    assert len({tuple(o) for o in data["orders"]}) == 4, data["orders"]  # rotated, reversed every other round
+    # Round k: the cells rotated by k // 2, reversed in every other round.
+    want_orders = [(cells[k // 2:] + cells[:k // 2])[::1 if k % 2 == 0 else -1] for k in range(4)]
+    assert data["orders"] == want_orders, data["orders"]
     base = data["cells"][0]["work_us"]
     rows = {m: (rest, float(med)) for m, rest, med in
             re.findall(r"^CPU \d+ (\w+) +([\d. ]+?)\s+median ([\d.]+)$", out.stdout, re.M)}
@@ -59,11 +60,21 @@ def test_the_probe_prints_what_its_rounds_say(tmp_path):
 @needs_neighbour
 def test_the_probe_refuses_bad_input_with_its_cause():
     cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
     out = run_probe("--modes", "pause,sleepy")
     assert out.returncode == 2 and "--modes" in out.stderr, out.stderr
+    out = run_probe("--modes", "pause,pause")
+    assert out.returncode == 2 and "each mode once" in out.stderr, out.stderr
+    out = run_probe("--work-cpu", str(cpus[0]), "--neighbour-cpus", f"{cpus[1]},{cpus[1]}")
+    assert out.returncode == 2 and "each CPU once" in out.stderr, out.stderr
+    out = run_probe("--neighbour-cpus", "1,")
+    assert out.returncode == 2 and "comma-separated CPU numbers" in out.stderr, out.stderr
+    out = run_probe("--loops", "10000000")
+    assert out.returncode == 2 and "limit of an hour" in out.stderr, out.stderr
     out = run_probe("--work-cpu", str(cpus[0]), "--neighbour-cpus", str(cpus[0]))
     assert out.returncode == 2 and "cannot also be a neighbour" in out.stderr, out.stderr
-    out = run_probe("--work-cpu", "100000")
+    out = run_probe("--work-cpu", "100000", "--neighbour-cpus", str(cpus[1]))
     assert out.returncode == 2 and "CPU 100000 is not one this process may use" in out.stderr, out.stderr
     out = subprocess.run([sys.executable, SCRIPT, "--neighbour", "/nonexistent/ringcast-neighbour", "--modes", "pause"],
                          capture_output=True, text=True, timeout=60)
