@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
     if (mode == "pause") {
         run_until(end, [](std::uint32_t) { ringcast::cpu_relax(); }, kNoCheckpoint);
     } else if (mode == "polite") {
-        // spin_for 10 us (the library's), a budget it never reaches; its verdict is not obeyed (above).
-        const ringcast::AdaptiveHybridStrategy spin{std::chrono::nanoseconds{10'000}, std::chrono::hours{1}};
+        // The library's default spin_for, a budget it never reaches; its verdict is not obeyed (above).
+        const ringcast::AdaptiveHybridStrategy spin{ringcast::WaitOptions{}.spin_for, std::chrono::hours{1}};
         run_until(end, [&](std::uint32_t i) { spin.relax(i); },
                   [&](Deadline& now) { (void)spin.keep_spinning(now - start, now); });
     } else if (mode == "yield") {
