@@ -15,6 +15,9 @@ cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -60 "$out/b
 # Does a waiter on one CPU slow the workers' Python on another (the end-to-end step)? ~15 s.
 PYTHONPATH="$build/python" "$py" bench/showdown/neighbour_probe.py --neighbour "$build/bench/showdown/ringcast-neighbour" \
   --rounds 3 --json "$out/neighbour.json" 2>/dev/null | tee "$out/neighbour.txt"
+# And with the executor's and every other worker's CPU waiting at once, as in a W=8 step. ~10 s.
+PYTHONPATH="$build/python" "$py" bench/showdown/neighbour_probe.py --neighbour "$build/bench/showdown/ringcast-neighbour" \
+  --together --rounds 3 --json "$out/neighbour-together.json" 2>/dev/null | tee "$out/neighbour-together.txt"
 for w in ${WORKERS:-2 8}; do
   mkdir -p "$out/w$w"
   "$build/bench/showdown/ringcast-showdown-floor" --workers "$w" --json "$out/w$w/floor.json" 2>&1 | tee "$out/floor-w$w.txt"

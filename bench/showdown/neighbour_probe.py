@@ -15,7 +15,10 @@ round, its ratio to that round's baseline, and the median of the rounds' ratios.
         --neighbour build/bench/showdown/ringcast-neighbour [--work-cpu 2] [--neighbour-cpus 0,1,3]
 
 By default the work runs where the showdown pins its worker 0 for 8 workers, and the neighbours where
-it pins the executor (both CPUs) and worker 1.
+it pins the executor (both CPUs) and worker 1. `--together` runs each cell's neighbour on every one of
+those CPUs at once (by default then: the executor's and workers 1-7's, as in a W=8 step where all of
+them wait). `--polite-from LABEL=BINARY` adds a cell `polite@LABEL`: another build's ringcast-neighbour
+in its polite mode — a change to the library's spin A/B'd against this build's in the same rounds.
 """
 import argparse
 import json
@@ -33,19 +36,22 @@ PY_POLLER = "pyyield"  # a Python loop of os.sched_yield(), as the spin-and-yiel
 ALL_MODES = ("none",) + NEIGHBOUR_MODES + (PY_POLLER,)
 
 
-def default_cpus():
-    """The showdown's placement for 8 workers: worker 0's CPU, and the executor's and worker 1's."""
+def default_cpus(together):
+    """The showdown's placement for 8 workers: worker 0's CPU, and the executor's and worker 1's (with
+    `together`: and every other worker's)."""
     plan, _ = plan_pinning("auto", 8)
     if plan is None:
         cpus = sorted(os.sched_getaffinity(0))
         if len(cpus) < 2:
             raise SystemExit("neighbour_probe: needs 2 CPUs")
-        return cpus[0], [cpus[1]]
-    return plan["workers"][0], sorted(plan["executor"]) + [plan["workers"][1]]
+        return cpus[0], cpus[1:] if together else [cpus[1]]
+    return plan["workers"][0], sorted(plan["executor"]) + plan["workers"][1:None if together else 2]
 
 
 def start_neighbour(binary, mode, cpu, seconds):
-    """The neighbour, pinned to `cpu`, waiting `mode`'s way for at most `seconds` (it is stopped sooner)."""
+    """The neighbour, pinned to `cpu`, waiting `mode`'s way for at most `seconds` (it is stopped sooner).
+    `binary` runs a NEIGHBOUR_MODES mode; a `polite@LABEL` cell passes its own build's binary."""
+    mode = mode.split("@")[0]
     if mode == PY_POLLER:
         argv = [sys.executable, "-c",
                 "import os, sys, time\nend = time.monotonic() + float(sys.argv[1])\n"
@@ -70,6 +76,19 @@ def stop_neighbour(p):
     p.stdout.close()
 
 
+def start_neighbours(binary, mode, cpus, seconds):
+    """One neighbour on each of `cpus`; all of them stopped if one fails to start."""
+    started = []
+    try:
+        for cpu in cpus:
+            started.append(start_neighbour(binary, mode, cpu, seconds))
+    except BaseException:
+        for p in started:
+            stop_neighbour(p)
+        raise
+    return started
+
+
 def time_work(work, loops, gap_s):
     """The work's thread CPU time, µs, `loops` times, `gap_s` apart (the showdown's worker, between steps)."""
     out = []
@@ -88,6 +107,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--loops", type=int, default=200, help="timed works per cell and round")
     ap.add_argument("--work-ms", type=float, default=1.0)
+    ap.add_argument("--together", action="store_true",
+                    help="each cell's neighbour on all the neighbour CPUs at once (default CPUs: the W=8 showdown's)")
+    ap.add_argument("--polite-from", action="append", default=[], metavar="LABEL=BINARY",
+                    help="a cell polite@LABEL: that ringcast-neighbour's polite mode (another build's spin)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
@@ -97,6 +120,17 @@ def main():
         ap.error("--rounds, --loops and --work-ms must be positive")
     if len(set(modes)) != len(modes):
         ap.error("--modes: each mode once")
+    other_builds = {}  # label -> its ringcast-neighbour
+    for spec in args.polite_from:
+        label, sep, binary = spec.partition("=")
+        if not sep or not label or not binary or not label.replace("-", "").replace("_", "").isalnum():
+            ap.error(f"--polite-from: LABEL=BINARY with a label of letters, digits, - or _, not {spec!r}")
+        if label in other_builds:
+            ap.error(f"--polite-from: the label {label!r} twice")
+        if not os.access(binary, os.X_OK):
+            ap.error(f"--polite-from: {binary} is not an executable")
+        other_builds[label] = binary
+    modes += [f"polite@{label}" for label in other_builds]
     neighbour_cpus = None
     if args.neighbour_cpus:
         try:
@@ -107,7 +141,7 @@ def main():
             ap.error("--neighbour-cpus: each CPU once")
     work_cpu = args.work_cpu
     if work_cpu is None or neighbour_cpus is None:
-        default_work, default_neighbours = default_cpus()
+        default_work, default_neighbours = default_cpus(args.together)
         work_cpu = default_work if work_cpu is None else work_cpu
         neighbour_cpus = default_neighbours if neighbour_cpus is None else neighbour_cpus
     allowed = os.sched_getaffinity(0)
@@ -126,40 +160,50 @@ def main():
 
     os.sched_setaffinity(0, {work_cpu})
     work = Compute(args.work_ms / 1e3)  # calibrated on the work's CPU alone, with no neighbour
-    cells = [(c, m) for c in neighbour_cpus for m in ["none"] + modes]
+    # A cell's place: one neighbour CPU, or "all" of them at once (--together).
+    places = ["all"] if args.together else neighbour_cpus
+    cpus_of = {place: neighbour_cpus if place == "all" else [place] for place in places}
+    cells = [(c, m) for c in places for m in ["none"] + modes]
     work_us = {cell: [] for cell in cells}  # [round]
     orders = []  # [round]: the cells in the order run
     for k in range(args.rounds):
         order = cells[k // 2 % len(cells):] + cells[:k // 2 % len(cells)]
         orders.append(order if k % 2 == 0 else order[::-1])
-        for cpu, mode in orders[-1]:
-            p = None if mode == "none" else start_neighbour(args.neighbour, mode, cpu, cell_s)
+        for place, mode in orders[-1]:
+            binary = other_builds.get(mode.partition("@")[2], args.neighbour)
+            ps = [] if mode == "none" else start_neighbours(binary, mode, cpus_of[place], cell_s)
             try:
-                work_us[(cpu, mode)].append(time_work(work, args.loops, gap_s))
-                if p is not None and p.poll() is not None:  # part of the cell ran with no neighbour
-                    raise SystemExit(f"neighbour_probe: the {mode} neighbour on CPU {cpu} ended during the cell "
-                                     f"(rc {p.returncode})")
+                work_us[(place, mode)].append(time_work(work, args.loops, gap_s))
+                for cpu, p in zip(cpus_of[place], ps):
+                    if p.poll() is not None:  # part of the cell ran without this neighbour
+                        raise SystemExit(f"neighbour_probe: the {mode} neighbour on CPU {cpu} ended during the cell "
+                                         f"(rc {p.returncode})")
             finally:
-                if p is not None:
+                for p in ps:
                     stop_neighbour(p)
-            print(f"  round {k + 1}: CPU {cpu} {mode}: {work_us[(cpu, mode)][-1]:.1f} us", file=sys.stderr)
+            print(f"  round {k + 1}: CPU {place} {mode}: {work_us[(place, mode)][-1]:.1f} us", file=sys.stderr)
 
     print(f"neighbour probe: the showdown's {args.work_ms:g} ms of worker work on CPU {work_cpu}, thread CPU time "
-          f"(median of {args.loops} per cell and round), beside a neighbour on CPU "
-          f"{','.join(map(str, neighbour_cpus))}; {args.rounds} rounds, each cell once per round, its ratio to "
-          f"the same round's work with no neighbour")
-    print(f"{'neighbour':<16} {'work us, round 1..N':<{8 * args.rounds}}  x none, round 1..N, then the median")
+          f"(median of {args.loops} per cell and round), beside a neighbour on "
+          + (f"all of CPUs {','.join(map(str, neighbour_cpus))} at once" if args.together
+             else f"CPU {','.join(map(str, neighbour_cpus))}")
+          + f"; {args.rounds} rounds, each cell once per round, its ratio to the same round's work with no neighbour")
+    for label, binary in other_builds.items():
+        print(f"polite@{label}: the polite mode of {binary}")
+    width = max(16, max(len(f"CPU {place} {mode}") + 1 for place, mode in cells))
+    print(f"{'neighbour':<{width}} {'work us, round 1..N':<{8 * args.rounds}}  x none, round 1..N, then the median")
     result = []
-    for cpu, mode in cells:
-        base = work_us[(cpu, "none")]
-        ratios = [v / b for v, b in zip(work_us[(cpu, mode)], base)]
-        print(f"{f'CPU {cpu} {mode}':<16} " + "".join(f"{v:8.1f}" for v in work_us[(cpu, mode)]) + "  "
+    for place, mode in cells:
+        base = work_us[(place, "none")]
+        ratios = [v / b for v, b in zip(work_us[(place, mode)], base)]
+        print(f"{f'CPU {place} {mode}':<{width}} " + "".join(f"{v:8.1f}" for v in work_us[(place, mode)]) + "  "
               + " ".join(f"{r:.3f}" for r in ratios) + f"  median {statistics.median(ratios):.3f}")
-        result.append({"cpu": cpu, "mode": mode, "work_us": work_us[(cpu, mode)], "over_none": ratios,
-                       "over_none_median": statistics.median(ratios)})
+        result.append({"cpu": place, "cpus": cpus_of[place], "mode": mode, "work_us": work_us[(place, mode)],
+                       "over_none": ratios, "over_none_median": statistics.median(ratios)})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"work_cpu": work_cpu, "work_ms": args.work_ms, "loops": args.loops, "rounds": args.rounds,
+                       "together": args.together, "polite_from": other_builds,
                        "cells": result, "orders": [[f"{c} {m}" for c, m in o] for o in orders]}, f)
 
 

@@ -92,3 +92,34 @@ def test_the_neighbour_waits_its_way_for_its_time_and_refuses_bad_arguments():
                       (["pause", "1x"], "SECONDS")):
         done = subprocess.run([NEIGHBOUR, *argv], capture_output=True, text=True, timeout=30)
         assert done.returncode == 2 and why in done.stderr, (argv, done.stderr)
+
+
+@needs_neighbour
+def test_together_runs_a_cell_on_every_neighbour_cpu_and_polite_from_adds_another_builds_cell(tmp_path):
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    neighbours = cpus[1:3]  # two where there are (a 2-CPU machine: one)
+    listed = ",".join(map(str, neighbours))
+    out_json = tmp_path / "probe.json"
+    out = run_probe("--work-cpu", str(cpus[0]), "--neighbour-cpus", listed, "--together",
+                    "--modes", "pause", "--polite-from", f"other={NEIGHBOUR}", "--rounds", "2", "--loops", "3",
+                    "--work-ms", "0.2", "--json", str(out_json))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    data = json.loads(out_json.read_text())
+    assert data["together"] is True and data["polite_from"] == {"other": NEIGHBOUR}
+    assert [(c["cpu"], c["cpus"], c["mode"]) for c in data["cells"]] == [
+        ("all", neighbours, m) for m in ("none", "pause", "polite@other")]
+    assert f"all of CPUs {listed} at once" in out.stdout, out.stdout
+    assert f"polite@other: the polite mode of {NEIGHBOUR}" in out.stdout, out.stdout
+    for cell in data["cells"]:
+        want = [v / b for v, b in zip(cell["work_us"], data["cells"][0]["work_us"])]
+        assert all(abs(a - b) <= 1e-9 * b for a, b in zip(cell["over_none"], want)), cell
+        assert re.search(rf"^CPU all {re.escape(cell['mode'])} +[\d. ]+median {cell['over_none_median']:.3f}$",
+                         out.stdout, re.M), (cell, out.stdout)
+    for bad, why in ((f"other{NEIGHBOUR}", "LABEL=BINARY"), ("x y=/bin/true", "LABEL=BINARY"),
+                     ("other=/nonexistent/ringcast-neighbour", "/nonexistent/ringcast-neighbour is not an executable")):
+        done = run_probe("--polite-from", bad)
+        assert done.returncode == 2 and why in done.stderr, (bad, done.stderr)
+    done = run_probe("--polite-from", f"a={NEIGHBOUR}", "--polite-from", f"a={NEIGHBOUR}")
+    assert done.returncode == 2 and "the label 'a' twice" in done.stderr, done.stderr
