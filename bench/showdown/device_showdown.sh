@@ -13,11 +13,14 @@ cmake -S . -B "$build" -DRINGCAST_BUILD_TESTS=OFF -DRINGCAST_BENCH_ZMQ=OFF -DPyt
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
 "$build/bench/ringcast-bench" strategies --readers 2 --json "$out/strategies.json" 2>&1 | tee "$out/strategies.txt"
 # Does a waiter on one CPU slow the workers' Python on another (the end-to-end step)? ~15 s.
+# A probe that fails says why in its .err file and does not stop the showdowns after it.
 PYTHONPATH="$build/python" "$py" bench/showdown/neighbour_probe.py --neighbour "$build/bench/showdown/ringcast-neighbour" \
-  --rounds 3 --json "$out/neighbour.json" 2>/dev/null | tee "$out/neighbour.txt"
+  --rounds 3 --json "$out/neighbour.json" 2>"$out/neighbour.err" | tee "$out/neighbour.txt" ||
+  echo "the neighbour probe failed: $out/neighbour.err"
 # And with the executor's and every other worker's CPU waiting at once, as in a W=8 step. ~10 s.
 PYTHONPATH="$build/python" "$py" bench/showdown/neighbour_probe.py --neighbour "$build/bench/showdown/ringcast-neighbour" \
-  --together --rounds 3 --json "$out/neighbour-together.json" 2>/dev/null | tee "$out/neighbour-together.txt"
+  --together --rounds 3 --json "$out/neighbour-together.json" 2>"$out/neighbour-together.err" | tee "$out/neighbour-together.txt" ||
+  echo "the together probe failed: $out/neighbour-together.err"
 for w in ${WORKERS:-2 8}; do
   mkdir -p "$out/w$w"
   "$build/bench/showdown/ringcast-showdown-floor" --workers "$w" --json "$out/w$w/floor.json" 2>&1 | tee "$out/floor-w$w.txt"

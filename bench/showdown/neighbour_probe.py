@@ -6,23 +6,29 @@ yield loop, busy work; or a Python sched_yield poller, the spin-and-yield queue'
 nobody. The work's CPU time, not its wall time: a neighbour that slows it does so through the core
 the two vCPUs share on the host (SMT siblings the guest may not see), not by taking its CPU.
 
-Every round runs every (neighbour CPU, mode) once, in a rotated order reversed every other round, and
-"none" — the work with no neighbour — once per neighbour CPU in that round, so each ratio is against
-the same round's baseline (the VM's speed drifts between minutes). Prints each cell's median work per
+Every round runs every (neighbour CPU, mode) once — with `--together`, every mode once on all the
+neighbour CPUs at once — in a rotated order reversed every other round, and "none" (the work with no
+neighbour) once per such place in that round, so each ratio is against the same round's baseline (the
+VM's speed drifts between minutes). Prints each cell's median work per
 round, its ratio to that round's baseline, and the median of the rounds' ratios.
 
     PYTHONPATH=build/python python3 bench/showdown/neighbour_probe.py \
-        --neighbour build/bench/showdown/ringcast-neighbour [--work-cpu 2] [--neighbour-cpus 0,1,3]
+        --neighbour build/bench/showdown/ringcast-neighbour [--work-cpu 2] [--neighbour-cpus 0,1,3] \
+        [--together] [--polite-from LABEL=BINARY]
 
 By default the work runs where the showdown pins its worker 0 for 8 workers, and the neighbours where
 it pins the executor (both CPUs) and worker 1. `--together` runs each cell's neighbour on every one of
 those CPUs at once (by default then: the executor's and workers 1-7's, as in a W=8 step where all of
-them wait). `--polite-from LABEL=BINARY` adds a cell `polite@LABEL`: another build's ringcast-neighbour
-in its polite mode — a change to the library's spin A/B'd against this build's in the same rounds.
+them wait). On a machine too small for that placement (fewer than 10 CPUs) the work runs on the first
+CPU and the neighbour on the second (`--together`: on every other CPU). A neighbour CPU given by
+default is never the work's: with `--work-cpu` alone, that CPU leaves the default neighbours.
+`--polite-from LABEL=BINARY` adds a cell `polite@LABEL`: another build's ringcast-neighbour in its
+polite mode — a change to the library's spin A/B'd against this build's in the same rounds.
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -48,10 +54,10 @@ def default_cpus(together):
     return plan["workers"][0], sorted(plan["executor"]) + plan["workers"][1:None if together else 2]
 
 
-def start_neighbour(binary, mode, cpu, seconds):
-    """The neighbour, pinned to `cpu`, waiting `mode`'s way for at most `seconds` (it is stopped sooner).
-    `binary` runs a NEIGHBOUR_MODES mode; a `polite@LABEL` cell passes its own build's binary."""
-    mode = mode.split("@")[0]
+def start_neighbour(binary, cell, cpu, seconds):
+    """The neighbour, pinned to `cpu`, waiting the `cell` mode's way for at most `seconds` (it is stopped
+    sooner). `binary` runs a NEIGHBOUR_MODES mode; a `polite@LABEL` cell passes its own build's binary."""
+    mode = cell.partition("@")[0]
     if mode == PY_POLLER:
         argv = [sys.executable, "-c",
                 "import os, sys, time\nend = time.monotonic() + float(sys.argv[1])\n"
@@ -64,16 +70,26 @@ def start_neighbour(binary, mode, cpu, seconds):
     except BaseException:
         stop_neighbour(p)
         raise
-    if not started:
+    if started.split()[:1] != [mode]:  # ringcast-neighbour prints "MODE for N s", the Python poller its name
         stop_neighbour(p)
-        raise SystemExit(f"neighbour_probe: the {mode} neighbour exited at once (rc {p.returncode})")
+        what = "exited at once" if not started else f"is not a ringcast-neighbour (its first line: {started.strip()!r})"
+        raise SystemExit(f"neighbour_probe: the {cell} neighbour on CPU {cpu} ({argv[0]}) {what} (rc {p.returncode})")
     return p
 
 
 def stop_neighbour(p):
-    p.kill()
-    p.wait()
-    p.stdout.close()
+    stop_neighbours([p])
+
+
+def stop_neighbours(ps):
+    """Kills them all first, then reaps each: an interrupt while one is reaped leaves none running."""
+    for p in ps:
+        p.kill()
+    for p in ps:
+        try:
+            p.wait()
+        finally:
+            p.stdout.close()
 
 
 def start_neighbours(binary, mode, cpus, seconds):
@@ -83,8 +99,7 @@ def start_neighbours(binary, mode, cpus, seconds):
         for cpu in cpus:
             started.append(start_neighbour(binary, mode, cpu, seconds))
     except BaseException:
-        for p in started:
-            stop_neighbour(p)
+        stop_neighbours(started)
         raise
     return started
 
@@ -123,14 +138,16 @@ def main():
     other_builds = {}  # label -> its ringcast-neighbour
     for spec in args.polite_from:
         label, sep, binary = spec.partition("=")
-        if not sep or not label or not binary or not label.replace("-", "").replace("_", "").isalnum():
+        if not sep or not binary or not re.fullmatch(r"[A-Za-z0-9_-]+", label):
             ap.error(f"--polite-from: LABEL=BINARY with a label of letters, digits, - or _, not {spec!r}")
         if label in other_builds:
             ap.error(f"--polite-from: the label {label!r} twice")
-        if not os.access(binary, os.X_OK):
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
             ap.error(f"--polite-from: {binary} is not an executable")
-        other_builds[label] = binary
-    modes += [f"polite@{label}" for label in other_builds]
+        other_builds[label] = os.path.abspath(binary)
+    # Each other build's cell right after this build's polite cell (where it runs): the pair side by side.
+    at = modes.index("polite") + 1 if "polite" in modes else len(modes)
+    modes[at:at] = [f"polite@{label}" for label in other_builds]
     neighbour_cpus = None
     if args.neighbour_cpus:
         try:
@@ -142,15 +159,19 @@ def main():
     work_cpu = args.work_cpu
     if work_cpu is None or neighbour_cpus is None:
         default_work, default_neighbours = default_cpus(args.together)
+        if neighbour_cpus is None:  # the defaults leave out a --work-cpu given among them
+            neighbour_cpus = [c for c in default_neighbours if c != work_cpu]
+            if not neighbour_cpus:
+                ap.error(f"no default neighbour CPU besides the work's {work_cpu}: give --neighbour-cpus")
         work_cpu = default_work if work_cpu is None else work_cpu
-        neighbour_cpus = default_neighbours if neighbour_cpus is None else neighbour_cpus
     allowed = os.sched_getaffinity(0)
     for c in [work_cpu] + neighbour_cpus:
         if c not in allowed:
             ap.error(f"CPU {c} is not one this process may use ({sorted(allowed)})")
     if work_cpu in neighbour_cpus:
         ap.error(f"the work's CPU {work_cpu} cannot also be a neighbour's")
-    if any(m in NEIGHBOUR_MODES for m in modes) and not os.access(args.neighbour, os.X_OK):
+    if any(m in NEIGHBOUR_MODES for m in modes) and not (os.path.isfile(args.neighbour)
+                                                         and os.access(args.neighbour, os.X_OK)):
         ap.error(f"--neighbour: {args.neighbour} is not an executable (build the ringcast_neighbour target)")
 
     gap_s = 0.2e-3
@@ -179,15 +200,16 @@ def main():
                         raise SystemExit(f"neighbour_probe: the {mode} neighbour on CPU {cpu} ended during the cell "
                                          f"(rc {p.returncode})")
             finally:
-                for p in ps:
-                    stop_neighbour(p)
+                stop_neighbours(ps)
             print(f"  round {k + 1}: CPU {place} {mode}: {work_us[(place, mode)][-1]:.1f} us", file=sys.stderr)
 
     print(f"neighbour probe: the showdown's {args.work_ms:g} ms of worker work on CPU {work_cpu}, thread CPU time "
-          f"(median of {args.loops} per cell and round), beside a neighbour on "
-          + (f"all of CPUs {','.join(map(str, neighbour_cpus))} at once" if args.together
-             else f"CPU {','.join(map(str, neighbour_cpus))}")
+          f"(median of {args.loops} per cell and round), beside "
+          + (f"one neighbour on each of CPUs {','.join(map(str, neighbour_cpus))}, all at once" if args.together
+             else f"a neighbour on CPU {','.join(map(str, neighbour_cpus))}")
           + f"; {args.rounds} rounds, each cell once per round, its ratio to the same round's work with no neighbour")
+    if other_builds:
+        print(f"polite: the polite mode of {os.path.abspath(args.neighbour)}")
     for label, binary in other_builds.items():
         print(f"polite@{label}: the polite mode of {binary}")
     width = max(16, max(len(f"CPU {place} {mode}") + 1 for place, mode in cells))
@@ -203,7 +225,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"work_cpu": work_cpu, "work_ms": args.work_ms, "loops": args.loops, "rounds": args.rounds,
-                       "together": args.together, "polite_from": other_builds,
+                       "together": args.together, "neighbour": os.path.abspath(args.neighbour),
+                       "polite_from": other_builds,
                        "cells": result, "orders": [[f"{c} {m}" for c, m in o] for o in orders]}, f)
 
 

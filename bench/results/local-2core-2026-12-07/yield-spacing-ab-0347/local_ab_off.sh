@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# 2-core VM A/B of YieldSpacing: base (HEAD's package, /tmp/base-build) vs cand (build/), the showdown
-# W=2 (its 2-core placement), 600 steps x 3 runs, a c, torch; alternated base, cand, base, cand.
+# 2-core VM A/B of YieldSpacing: base (HEAD's package, built apart) vs cand (build/), the showdown
+# W=2 with --pin off, 600 steps x 3 runs, a c, torch; alternated base, cand, base, cand.
 out=${1:-/tmp/ab46off}; mkdir -p "$out"
 for r in base-1 cand-1 base-2 cand-2; do
   case $r in base*) pp=/tmp/base-build/python ;; *) pp=build/python ;; esac
