@@ -134,14 +134,19 @@ def scheduler_output(step):
     }
 
 
-def proc_cpu_seconds(pid):
-    """CPU time of all threads of `pid`, in ns resolution (/proc/<pid>/stat ticks are 10 ms: too coarse
-    to tell 0.1 % from 1 % over a second)."""
-    total = 0
+def thread_cpu_ns(pid):
+    """CPU time of each thread of `pid` (tid -> ns), from schedstat: ns resolution (/proc/<pid>/stat ticks
+    are 10 ms: too coarse to tell 0.1 % from 1 % over a second)."""
+    out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-            total += int(f.read().split()[0])
-    return total / 1e9
+            out[tid] = int(f.read().split()[0])
+    return out
+
+
+def proc_cpu_seconds(pid):
+    """CPU time of all threads of `pid`, s (thread_cpu_ns summed)."""
+    return sum(thread_cpu_ns(pid).values()) / 1e9
 
 
 def self_cpu_seconds():
