@@ -13,10 +13,12 @@
 //     yield   sched_yield() in a loop (the system call alone; a Python poller adds its interpreter)
 //     busy    integer work in a loop (no pause)
 //   It prints one line once it waits (the probe starts the work only then) and exits after SECONDS.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string_view>
 
 #include <sched.h>
@@ -27,11 +29,6 @@ namespace {
 
 using ringcast::Clock;
 using ringcast::Deadline;
-
-[[noreturn]] void usage(const char* why) {
-    std::fprintf(stderr, "ringcast-neighbour: %s\nusage: ringcast-neighbour pause|polite|yield|busy SECONDS\n", why);
-    std::exit(2);
-}
 
 // `step` every step; every kSpinStepsPerClockRead steps one clock read, handed to `checkpoint` (the
 // polite mode's keep_spinning), as block_until's spin checkpoints do.
@@ -47,32 +44,50 @@ void run_until(Deadline end, Step step, Checkpoint checkpoint) {
 }
 constexpr auto kNoCheckpoint = [](Deadline&) {};
 
+// Each mode's waiting loop, named once: the usage line, the check and the dispatch all read this table.
+struct Mode {
+    std::string_view name;
+    void (*wait_until)(Deadline start, Deadline end);
+};
+constexpr Mode kModes[] = {
+    {"pause", [](Deadline, Deadline end) { run_until(end, [](std::uint32_t) { ringcast::cpu_relax(); }, kNoCheckpoint); }},
+    {"polite",
+     [](Deadline start, Deadline end) {
+         // The library's default spin_for, a budget it never reaches; its verdict is not obeyed (above).
+         const ringcast::AdaptiveHybridStrategy spin{ringcast::WaitOptions{}.spin_for, std::chrono::hours{1}};
+         run_until(end, [&](std::uint32_t i) { spin.relax(i); },
+                   [&](Deadline& now) { (void)spin.keep_spinning(now - start, now); });
+     }},
+    {"yield", [](Deadline, Deadline end) { run_until(end, [](std::uint32_t) { ::sched_yield(); }, kNoCheckpoint); }},
+    {"busy",
+     [](Deadline, Deadline end) {
+         volatile std::uint64_t sink = 0;
+         run_until(end, [&](std::uint32_t i) { sink = sink + i; }, kNoCheckpoint);
+     }},
+};
+
+[[noreturn]] void usage(const char* why) {
+    std::fprintf(stderr, "ringcast-neighbour: %s\nusage: ringcast-neighbour ", why);
+    for (const Mode& mode : kModes)
+        std::fprintf(stderr, "%s%.*s", &mode == kModes ? "" : "|", int(mode.name.size()), mode.name.data());
+    std::fprintf(stderr, " SECONDS\n");
+    std::exit(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc != 3) usage("two arguments expected");
-    const std::string_view mode = argv[1];
+    const std::string_view name = argv[1];
     char* rest = nullptr;
     const double seconds = std::strtod(argv[2], &rest);
     if (rest == argv[2] || *rest != '\0' || !(seconds > 0 && seconds <= 3600)) usage("SECONDS: a number in (0, 3600]");
-    if (mode != "pause" && mode != "polite" && mode != "yield" && mode != "busy") usage("unknown MODE");
+    const Mode* mode = std::find_if(std::begin(kModes), std::end(kModes), [&](const Mode& m) { return m.name == name; });
+    if (mode == std::end(kModes)) usage("unknown MODE");
     // One line on stdout once it waits: neighbour_probe.py starts the work only then.
-    std::printf("%.*s for %g s\n", int(mode.size()), mode.data(), seconds);
+    std::printf("%.*s for %g s\n", int(name.size()), name.data(), seconds);
     std::fflush(stdout);
     const Deadline start = Clock::now();
-    const Deadline end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    if (mode == "pause") {
-        run_until(end, [](std::uint32_t) { ringcast::cpu_relax(); }, kNoCheckpoint);
-    } else if (mode == "polite") {
-        // The library's default spin_for, a budget it never reaches; its verdict is not obeyed (above).
-        const ringcast::AdaptiveHybridStrategy spin{ringcast::WaitOptions{}.spin_for, std::chrono::hours{1}};
-        run_until(end, [&](std::uint32_t i) { spin.relax(i); },
-                  [&](Deadline& now) { (void)spin.keep_spinning(now - start, now); });
-    } else if (mode == "yield") {
-        run_until(end, [](std::uint32_t) { ::sched_yield(); }, kNoCheckpoint);
-    } else if (mode == "busy") {
-        volatile std::uint64_t sink = 0;
-        run_until(end, [&](std::uint32_t i) { sink = sink + i; }, kNoCheckpoint);
-    }
+    mode->wait_until(start, start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
     return 0;
 }
