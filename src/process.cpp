@@ -20,10 +20,13 @@ namespace {
     ::pthread_atfork(nullptr, nullptr, [] { g_cached_pid.store(::getpid(), std::memory_order_relaxed); });
 }  // namespace
 
+std::string MadeInProcess::copy_refusal(const char* call, const std::string& what, const char* advice) const {
+    return std::string(call) + ": " + what + " belongs to pid " + std::to_string(pid_) + "; this process (pid " +
+           std::to_string(current_pid()) + ") has a copy of it through fork(). " + advice;
+}
+
 void MadeInProcess::refuse_copy(const char* call, const std::string& what, const char* advice) const {
-    throw Error(ErrorCode::protocol, std::string(call) + ": " + what + " belongs to pid " + std::to_string(pid_) +
-                                         "; this process (pid " + std::to_string(current_pid()) +
-                                         ") has a copy of it through fork(). " + advice);
+    throw Error(ErrorCode::protocol, copy_refusal(call, what, advice));
 }
 
 }  // namespace ringcast::detail

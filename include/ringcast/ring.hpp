@@ -256,6 +256,8 @@ public:
     // This Writer is a copy fork() gave a child (the queue is the parent's): what wraps it (the GPU
     // DeviceWriter) refuses before its own work and publishes nothing from its destructor either.
     [[nodiscard]] bool in_forked_child() const noexcept { return made_in_.in_forked_child(); }
+    // The process that made it: what wraps it refuses a child's copy through it (refuse_copy's wording).
+    [[nodiscard]] const detail::MadeInProcess& made_in() const noexcept { return made_in_; }
     // After every published record (fragments included) also run w2..w3 of wait.hpp on `bell`,
     // counting wakes in `wake_calls` (the gather doorbell). Both must outlive the Writer.
     void set_publish_bell(const SleepSite& bell, std::atomic<std::uint64_t>& wake_calls) noexcept {
@@ -422,6 +424,8 @@ public:
     // This Reader is a copy fork() gave a child (its rank is the parent's): what wraps it (the GPU
     // DeviceReader) must not release its records either.
     [[nodiscard]] bool in_forked_child() const noexcept { return attached_in_.in_forked_child(); }
+    // The process that attached it: what wraps it refuses a child's copy through it (refuse_copy's wording).
+    [[nodiscard]] const detail::MadeInProcess& attached_in() const noexcept { return attached_in_; }
 
     // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
     // writer died without closing.

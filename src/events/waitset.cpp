@@ -205,10 +205,8 @@ bool WaitSet::in_forked_child() const noexcept { return made_in_.in_forked_child
 
 void WaitSet::refuse_in_forked_child(const char* what) const {
     if (in_forked_child())
-        throw Error(ErrorCode::protocol, std::string(what) + ": this WaitSet was created by pid " +
-                                             std::to_string(made_in_.pid()) +
-                                             " and inherited through fork (its epoll instance / io_uring ring "
-                                             "is that process's); build a new WaitSet in this process");
+        made_in_.refuse_copy(what, "this WaitSet",
+                             "Its epoll instance / io_uring ring is that process's: build a new WaitSet in this process");
 }
 
 WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck) {

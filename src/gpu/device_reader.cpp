@@ -22,11 +22,9 @@ DeviceReader::~DeviceReader() {
 // A copy fork() gave a child: refused before any device call, with the rule of its Reader (ring.hpp).
 void DeviceReader::refuse_forked_copy(const char* call) const {
     if (reader_.in_forked_child())
-        throw Error(ErrorCode::protocol, std::string(call) + ": this DeviceReader's Reader of '" + reader_.segment().name() +
-                                             "', rank " + std::to_string(reader_.rank()) +
-                                             ", is a copy fork() gave this process (pid " +
-                                             std::to_string(detail::current_pid()) + "); receive through a Reader "
-                                             "and DeviceReader this process makes");
+        reader_.attached_in().refuse_copy(
+            call, "this DeviceReader's Reader of '" + reader_.segment().name() + "', rank " + std::to_string(reader_.rank()) + ",",
+            "Receive through a Reader and DeviceReader this process makes");
 }
 
 namespace {

@@ -18,10 +18,8 @@ DeviceWriter::~DeviceWriter() {
 // and before its Writer's own refusal would come, with the same rule (ring.hpp, ~Writer).
 void DeviceWriter::refuse_forked_copy(const char* call) const {
     if (writer_.in_forked_child())
-        throw Error(ErrorCode::protocol, std::string(call) + ": this DeviceWriter's Writer of '" + writer_.segment().name() +
-                                             "' is a copy fork() gave this process (pid " +
-                                             std::to_string(detail::current_pid()) + "); publish through a Writer "
-                                             "and DeviceWriter this process makes");
+        writer_.made_in().refuse_copy(call, "this DeviceWriter's Writer of '" + writer_.segment().name() + "'",
+                                      "Publish through a Writer and DeviceWriter this process makes");
 }
 
 void DeviceWriter::check_source(const void* src, std::size_t n) const {

@@ -152,10 +152,8 @@ template <class State>
 template <class State>
 void refuse_in_forked_child(const std::unique_ptr<State>& state, const char* what) {
     if (state && state->made_in.in_forked_child())
-        throw Error(ErrorCode::protocol, std::string(what) + ": this endpoint was made by pid " +
-                                             std::to_string(state->made_in.pid()) +
-                                             " and inherited through fork (its ZeroMQ context, socket and thread are "
-                                             "that process's); make a new one in this process");
+        state->made_in.refuse_copy(what, "this endpoint",
+                                   "Its ZeroMQ context, socket and thread are that process's: make a new one in this process");
 }
 
 }  // namespace ringcast::remote::detail

@@ -979,7 +979,7 @@ TEST_P(WaitSetTest, AForkedChildsCopyLeavesTheParentsSetAlone) {
                 ADD_FAILURE() << "wait() in a forked child was not refused";
             } catch (const Error& e) {
                 EXPECT_EQ(e.code(), ErrorCode::protocol) << e.what();
-                EXPECT_NE(std::string(e.what()).find("inherited through fork"), std::string::npos) << e.what();
+                EXPECT_NE(std::string(e.what()).find("has a copy of it through fork()"), std::string::npos) << e.what();
             }
             EXPECT_THROW((void)set->add_space(w, 64), Error);
             if (remove_first) set->remove(id);

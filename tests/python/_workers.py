@@ -14,8 +14,9 @@ import ringcast
 
 
 def refused_in_a_forked_child(call):
-    """Runs ``call()`` in a fork()ed child; True when it raised the RingcastError of an endpoint
-    "inherited through fork" (the rule every endpoint keeps), False when it returned or raised otherwise."""
+    """Runs ``call()`` in a fork()ed child; True when it raised the RingcastError that refuses an endpoint's
+    copy ("... belongs to pid P; this process (pid C) has a copy of it through fork()": the rule every
+    endpoint keeps), False when it returned or raised otherwise."""
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -23,7 +24,7 @@ def refused_in_a_forked_child(call):
             try:
                 call()
             except ringcast.RingcastError as e:
-                if "inherited through fork" in str(e):
+                if "has a copy of it through fork()" in str(e):
                     code = 0
         finally:
             os._exit(code)

@@ -70,13 +70,13 @@ def test_a_forked_childs_event_loop_hooks_are_refused_as_the_readers_are():
     ])
     try:
         reader_error = said["reader wake_fd"]
-        assert reader_error.startswith("RingcastError: wake_fd: ") and "inherited through fork" in reader_error, said
+        assert reader_error.startswith("RingcastError: wake_fd: ") and "has a copy of it through fork()" in reader_error, said
         for label in ("writer wake_fd", "collector wake_fd"):
             assert said[label] == reader_error, (label, said)
         for label in ("writer arm", "collector arm", "collector arm_pending_collect"):
             assert said[label] == said["reader arm"], (label, said)
         for label in ("writer check_peers", "collector check_peers"):
-            assert said[label].startswith("RingcastError: ") and "inherited through fork" in said[label], (label, said)
+            assert said[label].startswith("RingcastError: ") and "has a copy of it through fork()" in said[label], (label, said)
         assert said["writer disarm"] == "no error", said
         assert said["collector disarm"] == "no error", said
 

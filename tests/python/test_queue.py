@@ -936,7 +936,7 @@ def test_a_forked_child_is_told_fork_even_while_a_parent_thread_was_inside_a_cal
     os.close(rfd)
     q.enqueue(b"x")
     t.join(10)
-    assert "inherited through fork" in said, said
+    assert "has a copy of it through fork()" in said, said
     r.shutdown()
     q.shutdown()
 

@@ -1713,7 +1713,7 @@ TEST(RemoteFork, AChildsCopiesOfItsParentsRemoteEndpointsLetGoOfNothing) {
                     ADD_FAILURE() << what << " was taken in the child";
                 } catch (const Error& e) {
                     EXPECT_EQ(e.code(), ErrorCode::protocol) << what << ": " << e.what();
-                    EXPECT_NE(std::string(e.what()).find("inherited through fork"), std::string::npos) << e.what();
+                    EXPECT_NE(std::string(e.what()).find("has a copy of it through fork()"), std::string::npos) << e.what();
                 }
             };
             refused("peek", [&] { (void)reader->peek(0ns); });

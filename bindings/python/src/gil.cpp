@@ -27,9 +27,8 @@ Endpoint::Endpoint(std::chrono::nanoseconds liveness) : liveness_(liveness) {}
 
 void Endpoint::check_usable(const char* what) const {
     if (made_in_.in_forked_child())
-        throw Failure{g_ringcast_error, std::string(what) + ": this endpoint was created by pid " +
-                                            std::to_string(made_in_.pid()) + " and inherited through fork; "
-                                            "create a new one from the Handle in this process"};
+        throw Failure{g_ringcast_error,
+                      made_in_.copy_refusal(what, "this endpoint", "Create a new one from the Handle in this process")};
     if (shut_.load(std::memory_order_acquire)) throw Closed{std::string(what) + ": " + shut_text_};
 }
 

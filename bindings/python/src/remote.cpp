@@ -174,7 +174,8 @@ public:
     PyRemotePublisher& operator=(const PyRemotePublisher&) = delete;
     void require_owner(const char* what) const {
         if (made_in_.in_forked_child())
-            throw Failure{g_ringcast_error, std::string(what) + ": this RemotePublisher belongs to the parent process"};
+            throw Failure{g_ringcast_error,
+                          made_in_.copy_refusal(what, "this RemotePublisher", "Make a new one in this process")};
     }
     std::unique_ptr<remote::RemotePublisher> pub_;
     ringcast::detail::MadeInProcess made_in_;

@@ -42,6 +42,8 @@ public:
     // "<call>: <what> belongs to pid P; this process (pid C) has a copy of it through fork(). <advice>".
     // Out of line: the callers test in_forked_child() on their hot paths and come here only to throw.
     [[noreturn]] void refuse_copy(const char* call, const std::string& what, const char* advice) const;
+    // The same text, for a refusal raised as another type (the Python binding's RingcastError).
+    [[nodiscard]] std::string copy_refusal(const char* call, const std::string& what, const char* advice) const;
 
 private:
     pid_t pid_;
