@@ -72,6 +72,11 @@
 
 namespace ringcast {
 
+namespace gpu {
+class DeviceWriter;
+class DeviceReader;
+}  // namespace gpu
+
 // The largest message a reader will reassemble (a corrupt fragment total beyond it is an error).
 inline constexpr std::uint64_t kMaxMessage = 1ULL << 40;
 
@@ -256,8 +261,6 @@ public:
     // This Writer is a copy fork() gave a child (the queue is the parent's): what wraps it (the GPU
     // DeviceWriter) refuses before its own work and publishes nothing from its destructor either.
     [[nodiscard]] bool in_forked_child() const noexcept { return made_in_.in_forked_child(); }
-    // The process that made it: what wraps it refuses a child's copy through it (refuse_copy's wording).
-    [[nodiscard]] const detail::MadeInProcess& made_in() const noexcept { return made_in_; }
     // After every published record (fragments included) also run w2..w3 of wait.hpp on `bell`,
     // counting wakes in `wake_calls` (the gather doorbell). Both must outlive the Writer.
     void set_publish_bell(const SleepSite& bell, std::atomic<std::uint64_t>& wake_calls) noexcept {
@@ -291,7 +294,8 @@ public:
     void disarm_wake_fd() noexcept;
 
 private:
-    friend class WaitSet;  // arms its wait for space among many endpoints (events/waitset.hpp)
+    friend class WaitSet;            // arms its wait for space among many endpoints (events/waitset.hpp)
+    friend class gpu::DeviceWriter;  // refuses a child's copy through made_in_ (gpu/device_writer.hpp)
     Writer(Segment segment, const WriterOptions& options, bool owns_name);
     [[nodiscard]] SleepSite space_site() const noexcept;
     [[nodiscard]] SleepSite data_site() const noexcept;
@@ -424,8 +428,6 @@ public:
     // This Reader is a copy fork() gave a child (its rank is the parent's): what wraps it (the GPU
     // DeviceReader) must not release its records either.
     [[nodiscard]] bool in_forked_child() const noexcept { return attached_in_.in_forked_child(); }
-    // The process that attached it: what wraps it refuses a child's copy through it (refuse_copy's wording).
-    [[nodiscard]] const detail::MadeInProcess& attached_in() const noexcept { return attached_in_; }
 
     // The liveness check a blocked peek() runs every liveness_interval: throws Error(peer_dead) if the
     // writer died without closing.
@@ -452,6 +454,7 @@ public:
 private:
     friend class GatherCollector;  // waits on many readers at once (gather.hpp)
     friend class WaitSet;          // arms it among many endpoints (events/waitset.hpp)
+    friend class gpu::DeviceReader;  // refuses a child's copy through attached_in_ (gpu/device_reader.hpp)
     Reader(Segment segment, std::uint32_t rank, const ReaderOptions& options);
     // One look, no waiting: loads tail and the closed flag. True if peek() would not block.
     [[nodiscard]] bool poll_acquire() noexcept;

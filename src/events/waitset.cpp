@@ -206,7 +206,7 @@ bool WaitSet::in_forked_child() const noexcept { return made_in_.in_forked_child
 void WaitSet::refuse_in_forked_child(const char* what) const {
     if (in_forked_child())
         made_in_.refuse_copy(what, "this WaitSet",
-                             "Its epoll instance / io_uring ring is that process's: build a new WaitSet in this process");
+                             "Build a new WaitSet in this process (its epoll instance / io_uring ring is the parent's)");
 }
 
 WaitSet::WaitSet(const WaitSetOptions& options) : recheck_(options.recheck) {

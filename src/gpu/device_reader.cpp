@@ -22,7 +22,7 @@ DeviceReader::~DeviceReader() {
 // A copy fork() gave a child: refused before any device call, with the rule of its Reader (ring.hpp).
 void DeviceReader::refuse_forked_copy(const char* call) const {
     if (reader_.in_forked_child())
-        reader_.attached_in().refuse_copy(
+        reader_.attached_in_.refuse_copy(
             call, "this DeviceReader's Reader of '" + reader_.segment().name() + "', rank " + std::to_string(reader_.rank()) + ",",
             "Receive through a Reader and DeviceReader this process makes");
 }

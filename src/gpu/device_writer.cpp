@@ -18,7 +18,7 @@ DeviceWriter::~DeviceWriter() {
 // and before its Writer's own refusal would come, with the same rule (ring.hpp, ~Writer).
 void DeviceWriter::refuse_forked_copy(const char* call) const {
     if (writer_.in_forked_child())
-        writer_.made_in().refuse_copy(call, "this DeviceWriter's Writer of '" + writer_.segment().name() + "'",
+        writer_.made_in_.refuse_copy(call, "this DeviceWriter's Writer of '" + writer_.segment().name() + "'",
                                       "Publish through a Writer and DeviceWriter this process makes");
 }
 

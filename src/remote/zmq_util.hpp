@@ -153,7 +153,7 @@ template <class State>
 void refuse_in_forked_child(const std::unique_ptr<State>& state, const char* what) {
     if (state && state->made_in.in_forked_child())
         state->made_in.refuse_copy(what, "this endpoint",
-                                   "Its ZeroMQ context, socket and thread are that process's: make a new one in this process");
+                                   "Make a new one in this process (its ZeroMQ context, socket and thread are the parent's)");
 }
 
 }  // namespace ringcast::remote::detail

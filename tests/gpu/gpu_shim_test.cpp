@@ -596,3 +596,54 @@ TEST(GpuRuntime, HipWithoutGpuRefusesCleanly) {
     }
     expect_clean_refusal(hip());
 }
+
+// The fork rule on the device path: a fork()ed child's copies of a DeviceWriter and a DeviceReader
+// refuse every call before any device call (CUDA is not usable after fork) with the wording of every
+// endpoint's refusal (Error(protocol), the parent's pid, "through fork()"), and the parent's queue is
+// untouched: the message the child tried to take is still the parent's to receive.
+TEST(GpuFork, AChildsCopiesRefuseBeforeAnyDeviceCallAndLeaveTheQueue) {
+    ringcast::test::ScopedName name("gpu-fork");
+    SegmentOptions so;
+    so.capacity = kCapacity;
+    Writer w = Writer::create(name, so);
+    Reader r = Reader::attach(name, 0);
+    gpu::test::FakeDevice fake;
+    gpu::test::g_fake = &fake;
+    {
+        DeviceWriter dw(w, gpu::test::fake_runtime());
+        DeviceReader dr(r, gpu::test::fake_runtime());
+        std::memset(fake.arena.data(), 3, 4096);
+        ASSERT_EQ(dw.publish(fake.arena.data(), 4096, nullptr), Status::ok);
+        std::byte* dst = fake.arena.data() + (32 << 20);
+        const pid_t parent = ::getpid();
+        const std::uint64_t copies_before = fake.queued.load();
+        const pid_t child = ringcast::test::fork_child([&] {
+            const auto refused = [&](const char* call, auto&& run) {
+                try {
+                    run();
+                    ADD_FAILURE() << call << " ran in the forked child";
+                } catch (const Error& e) {
+                    const std::string text = e.what();
+                    EXPECT_EQ(e.code(), ErrorCode::protocol) << text;
+                    EXPECT_EQ(text.rfind(std::string(call) + ": ", 0), 0u) << text;
+                    EXPECT_NE(text.find("belongs to pid " + std::to_string(parent)), std::string::npos) << text;
+                    EXPECT_NE(text.find("has a copy of it through fork()"), std::string::npos) << text;
+                }
+            };
+            refused("DeviceWriter::publish", [&] { (void)dw.publish(fake.arena.data(), 16, nullptr); });
+            refused("DeviceWriter::publish_async", [&] { (void)dw.publish_async(fake.arena.data(), 16, nullptr); });
+            refused("DeviceWriter::poll", [&] { (void)dw.poll(); });
+            refused("DeviceWriter::flush", [&] { (void)dw.flush(0ns); });
+            refused("DeviceReader::receive", [&] { (void)dr.receive(dst, 4096, nullptr, 0ns); });
+            refused("DeviceReader::peek", [&] { (void)dr.peek(0ns); });
+            refused("DeviceReader::release_after", [&] { dr.release_after(nullptr); });
+            EXPECT_EQ(fake.queued.load(), copies_before);  // no device copy was queued in the child
+        });
+        EXPECT_EQ(ringcast::test::wait_child(child), 0);
+        const Received got = dr.receive(dst, 4096, nullptr, 1s);  // still the parent's message
+        ASSERT_EQ(got.status, Status::ok);
+        EXPECT_EQ(got.size, 4096u);
+        EXPECT_TRUE(all_equal({dst, got.size}, std::byte{3}));
+        while (fake.done.load() < fake.queued.load()) std::this_thread::sleep_for(100us);
+    }
+}

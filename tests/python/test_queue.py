@@ -914,7 +914,7 @@ def test_a_reader_shutdown_gives_its_rank_back_at_once():
 
 def test_a_forked_child_is_told_fork_even_while_a_parent_thread_was_inside_a_call():
     """The one-thread flag of a call in progress in the parent is copied by fork: the child's use of the
-    inherited reader still says it was inherited through fork, not 'in use by another thread'."""
+    inherited reader still says it is a copy through fork(), not 'in use by another thread'."""
     import threading
     q = ringcast.MessageQueue(1, 1, max_chunk_bytes=4096, max_chunks=4)
     r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)

@@ -28,7 +28,8 @@ Endpoint::Endpoint(std::chrono::nanoseconds liveness) : liveness_(liveness) {}
 void Endpoint::check_usable(const char* what) const {
     if (made_in_.in_forked_child())
         throw Failure{g_ringcast_error,
-                      made_in_.copy_refusal(what, "this endpoint", "Create a new one from the Handle in this process")};
+                      made_in_.copy_refusal(what, "this endpoint",
+                                            "Make an endpoint of this process's own (readers and workers attach from the Handle)")};
     if (shut_.load(std::memory_order_acquire)) throw Closed{std::string(what) + ": " + shut_text_};
 }
 
