@@ -1,23 +1,59 @@
 #include "ringcast/detail/process.hpp"
 
 #include <atomic>
+#include <cstddef>
+#include <new>
 #include <string>
 
 #include "ringcast/error.hpp"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace ringcast::detail {
 
-// Relaxed: the handler runs in the forking thread of a child that has no other thread yet, and every
-// other store happens before main() (static initialisation) in a process that has not forked.
-std::atomic<pid_t> g_cached_pid{::getpid()};
 static_assert(std::atomic<pid_t>::is_always_lock_free, "read from signal handlers");
 
 namespace {
+
+// The fallback word where the kernel refuses MADV_WIPEONFORK (older than 4.14, or a sandbox).
+std::atomic<pid_t> g_static_pid_word{0};
+
+// One private anonymous page (MADV_WIPEONFORK takes nothing else) holding the pid word, zeroed in every
+// fork child; nullptr where it cannot be had. Never unmapped: the word is read until the process ends.
+std::atomic<pid_t>* wipe_on_fork_word() noexcept {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (page <= 0) return nullptr;
+    void* at = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (at == MAP_FAILED) return nullptr;
+#ifdef MADV_WIPEONFORK
+    if (::madvise(at, static_cast<std::size_t>(page), MADV_WIPEONFORK) == 0) return new (at) std::atomic<pid_t>{0};
+#endif
+    ::munmap(at, static_cast<std::size_t>(page));
+    return nullptr;
+}
+
+}  // namespace
+
+// Relaxed everywhere: each process (the parent, each child) writes only its own pid into its own copy
+// of the word, and every thread that stores there stores that same value. Constant-initialised to the
+// static word (so a static initialiser of another file that asks before ours ran finds a word), moved
+// to the wiped page by the dynamic initialiser below, before main() and before any thread of ours.
+std::atomic<pid_t>* g_pid_word = &g_static_pid_word;
+
+namespace {
+[[maybe_unused]] const bool g_pid_word_placed = [] {
+    if (std::atomic<pid_t>* page_word = wipe_on_fork_word()) {
+        page_word->store(::getpid(), std::memory_order_relaxed);
+        g_pid_word = page_word;
+    }
+    return true;
+}();
+// Refreshes the static fallback in a fork()ed child (where the word was wiped this is redundant: the
+// child's first look would ask getpid() anyway).
 [[maybe_unused]] const int g_refresh_after_fork =
-    ::pthread_atfork(nullptr, nullptr, [] { g_cached_pid.store(::getpid(), std::memory_order_relaxed); });
+    ::pthread_atfork(nullptr, nullptr, [] { g_pid_word->store(::getpid(), std::memory_order_relaxed); });
 }  // namespace
 
 std::string MadeInProcess::copy_refusal(const char* call, const std::string& what, const char* advice) const {

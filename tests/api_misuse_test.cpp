@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <utility>
@@ -12,6 +14,8 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ringcast/gather.hpp"
 #include "ringcast/ring.hpp"
@@ -401,6 +405,44 @@ TEST(Fork, AChildsCopiesOfItsParentsEndpointsRefuseWhatWouldTouchTheParentsQueue
     EXPECT_EQ((*got.replies[0])[0], reply);
     ASSERT_EQ(worker.reply(6, {&reply, 1}, 1s), Status::ok);  // the worker's ring still open
     EXPECT_EQ(c.collect_all(6, 1s).status, Status::ok);
+}
+
+// A child made without fork()'s handlers — a raw clone() system call, as glibc's _Fork() or a
+// language runtime's own process spawning makes one — still knows it is not its parent: the pid word
+// lives in a page the kernel zeroes in every such child (MADV_WIPEONFORK, detail/process.hpp). Before,
+// the child read its parent's pid from a word only a pthread_atfork handler refreshed: its write went
+// into the parent's ring as if it were the parent's writer. Not under TSan: its runtime keeps state a
+// raw clone() (no fork interceptor) leaves inconsistent in the child.
+TEST(Fork, AChildMadeWithoutForksHandlersStillRefusesTheParentsEndpoints) {
+#if defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "a raw clone() child under TSan's runtime";
+#else
+    ScopedName name("fork-raw-clone");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 64 << 10});
+    auto r = Reader::attach(name, 0);
+    const pid_t parent = ::getpid();
+    const long child = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  // no CLONE_VM: a copy, as fork's
+    if (child == 0) {
+        int code = 3;  // 3: threw something else
+        try {
+            (void)w.write(bytes_of(10, 9), 0ns, 9);
+            code = 1;  // wrote into the parent's ring
+        } catch (const Error& e) {
+            const std::string text = e.what();
+            code = e.code() == ErrorCode::protocol && text.find("belongs to pid " + std::to_string(parent)) != std::string::npos &&
+                           text.find("through fork()") != std::string::npos
+                       ? 0
+                       : 2;
+        } catch (...) {
+        }
+        ::_exit(code);
+    }
+    ASSERT_GT(child, 0) << "clone: " << std::strerror(errno);
+    EXPECT_EQ(wait_child(static_cast<pid_t>(child)), 0) << "1: the child wrote into the parent's ring, 2: another error";
+    EXPECT_EQ(r.peek(0ns).status, Status::timed_out);  // nothing of the child's in the ring
+    ASSERT_EQ(w.write(bytes_of(10, 1), 1s, 1), Status::ok);  // the parent's writer goes on
+    EXPECT_EQ(r.peek(1s).tag, 1u);
+#endif
 }
 
 // A constructor that fails after it claimed its role — eventfd() refused (the fd table full) — gives

@@ -11,20 +11,29 @@
 
 namespace ringcast::detail {
 
-// This process's pid as process.cpp keeps it: set at its static initialisation (0 before), refreshed
-// in the child of every fork() by its pthread_atfork handler. Read through current_pid() only.
-extern std::atomic<pid_t> g_cached_pid;
+// Where this process's pid is kept (process.cpp): a word in a page of its own that the kernel hands
+// every child of a fork zeroed (madvise MADV_WIPEONFORK, Linux >= 4.14) — whatever made the child:
+// fork(), glibc's _Fork(), a raw clone() without CLONE_VM — so a child's first look finds 0 and asks
+// the kernel. Where that madvise is refused, a plain static word, refreshed in the child of every
+// fork() by a pthread_atfork handler (then a child of _Fork() or a raw clone(), which runs no handler,
+// reads its parent's pid and the fork rule below does not hold there). Points to that static word
+// until process.cpp's dynamic initialisation (a constant initialiser: never null), to the page after:
+// changed once, before main(), and either word holds this process's pid. Read through current_pid() only.
+extern std::atomic<pid_t>* g_pid_word;
 
-// The pid of the calling process. Refreshed in the child of every fork() by a pthread_atfork handler:
-// os.fork(), multiprocessing's fork start method and fork() from C++ all run it. A child made by a raw
-// clone() system call or by glibc's _Fork() runs no handler and reads its parent's pid (the fork rule
-// below then does not hold there); one made by posix_spawn or vfork runs nothing of ours before exec.
-// A fork handler registered before ours, or a signal handler that runs before ours, in the child
-// still reads the parent's pid. Thread-safe; async-signal-safe (one relaxed load). Inline: every read
-// and write of a ring asks it (the fork rule below), on the hot path.
+// The pid of the calling process, without a system call once known. In a fork child (its pid word
+// zeroed, above) the first call asks getpid() and keeps the answer; one made by posix_spawn or vfork
+// runs nothing of ours before exec. Thread-safe (two threads of a new child may both ask and store the
+// same pid); async-signal-safe (getpid and relaxed atomics). Inline: every read and write of a ring
+// asks it (the fork rule below), on the hot path: two dependent loads of lines no writer touches.
 [[nodiscard]] inline pid_t current_pid() noexcept {
-    const pid_t cached = g_cached_pid.load(std::memory_order_relaxed);
-    return cached != 0 ? cached : ::getpid();  // 0: asked during static initialisation, before ours ran
+    std::atomic<pid_t>* const word = g_pid_word;
+    pid_t pid = word->load(std::memory_order_relaxed);
+    if (pid == 0) [[unlikely]] {  // the first look of a fork child (the kernel zeroed the word) or of
+        pid = ::getpid();         // static initialisation (the static word, before anyone asked)
+        word->store(pid, std::memory_order_relaxed);
+    }
+    return pid;
 }
 
 // The process an object was made in, for the fork rule every endpoint keeps: a copy fork() gave a
