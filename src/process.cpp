@@ -36,24 +36,37 @@ std::atomic<pid_t>* wipe_on_fork_word() noexcept {
 
 }  // namespace
 
-// Relaxed everywhere: each process (the parent, each child) writes only its own pid into its own copy
-// of the word, and every thread that stores there stores that same value. Constant-initialised to the
-// static word (so a static initialiser of another file that asks before ours ran finds a word), moved
-// to the wiped page by the dynamic initialiser below, before main() and before any thread of ours.
-std::atomic<pid_t>* g_pid_word = &g_static_pid_word;
+// Relaxed everywhere: a process (the parent, each child with its own copy of the memory) writes only
+// its own pid into its copy of the word, every thread that stores there stores that same value, and
+// the pointer is only ever repointed between two words that both hold it. Constant-initialised to the
+// static word (a static initialiser of another file that asks before ours ran finds a word), repointed
+// to the wiped page by the dynamic initialiser below, at this library's initialisation (before main(),
+// or when a module that links it is loaded).
+constinit std::atomic<std::atomic<pid_t>*> g_pid_word{&g_static_pid_word};
+
+pid_t keep_pid(std::atomic<pid_t>& word) noexcept {
+    const pid_t pid = ::getpid();
+    word.store(pid, std::memory_order_relaxed);
+    return pid;
+}
+
+bool pid_word_wiped_in_fork_children() noexcept {
+    return g_pid_word.load(std::memory_order_relaxed) != &g_static_pid_word;
+}
 
 namespace {
 [[maybe_unused]] const bool g_pid_word_placed = [] {
     if (std::atomic<pid_t>* page_word = wipe_on_fork_word()) {
         page_word->store(::getpid(), std::memory_order_relaxed);
-        g_pid_word = page_word;
+        g_pid_word.store(page_word, std::memory_order_relaxed);
     }
     return true;
 }();
-// Refreshes the static fallback in a fork()ed child (where the word was wiped this is redundant: the
-// child's first look would ask getpid() anyway).
-[[maybe_unused]] const int g_refresh_after_fork =
-    ::pthread_atfork(nullptr, nullptr, [] { g_pid_word->store(::getpid(), std::memory_order_relaxed); });
+// Refreshes the static fallback in a fork()ed child. Where the word is the wiped page the child's
+// first look would ask getpid() anyway; kept there as well, for a kernel that accepts the madvise
+// and ignores it (an emulator).
+[[maybe_unused]] const int g_refresh_after_fork = ::pthread_atfork(
+    nullptr, nullptr, [] { g_pid_word.load(std::memory_order_relaxed)->store(::getpid(), std::memory_order_relaxed); });
 }  // namespace
 
 std::string MadeInProcess::copy_refusal(const char* call, const std::string& what, const char* advice) const {

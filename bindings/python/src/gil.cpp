@@ -3,7 +3,7 @@
 namespace ringcast::python::detail {
 
 // Every endpoint call checks that this process created the endpoint (fork detection: made_in_, a
-// cached pid refreshed in the child of every fork(), ringcast/detail/process.hpp), not a getpid() call.
+// kept pid that every fork child finds zeroed, ringcast/detail/process.hpp), not a getpid() call.
 
 std::atomic<std::uint64_t> g_sleeps{0};
 std::atomic<std::uint64_t> g_sleeps_holding_gil{0};

@@ -87,7 +87,7 @@ inline Status Writer::wait_for_space(std::uint64_t need, Timeout& timeout) {
 // ring's end). Sets reserved_pos_. Nothing is visible to readers until commit_record().
 inline Status Writer::reserve_record(std::uint64_t payload, Timeout& timeout) {
     // Every write, reserve and abort comes here first: a fork()ed child's copy is refused before it
-    // writes into the parent's ring (one relaxed load: detail/process.hpp), a closed one stops.
+    // writes into the parent's ring (two relaxed loads: detail/process.hpp), a closed one stops.
     if (made_in_.in_forked_child()) [[unlikely]] forked_copy("write / reserve");
     if (closed_) [[unlikely]] return Status::closed;
     const std::uint64_t rec = layout::record_size(payload);
