@@ -57,7 +57,7 @@ bool pid_word_wiped_in_fork_children() noexcept {
 namespace {
 [[maybe_unused]] const bool g_pid_word_placed = [] {
     if (std::atomic<pid_t>* page_word = wipe_on_fork_word()) {
-        page_word->store(::getpid(), std::memory_order_relaxed);
+        keep_pid(*page_word);
         g_pid_word.store(page_word, std::memory_order_relaxed);
     }
     return true;
@@ -66,7 +66,7 @@ namespace {
 // first look would ask getpid() anyway; kept there as well, for a kernel that accepts the madvise
 // and ignores it (an emulator).
 [[maybe_unused]] const int g_refresh_after_fork = ::pthread_atfork(
-    nullptr, nullptr, [] { g_pid_word.load(std::memory_order_relaxed)->store(::getpid(), std::memory_order_relaxed); });
+    nullptr, nullptr, [] { keep_pid(*g_pid_word.load(std::memory_order_relaxed)); });
 }  // namespace
 
 std::string MadeInProcess::copy_refusal(const char* call, const std::string& what, const char* advice) const {
