@@ -413,14 +413,6 @@ TEST(Fork, AChildsCopiesOfItsParentsEndpointsRefuseWhatWouldTouchTheParentsQueue
 // the child read its parent's pid from a word only a pthread_atfork handler refreshed: its write went
 // into the parent's ring as if it were the parent's writer. Not under TSan: its runtime keeps state a
 // raw clone() (no fork interceptor) leaves inconsistent in the child.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RINGCAST_TEST_UNDER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define RINGCAST_TEST_UNDER_TSAN 1
-#endif
 TEST(Fork, AChildMadeWithoutForksHandlersStillRefusesTheParentsEndpoints) {
 #if defined(RINGCAST_TEST_UNDER_TSAN)
     GTEST_SKIP() << "a raw clone() child under TSan's runtime";

@@ -22,6 +22,23 @@
 
 #include "ringcast/ring.hpp"
 
+// Which sanitizer this binary was built with, for the tests that cannot run under one: GCC defines
+// __SANITIZE_*__, clang answers __has_feature instead.
+#if defined(__SANITIZE_THREAD__)
+#define RINGCAST_TEST_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGCAST_TEST_UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define RINGCAST_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RINGCAST_TEST_UNDER_ASAN 1
+#endif
+#endif
+
 namespace ringcast::test {
 
 // A name no other test (or concurrent test binary) uses; removed at scope exit.

@@ -735,14 +735,7 @@ ReaderOptions churn_options() {
 // claim the other child is parked, so the claim finds the rank free and the slot still holding the
 // other child's start time; the claim releases the other child, so it contends during the stall.)
 // (Not under TSan: its signal interception does not hand the handler the context that sigreturn restores.)
-#if defined(__SANITIZE_THREAD__)
-#define RINGCAST_CLAIM_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RINGCAST_CLAIM_TEST_TSAN 1
-#endif
-#endif
-#if defined(__x86_64__) && defined(__linux__) && !defined(RINGCAST_CLAIM_TEST_TSAN)
+#if defined(__x86_64__) && defined(__linux__) && !defined(RINGCAST_TEST_UNDER_TSAN)
 constexpr bool kCanStallClaims = true;
 namespace stall {
 constexpr greg_t kTrapFlag = 0x100;
@@ -818,7 +811,7 @@ constexpr long kStallNs = 5'000'000;  // a stalled claim: 50 of the writer's liv
 // time between.
 constexpr std::int64_t kFirstStallNs = 20'000'000;   // after go: both children churn first
 constexpr std::int64_t kStallGapNs = 150'000'000;    // from the end of one stepped attach to the next
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(RINGCAST_TEST_UNDER_ASAN)
 constexpr std::int64_t kStepBudgetNs = 4'000'000'000;  // give up stepping an attach that never claims (ASan:
                                                        // ~25,000 steps of up to ~100 us on a loaded VM)
 #else

@@ -172,7 +172,7 @@ TEST(ReaderReplaced, WriterGoesOnAfterPeerDeadInTheMiddleOfAFragmentedMessage) {
 // address space is capped at 1 GiB above its current size, with a first fragment announcing 512 GiB
 // and nothing after it: the reader must simply wait (time out), not throw std::bad_alloc.
 TEST(CorruptRecord, HugeFragmentTotalAllocatesNothingUpFront) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(RINGCAST_TEST_UNDER_ASAN) || defined(RINGCAST_TEST_UNDER_TSAN)
     GTEST_SKIP() << "an address-space limit and the sanitizers' shadow memory do not mix";
 #else
     ScopedName name("hugefrag");

@@ -21,6 +21,20 @@ namespace {
 
 constexpr std::uint64_t kCapacity = 1 << 20;  // max_reserve = 256 KiB - 16: 600 KiB goes in 3 fragments
 
+// A ring of kCapacity with one reader, and the fake device the runtime's calls go to. The members'
+// order is the point: the fake device is made after the ring, so it is destroyed first and its late
+// copies are drained before the unmapping. Taken apart in a test as `auto& [name, w, r, fake] = ring;`.
+struct RingOnFakeDevice {
+    explicit RingOnFakeDevice(const char* tag)
+        : name(tag), w(Writer::create(name, SegmentOptions{.capacity = kCapacity})), r(Reader::attach(name, 0)) {
+        gpu::test::g_fake = &fake;
+    }
+    ringcast::test::ScopedName name;
+    Writer w;
+    Reader r;
+    gpu::test::FakeDevice fake;
+};
+
 struct Counts {
     int checked = 0;
     int torn = 0;          // a visible message whose bytes were not (all) the published ones
@@ -36,13 +50,8 @@ bool all_equal(std::span<const std::byte> b, std::byte v) {
 // Publishes messages from the fake device (sync, async, fragmented) and looks at each the moment it is
 // visible: with honest events every byte must be there; with lying ones the late copies show.
 Counts publish_trial(bool lying) {
-    ringcast::test::ScopedName name("gpu-order");
-    SegmentOptions so;
-    so.capacity = kCapacity;
-    Writer w = Writer::create(name, so);
-    Reader r = Reader::attach(name, 0);
-    gpu::test::FakeDevice fake;  // after the ring: destroyed (its late copies drained) before the unmapping
-    gpu::test::g_fake = &fake;
+    RingOnFakeDevice ring("gpu-order");
+    auto& [name, w, r, fake] = ring;
     fake.lying_events = lying;
     Counts c;
     {
@@ -89,7 +98,7 @@ TEST(GpuOrdering, PublishCommitsOnlyAfterTheCopyLanded) {
     EXPECT_EQ(honest.early_visible, 0);
     // Negative control: the same checks catch a commit that trusts an event before the copy landed.
     // (Not under TSan: the late copy racing the reader is the point, and TSan rightly reports it.)
-#if defined(__SANITIZE_THREAD__)
+#if defined(RINGCAST_TEST_UNDER_TSAN)
     std::printf("[ info ] the negative control is not run under TSan (it races on purpose)\n");
     return;
 #endif
@@ -98,18 +107,13 @@ TEST(GpuOrdering, PublishCommitsOnlyAfterTheCopyLanded) {
 }
 
 TEST(GpuOrdering, ReceiveReturnsOnlyAfterTheCopyLanded) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(RINGCAST_TEST_UNDER_TSAN)
     for (const bool lying : {false}) {  // the negative control races on purpose (see above)
 #else
     for (const bool lying : {false, true}) {
 #endif
-        ringcast::test::ScopedName name("gpu-recv");
-        SegmentOptions so;
-        so.capacity = kCapacity;
-        Writer w = Writer::create(name, so);
-        Reader r = Reader::attach(name, 0);
-        gpu::test::FakeDevice fake;
-        gpu::test::g_fake = &fake;
+        RingOnFakeDevice ring("gpu-recv");
+        auto& [name, w, r, fake] = ring;
         fake.lying_events = lying;
         int torn = 0;
         {
@@ -135,13 +139,8 @@ TEST(GpuOrdering, ReceiveReturnsOnlyAfterTheCopyLanded) {
 }
 
 TEST(GpuApi, ZeroCopyPeekRegistrationAndErrors) {
-    ringcast::test::ScopedName name("gpu-api");
-    SegmentOptions so;
-    so.capacity = kCapacity;
-    Writer w = Writer::create(name, so);
-    Reader r = Reader::attach(name, 0);
-    gpu::test::FakeDevice fake;
-    gpu::test::g_fake = &fake;
+    RingOnFakeDevice ring("gpu-api");
+    auto& [name, w, r, fake] = ring;
     {
         DeviceWriter dw(w, gpu::test::fake_runtime());
         DeviceReader dr(r, gpu::test::fake_runtime());
@@ -425,18 +424,13 @@ TEST(CoreFragments, WithdrawnRewoundAndAbandonedMessages) {
 // far smaller than the message, and a record is released only after ITS copy landed — with lying
 // events (the negative control) the writer overwrites records the late copies still read.
 TEST(GpuReceive, RecordsGoFromTheRingToTheirOffsetReleasedOnlyAfterTheirCopy) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(RINGCAST_TEST_UNDER_TSAN)
     for (const bool lying : {false}) {  // the negative control races on purpose (see above)
 #else
     for (const bool lying : {false, true}) {
 #endif
-        ringcast::test::ScopedName name("gpu-frag-recv");
-        SegmentOptions so;
-        so.capacity = kCapacity;  // 1 MiB ring, messages of 3 MiB: 12-13 records each
-        Writer w = Writer::create(name, so);
-        Reader r = Reader::attach(name, 0);
-        gpu::test::FakeDevice fake;
-        gpu::test::g_fake = &fake;
+        RingOnFakeDevice ring("gpu-frag-recv");  // 1 MiB ring, messages of 3 MiB: 12-13 records each
+        auto& [name, w, r, fake] = ring;
         fake.delay = std::chrono::microseconds(400);
         fake.lying_events = lying;
         fake.host_lo = r.segment().data();
@@ -479,13 +473,8 @@ TEST(GpuReceive, RecordsGoFromTheRingToTheirOffsetReleasedOnlyAfterTheirCopy) {
 }
 
 TEST(GpuReceive, RefusalsLeaveTheMessageAFailedCopyConsumesIt) {
-    ringcast::test::ScopedName name("gpu-frag-fail");
-    SegmentOptions so;
-    so.capacity = kCapacity;
-    Writer w = Writer::create(name, so);
-    Reader r = Reader::attach(name, 0);
-    gpu::test::FakeDevice fake;
-    gpu::test::g_fake = &fake;
+    RingOnFakeDevice ring("gpu-frag-fail");
+    auto& [name, w, r, fake] = ring;
     fake.delay = std::chrono::microseconds(200);
     DeviceReader dr(r, gpu::test::fake_runtime());
     std::byte* dst = fake.arena.data() + (16 << 20);
@@ -530,13 +519,8 @@ TEST(GpuReceive, RefusalsLeaveTheMessageAFailedCopyConsumesIt) {
 }
 
 TEST(GpuReceive, ATimeoutInTheMiddleResumesIntoTheSameBuffer) {
-    ringcast::test::ScopedName name("gpu-frag-resume");
-    SegmentOptions so;
-    so.capacity = kCapacity;
-    Writer w = Writer::create(name, so);
-    Reader r = Reader::attach(name, 0);
-    gpu::test::FakeDevice fake;
-    gpu::test::g_fake = &fake;
+    RingOnFakeDevice ring("gpu-frag-resume");
+    auto& [name, w, r, fake] = ring;
     fake.delay = std::chrono::microseconds(200);
     DeviceReader dr(r, gpu::test::fake_runtime());
     std::byte* dst = fake.arena.data() + (16 << 20);
@@ -602,13 +586,8 @@ TEST(GpuRuntime, HipWithoutGpuRefusesCleanly) {
 // endpoint's refusal (Error(protocol), the parent's pid, "through fork()"), and the parent's queue is
 // untouched: the message the child tried to take is still the parent's to receive.
 TEST(GpuFork, AChildsCopiesRefuseBeforeAnyDeviceCallAndLeaveTheQueue) {
-    ringcast::test::ScopedName name("gpu-fork");
-    SegmentOptions so;
-    so.capacity = kCapacity;
-    Writer w = Writer::create(name, so);
-    Reader r = Reader::attach(name, 0);
-    gpu::test::FakeDevice fake;
-    gpu::test::g_fake = &fake;
+    RingOnFakeDevice ring("gpu-fork");
+    auto& [name, w, r, fake] = ring;
     {
         DeviceWriter dw(w, gpu::test::fake_runtime());
         DeviceReader dr(r, gpu::test::fake_runtime());
