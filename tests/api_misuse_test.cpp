@@ -6,14 +6,22 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -445,6 +453,52 @@ TEST(Fork, AChildMadeWithoutForksHandlersStillRefusesTheParentsEndpoints) {
     EXPECT_EQ(r.peek(0ns).status, Status::timed_out);  // nothing of the child's in the ring
     ASSERT_EQ(w.write(bytes_of(10, 1), 1s, 1), Status::ok);  // the parent's writer goes on
     EXPECT_EQ(r.peek(1s).tag, 1u);
+#endif
+}
+
+// Where the kernel refuses the wiped page (before 4.14, or a sandbox's seccomp filter), the pid lives in a
+// static word that a pthread_atfork handler refreshes in every fork() child: that child must still find
+// it is not its parent. A child process installs a filter that fails madvise(MADV_WIPEONFORK) with
+// EINVAL and execs fork_fallback_probe.cpp's program, whose initialisation then takes the fallback;
+// the probe forks and checks that its child's copy of the writer is refused and writes nothing.
+#if defined(__x86_64__)
+constexpr std::uint32_t kThisAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint32_t kThisAuditArch = AUDIT_ARCH_AARCH64;
+#else
+constexpr std::uint32_t kThisAuditArch = 0;
+#endif
+TEST(Fork, WhereTheKernelRefusesTheWipedPageAForkChildIsStillRefused) {
+#if !defined(MADV_WIPEONFORK)
+    GTEST_SKIP() << "headers without MADV_WIPEONFORK: the library takes the fallback everywhere here";
+#else
+    if (kThisAuditArch == 0) GTEST_SKIP() << "no seccomp architecture word known for this CPU";
+    ScopedName name("fork-fallback");
+    constexpr int kNoSeccomp = 77;
+    const pid_t child = ::fork();
+    if (child == 0) {
+        sock_filter refuse_wipeonfork[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kThisAuditArch, 1, 0),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),  // another ABI's call: not ours to judge
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),  // the advice's low word
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_WIPEONFORK, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EINVAL & SECCOMP_RET_DATA)),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        const sock_fprog program{static_cast<unsigned short>(std::size(refuse_wipeonfork)), refuse_wipeonfork};
+        if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+            ::_exit(kNoSeccomp);
+        ::execl(RINGCAST_FORK_FALLBACK_PROBE, RINGCAST_FORK_FALLBACK_PROBE, name.str().c_str(), static_cast<char*>(nullptr));
+        ::_exit(kNoSeccomp + 1);
+    }
+    ASSERT_GT(child, 0) << std::strerror(errno);
+    const int code = wait_child(child, 60s);
+    if (code == kNoSeccomp) GTEST_SKIP() << "seccomp filters are not allowed here: the fallback cannot be forced";
+    EXPECT_EQ(code, 0) << "from " << RINGCAST_FORK_FALLBACK_PROBE << ": 5 the fork child wrote into the parent's ring, 2 another error, "
+                       << "6 the parent's ring was changed, 10 the filter did not make the library take the fallback, 78 exec failed";
 #endif
 }
 
