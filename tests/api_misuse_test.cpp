@@ -460,45 +460,55 @@ TEST(Fork, AChildMadeWithoutForksHandlersStillRefusesTheParentsEndpoints) {
 // static word that a pthread_atfork handler refreshes in every fork() child: that child must still find
 // it is not its parent. A child process installs a filter that fails madvise(MADV_WIPEONFORK) with
 // EINVAL and execs fork_fallback_probe.cpp's program, whose initialisation then takes the fallback;
-// the probe forks and checks that its child's copy of the writer is refused and writes nothing.
-#if defined(__x86_64__)
-constexpr std::uint32_t kThisAuditArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-constexpr std::uint32_t kThisAuditArch = AUDIT_ARCH_AARCH64;
-#else
-constexpr std::uint32_t kThisAuditArch = 0;
-#endif
+// the probe forks and checks that its child's copy of the writer is refused and writes nothing (the
+// probe's exit codes are listed there).
 TEST(Fork, WhereTheKernelRefusesTheWipedPageAForkChildIsStillRefused) {
 #if !defined(MADV_WIPEONFORK)
     GTEST_SKIP() << "headers without MADV_WIPEONFORK: the library takes the fallback everywhere here";
 #else
+    // seccomp_data.arch of this build's system calls (another ABI's calls are left alone).
+#if defined(__x86_64__)
+    constexpr std::uint32_t kThisAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    constexpr std::uint32_t kThisAuditArch = AUDIT_ARCH_AARCH64;
+#else
+    constexpr std::uint32_t kThisAuditArch = 0;
+#endif
     if (kThisAuditArch == 0) GTEST_SKIP() << "no seccomp architecture word known for this CPU";
     ScopedName name("fork-fallback");
-    constexpr int kNoSeccomp = 77;
+    constexpr int kNoSeccomp = 77;         // the kernel takes no filter at all here: skip
+    constexpr int kFilterRefused = 78;     // it takes a filter, but not ours: the program is wrong
+    constexpr int kExecFailed = 79;
     const pid_t child = ::fork();
-    if (child == 0) {
+    if (child == 0) {  // only system calls from here to the exec (the parent may have threads)
+        sock_filter allow_all[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
         sock_filter refuse_wipeonfork[] = {
             BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
             BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kThisAuditArch, 1, 0),
-            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),  // another ABI's call: not ours to judge
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
             BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
             BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
-            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),  // the advice's low word
+            // The advice is an int: the low word of args[2] (little-endian, as the arch check ensures).
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),
             BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_WIPEONFORK, 0, 1),
             BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EINVAL & SECCOMP_RET_DATA)),
             BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         };
-        const sock_fprog program{static_cast<unsigned short>(std::size(refuse_wipeonfork)), refuse_wipeonfork};
-        if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+        const sock_fprog allow{static_cast<unsigned short>(std::size(allow_all)), allow_all};
+        const sock_fprog refuse{static_cast<unsigned short>(std::size(refuse_wipeonfork)), refuse_wipeonfork};
+        if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &allow) != 0)
             ::_exit(kNoSeccomp);
-        ::execl(RINGCAST_FORK_FALLBACK_PROBE, RINGCAST_FORK_FALLBACK_PROBE, name.str().c_str(), static_cast<char*>(nullptr));
-        ::_exit(kNoSeccomp + 1);
+        if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &refuse) != 0) ::_exit(kFilterRefused);
+        ::execl(RINGCAST_FORK_FALLBACK_PROBE, RINGCAST_FORK_FALLBACK_PROBE, name.str().c_str(),
+                static_cast<char*>(nullptr));
+        ::_exit(kExecFailed);
     }
     ASSERT_GT(child, 0) << std::strerror(errno);
     const int code = wait_child(child, 60s);
     if (code == kNoSeccomp) GTEST_SKIP() << "seccomp filters are not allowed here: the fallback cannot be forced";
-    EXPECT_EQ(code, 0) << "from " << RINGCAST_FORK_FALLBACK_PROBE << ": 5 the fork child wrote into the parent's ring, 2 another error, "
-                       << "6 the parent's ring was changed, 10 the filter did not make the library take the fallback, 78 exec failed";
+    EXPECT_EQ(code, 0) << "exit code of " << RINGCAST_FORK_FALLBACK_PROBE << " (fork_fallback_probe.cpp lists them), "
+                       << kFilterRefused << " (the kernel refused the filter) or " << kExecFailed
+                       << " (the exec failed); negative: killed by that signal, -1000: timed out";
 #endif
 }
 

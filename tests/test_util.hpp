@@ -22,8 +22,8 @@
 
 #include "ringcast/ring.hpp"
 
-// Which sanitizer this binary was built with, for the tests that cannot run under one: GCC defines
-// __SANITIZE_*__, clang answers __has_feature instead.
+// Which sanitizer this binary was built with, for the tests that cannot run under one or need more
+// time there: GCC defines __SANITIZE_*__, clang answers __has_feature instead.
 #if defined(__SANITIZE_THREAD__)
 #define RINGCAST_TEST_UNDER_TSAN 1
 #elif defined(__has_feature)

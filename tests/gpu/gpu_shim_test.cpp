@@ -23,7 +23,8 @@ constexpr std::uint64_t kCapacity = 1 << 20;  // max_reserve = 256 KiB - 16: 600
 
 // A ring of kCapacity with one reader, and the fake device the runtime's calls go to. The members'
 // order is the point: the fake device is made after the ring, so it is destroyed first and its late
-// copies are drained before the unmapping. Taken apart in a test as `auto& [name, w, r, fake] = ring;`.
+// copies are drained before the unmapping. A test names its parts by plain references (a lambda may
+// capture those; a structured binding only from clang 16 on).
 struct RingOnFakeDevice {
     explicit RingOnFakeDevice(const char* tag)
         : name(tag), w(Writer::create(name, SegmentOptions{.capacity = kCapacity})), r(Reader::attach(name, 0)) {
@@ -51,7 +52,9 @@ bool all_equal(std::span<const std::byte> b, std::byte v) {
 // visible: with honest events every byte must be there; with lying ones the late copies show.
 Counts publish_trial(bool lying) {
     RingOnFakeDevice ring("gpu-order");
-    auto& [name, w, r, fake] = ring;
+    Writer& w = ring.w;
+    Reader& r = ring.r;
+    gpu::test::FakeDevice& fake = ring.fake;
     fake.lying_events = lying;
     Counts c;
     {
@@ -113,7 +116,9 @@ TEST(GpuOrdering, ReceiveReturnsOnlyAfterTheCopyLanded) {
     for (const bool lying : {false, true}) {
 #endif
         RingOnFakeDevice ring("gpu-recv");
-        auto& [name, w, r, fake] = ring;
+        Writer& w = ring.w;
+        Reader& r = ring.r;
+        gpu::test::FakeDevice& fake = ring.fake;
         fake.lying_events = lying;
         int torn = 0;
         {
@@ -140,7 +145,9 @@ TEST(GpuOrdering, ReceiveReturnsOnlyAfterTheCopyLanded) {
 
 TEST(GpuApi, ZeroCopyPeekRegistrationAndErrors) {
     RingOnFakeDevice ring("gpu-api");
-    auto& [name, w, r, fake] = ring;
+    Writer& w = ring.w;
+    Reader& r = ring.r;
+    gpu::test::FakeDevice& fake = ring.fake;
     {
         DeviceWriter dw(w, gpu::test::fake_runtime());
         DeviceReader dr(r, gpu::test::fake_runtime());
@@ -430,7 +437,9 @@ TEST(GpuReceive, RecordsGoFromTheRingToTheirOffsetReleasedOnlyAfterTheirCopy) {
     for (const bool lying : {false, true}) {
 #endif
         RingOnFakeDevice ring("gpu-frag-recv");  // 1 MiB ring, messages of 3 MiB: 12-13 records each
-        auto& [name, w, r, fake] = ring;
+        Writer& w = ring.w;
+        Reader& r = ring.r;
+        gpu::test::FakeDevice& fake = ring.fake;
         fake.delay = std::chrono::microseconds(400);
         fake.lying_events = lying;
         fake.host_lo = r.segment().data();
@@ -474,7 +483,9 @@ TEST(GpuReceive, RecordsGoFromTheRingToTheirOffsetReleasedOnlyAfterTheirCopy) {
 
 TEST(GpuReceive, RefusalsLeaveTheMessageAFailedCopyConsumesIt) {
     RingOnFakeDevice ring("gpu-frag-fail");
-    auto& [name, w, r, fake] = ring;
+    Writer& w = ring.w;
+    Reader& r = ring.r;
+    gpu::test::FakeDevice& fake = ring.fake;
     fake.delay = std::chrono::microseconds(200);
     DeviceReader dr(r, gpu::test::fake_runtime());
     std::byte* dst = fake.arena.data() + (16 << 20);
@@ -520,7 +531,9 @@ TEST(GpuReceive, RefusalsLeaveTheMessageAFailedCopyConsumesIt) {
 
 TEST(GpuReceive, ATimeoutInTheMiddleResumesIntoTheSameBuffer) {
     RingOnFakeDevice ring("gpu-frag-resume");
-    auto& [name, w, r, fake] = ring;
+    Writer& w = ring.w;
+    Reader& r = ring.r;
+    gpu::test::FakeDevice& fake = ring.fake;
     fake.delay = std::chrono::microseconds(200);
     DeviceReader dr(r, gpu::test::fake_runtime());
     std::byte* dst = fake.arena.data() + (16 << 20);
@@ -587,7 +600,9 @@ TEST(GpuRuntime, HipWithoutGpuRefusesCleanly) {
 // untouched: the message the child tried to take is still the parent's to receive.
 TEST(GpuFork, AChildsCopiesRefuseBeforeAnyDeviceCallAndLeaveTheQueue) {
     RingOnFakeDevice ring("gpu-fork");
-    auto& [name, w, r, fake] = ring;
+    Writer& w = ring.w;
+    Reader& r = ring.r;
+    gpu::test::FakeDevice& fake = ring.fake;
     {
         DeviceWriter dw(w, gpu::test::fake_runtime());
         DeviceReader dr(r, gpu::test::fake_runtime());

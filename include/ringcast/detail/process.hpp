@@ -25,8 +25,8 @@ namespace ringcast::detail {
 // interposes this one's initialises at its load, maybe while threads read. Read via current_pid() only.
 extern constinit std::atomic<std::atomic<pid_t>*> g_pid_word;
 
-// The slow path of current_pid(): asks getpid() and keeps it in `word` (out of line: every fork check
-// inlines current_pid()).
+// Asks getpid() and keeps it in `word`: the slow path of current_pid() (out of line: every fork check
+// inlines current_pid()), and how process.cpp's initialiser and atfork handler store the pid too.
 [[gnu::cold]] pid_t keep_pid(std::atomic<pid_t>& word) noexcept;
 
 // Whether the pid word is the wiped page (true) or the static fallback (false): tests of the raw
