@@ -23,15 +23,15 @@ std::atomic<pid_t> g_static_pid_word{0};
 // One private anonymous page (MADV_WIPEONFORK takes nothing else) holding the pid word, zeroed in every
 // fork child; nullptr where it cannot be had. Never unmapped: the word is read until the process ends.
 std::atomic<pid_t>* wipe_on_fork_word() noexcept {
+#ifdef MADV_WIPEONFORK
     const long page = ::sysconf(_SC_PAGESIZE);
     if (page <= 0) return nullptr;
     void* at = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (at == MAP_FAILED) return nullptr;
-#ifdef MADV_WIPEONFORK
     if (::madvise(at, static_cast<std::size_t>(page), MADV_WIPEONFORK) == 0) return new (at) std::atomic<pid_t>{0};
-#endif
     ::munmap(at, static_cast<std::size_t>(page));
-    return nullptr;
+#endif
+    return nullptr;  // headers without the advice: no page is mapped only to be given back
 }
 
 }  // namespace
