@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ringcast/gather.hpp"
+#include "fork_child.hpp"
 #include "ringcast/ring.hpp"
 #include "test_util.hpp"
 
@@ -432,24 +433,10 @@ TEST(Fork, AChildMadeWithoutForksHandlersStillRefusesTheParentsEndpoints) {
     auto r = Reader::attach(name, 0);
     const pid_t parent = ::getpid();
     const long child = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  // no CLONE_VM: a copy, as fork's
-    if (child == 0) {
-        int code = 3;  // 3: threw something else (1 is left to a sanitizer's report)
-        try {
-            (void)w.write(bytes_of(10, 9), 0ns, 9);
-            code = 5;  // wrote into the parent's ring
-        } catch (const Error& e) {
-            const std::string text = e.what();
-            code = e.code() == ErrorCode::protocol && text.find("belongs to pid " + std::to_string(parent)) != std::string::npos &&
-                           text.find("through fork()") != std::string::npos
-                       ? 0
-                       : 2;
-        } catch (...) {
-        }
-        ::_exit(code);
-    }
+    if (child == 0) ::_exit(write_through_parents_writer(w, parent));
     const int clone_errno = errno;
     ASSERT_GT(child, 0) << "clone: " << std::strerror(clone_errno);
-    EXPECT_EQ(wait_child(static_cast<pid_t>(child), 30s), 0) << "5: the child wrote into the parent's ring, 2: another error";
+    EXPECT_EQ(wait_child(static_cast<pid_t>(child), 30s), kWriteRefused) << "codes: fork_child.hpp";
     EXPECT_EQ(r.peek(0ns).status, Status::timed_out);  // nothing of the child's in the ring
     ASSERT_EQ(w.write(bytes_of(10, 1), 1s, 1), Status::ok);  // the parent's writer goes on
     EXPECT_EQ(r.peek(1s).tag, 1u);
