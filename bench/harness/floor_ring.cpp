@@ -15,6 +15,9 @@
 // by the stamps alone, and the stamp's store is the exchange); floor_ring_tail stores the stamps
 // with a release and then publishes the tail word with the exchange, as ringcast does (its readers
 // still poll the stamps: the tail is stored, never waited on). Their difference is the tail's price.
+// floor_ring_asym is floor_ring_tail with asymmetric fences (floor_ring.hpp, Fences): every cursor store
+// a plain release and the sleepers' load a plain load, the fence a waiter would pay before sleeping —
+// what a wake protocol of that kind could take off ringcast's hop at most.
 //
 // Stamps are absolute: position + 1 (0: not yet written), so a previous lap's stamp never passes.
 // Requests: one ring, R readers, a head each. Replies: one ring per reader, the writer its reader.
@@ -28,11 +31,12 @@ namespace {
 using floor_ring::Ring;
 using floor_ring::RingReader;
 using floor_ring::RingWriter;
+using floor_ring::Fences;
 using floor_ring::record_size;
 
 class FloorRingSystem final : public System {
 public:
-    explicit FloorRingSystem(bool with_tail) : with_tail_(with_tail) {}
+    FloorRingSystem(bool with_tail, Fences fences) : with_tail_(with_tail), fences_(fences) {}
     bool can_stream() const override { return false; }  // a floor: lock-step round trips only
 
     void prepare(std::size_t max_message, std::uint32_t readers) override {
@@ -53,7 +57,7 @@ public:
             RingReader in;
             RingWriter out;
             std::vector<std::byte> buf;
-            End(const Ring& req, std::uint32_t rank, const Ring& rep, bool tail) : in(req, rank), out(rep, tail) {}
+            End(const Ring& req, std::uint32_t rank, const Ring& rep, bool tail, Fences f) : in(req, rank, f), out(rep, tail, f) {}
             std::span<const std::byte> receive() override {
                 const auto m = in.peek();
                 buf.assign(m.begin(), m.end());
@@ -62,13 +66,13 @@ public:
             }
             void reply(std::span<const std::byte> b) override { out.write(b); }
         };
-        return std::make_unique<End>(requests_, rank, replies_[rank], with_tail_);
+        return std::make_unique<End>(requests_, rank, replies_[rank], with_tail_, fences_);
     }
     std::unique_ptr<WriterEnd> make_writer() override {
         struct End final : WriterEnd {
             RingWriter out;
             std::vector<RingReader> replies;
-            End(const Ring& req, bool tail) : out(req, tail) {}
+            End(const Ring& req, bool tail, Fences f) : out(req, tail, f) {}
             void broadcast(std::span<const std::byte> m) override { out.write(m); }
             void collect(const std::function<void(std::uint32_t, std::span<const std::byte>)>& f) override {
                 for (std::uint32_t r = 0; r < replies.size(); ++r) {
@@ -77,8 +81,8 @@ public:
                 }
             }
         };
-        auto e = std::make_unique<End>(requests_, with_tail_);
-        for (const Ring& rep : replies_) e->replies.emplace_back(rep, 0);
+        auto e = std::make_unique<End>(requests_, with_tail_, fences_);
+        for (const Ring& rep : replies_) e->replies.emplace_back(rep, 0, fences_);
         return e;
     }
     void cleanup() noexcept override {
@@ -89,6 +93,7 @@ public:
 private:
     static constexpr std::uint64_t kReplyCapacity = 64 * 1024;  // ringcast's rows' reply rings
     bool with_tail_;
+    Fences fences_;
     std::uint32_t readers_ = 0;
     std::uint64_t request_capacity_ = 0;
     std::size_t bytes_ = 0;
@@ -99,6 +104,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<System> make_floor_ring(bool with_tail) { return std::make_unique<FloorRingSystem>(with_tail); }
+std::unique_ptr<System> make_floor_ring(bool with_tail, bool asymmetric_fences) {
+    return std::make_unique<FloorRingSystem>(with_tail, asymmetric_fences ? Fences::asymmetric : Fences::symmetric);
+}
 
 }  // namespace rcbench

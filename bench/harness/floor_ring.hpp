@@ -56,11 +56,35 @@ struct Ring {
     Header& header_at(std::uint64_t pos) const { return *reinterpret_cast<Header*>(data + (pos & (capacity - 1))); }
 };
 
-// w2 (w1 was the caller's exchange): wakes the futex sleepers announced in `sleepers` (the floors'
+// How a publish or a release orders its cursor store before its load of the sleepers' word.
+//  symmetric:  what ringcast does (w1, w2 of include/ringcast/wait.hpp): the store an exchange, the load
+//              seq_cst — a full fence on every hop, so that a waiter that announced itself and then
+//              re-checked cannot miss the store while the waker misses the announcement.
+//  asymmetric: a release store and a plain load with only the compiler kept from reordering them. A
+//              wake protocol built so would make the waiter pay the fence instead, on the rare path
+//              before it sleeps (membarrier(2) forcing one on every CPU that runs a waker); here no
+//              waiter ever sleeps, so this form measures what such a protocol would take off a hop
+//              at most. Not a correct wake protocol on its own.
+enum class Fences { symmetric, asymmetric };
+
+// w2 (w1 was the caller's cursor store): wakes the futex sleepers announced in `sleepers` (the floors'
 // waiters only spin, so none ever is). The wakeable atomic floor (systems.cpp) publishes through it too.
-inline void wake_if_announced(std::atomic<std::uint32_t>& sleepers) {
-    if (sleepers.load(std::memory_order_seq_cst) != 0) [[unlikely]]
+inline void wake_if_announced(std::atomic<std::uint32_t>& sleepers, Fences fences = Fences::symmetric) {
+    std::uint32_t announced;
+    if (fences == Fences::symmetric) {
+        announced = sleepers.load(std::memory_order_seq_cst);
+    } else {
+        std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler only: the CPU may reorder
+        announced = sleepers.load(std::memory_order_relaxed);
+    }
+    if (announced != 0) [[unlikely]]
         ringcast::futex_wake(&sleepers, INT_MAX);
+}
+
+// The cursor store of a publish (the tail, or the stamp where there is no tail) or of a release (a head).
+inline void store_cursor(std::atomic<std::uint64_t>& cursor, std::uint64_t value, Fences fences) {
+    if (fences == Fences::symmetric) cursor.exchange(value, std::memory_order_seq_cst);  // w1
+    else cursor.store(value, std::memory_order_release);
 }
 
 // Every 4096 spin steps: the first time starts the step's timeout, later ones check it (no clock read
@@ -73,7 +97,8 @@ inline void give_up_if_late(std::uint32_t i, std::int64_t& give_up, const char* 
 
 class RingWriter {
 public:
-    RingWriter(const Ring& r, bool with_tail) : r_(r), with_tail_(with_tail), known_free_end_(r.capacity) {}
+    RingWriter(const Ring& r, bool with_tail, Fences fences = Fences::symmetric)
+        : r_(r), with_tail_(with_tail), fences_(fences), known_free_end_(r.capacity) {}
     void write(std::span<const std::byte> m) {
         const std::uint64_t rec = record_size(m.size());
         const std::uint64_t to_end = r_.capacity - (tail_ & (r_.capacity - 1));
@@ -94,13 +119,13 @@ public:
         h.is_padding = 0;
         if (end + sizeof(Header) <= known_free_end_) r_.header_at(end).stamp.store(0, std::memory_order_relaxed);  // Z
         tail_ = end;
-        if (with_tail_) {  // ringcast's order: the stamp (release), then the tail's exchange is w1
+        if (with_tail_) {  // ringcast's order: the stamp (release), then the tail's store is w1
             h.stamp.store(pos + 1, std::memory_order_release);
-            r_.tail->value.exchange(tail_, std::memory_order_seq_cst);
+            store_cursor(r_.tail->value, tail_, fences_);
         } else {
-            h.stamp.exchange(pos + 1, std::memory_order_seq_cst);  // w1: publishes the record
+            store_cursor(h.stamp, pos + 1, fences_);  // w1: publishes the record
         }
-        wake_if_announced(r_.data_sleepers->value);
+        wake_if_announced(r_.data_sleepers->value, fences_);
     }
 
 private:
@@ -118,13 +143,14 @@ private:
     }
     const Ring& r_;
     bool with_tail_;
+    Fences fences_;
     std::uint64_t tail_ = 0;
     std::uint64_t known_free_end_;
 };
 
 class RingReader {
 public:
-    RingReader(const Ring& r, std::uint32_t rank) : r_(r), rank_(rank) {}
+    RingReader(const Ring& r, std::uint32_t rank, Fences fences = Fences::symmetric) : r_(r), rank_(rank), fences_(fences) {}
     // The record at the head, spun for; valid until release().
     std::span<const std::byte> peek() {
         std::int64_t give_up = 0;
@@ -144,13 +170,14 @@ public:
     }
     void release() {
         head_ = end_;
-        r_.heads[rank_].value.exchange(head_, std::memory_order_seq_cst);  // w1 of the release
-        wake_if_announced(r_.space_sleepers->value);
+        store_cursor(r_.heads[rank_].value, head_, fences_);  // w1 of the release
+        wake_if_announced(r_.space_sleepers->value, fences_);
     }
 
 private:
     const Ring& r_;
     std::uint32_t rank_;
+    Fences fences_;
     std::uint64_t head_ = 0, end_ = 0;
 };
 

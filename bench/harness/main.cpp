@@ -348,19 +348,25 @@ int cmd_hop(int argc, char** argv) {
     // floor_wakeable: the atomic floor plus what any waker owes a waiter that may sleep (systems.cpp),
     // so hybrid / floor_wakeable is what ringcast adds beyond that price; floor_ring: a ring of
     // ringcast's records and fences with none of its code around it, floor_ring_tail the same with
-    // ringcast's tail word (floor_ring.cpp), so hybrid / floor_ring_tail is ringcast's code's share.
-    static constexpr std::array<std::string_view, 7> kRows = {
-        "floor_atomic", "floor_wakeable", "floor_ring", "floor_ring_tail", "spin", "hybrid", "hybrid_adapt"};
-    constexpr std::size_t kAtomic = 0, kWakeable = 1, kRing = 2, kRingTail = 3, kHybrid = 5;
+    // ringcast's tail word (floor_ring.cpp), so hybrid / floor_ring_tail is ringcast's code's share;
+    // floor_ring_asym: floor_ring_tail without the fences on its hot path (a wake protocol with
+    // asymmetric fences would move them to the waiter about to sleep), so floor_ring_asym /
+    // floor_ring_tail is the most such a protocol could take off.
+    static constexpr std::array<std::string_view, 8> kRows = {"floor_atomic", "floor_wakeable", "floor_ring",
+                                                              "floor_ring_tail", "floor_ring_asym", "spin",
+                                                              "hybrid", "hybrid_adapt"};
+    constexpr std::size_t kAtomic = 0, kWakeable = 1, kRing = 2, kRingTail = 3, kRingAsym = 4, kHybrid = 6;
     static_assert(kRows[kAtomic] == "floor_atomic" && kRows[kWakeable] == "floor_wakeable" &&
-                  kRows[kRing] == "floor_ring" && kRows[kRingTail] == "floor_ring_tail" && kRows[kHybrid] == "hybrid");
+                  kRows[kRing] == "floor_ring" && kRows[kRingTail] == "floor_ring_tail" &&
+                  kRows[kRingAsym] == "floor_ring_asym" && kRows[kHybrid] == "hybrid");
     const std::vector<std::string> names(kRows.begin(), kRows.end());
     Machine m = describe_machine();
     std::printf("ringcast hop: 1 writer -> %u reader processes, %s messages, 8 B replies, %s; %zu rounds, each\n"
                 "running %s in a rotated order, reversed every other round (%.2f s of round trips per row;\n"
                 "hybrid: the fixed 10 us spin, the matrix's target row; hybrid_adapt: the library's default)\n",
                 readers, size_name(size).c_str(), pin ? "pinned" : "unpinned", rounds,
-                "floor_atomic, floor_wakeable, floor_ring, floor_ring_tail, spin, hybrid, hybrid_adapt", lim.rtt_s);
+                "floor_atomic, floor_wakeable, floor_ring, floor_ring_tail, floor_ring_asym, spin, hybrid,\nhybrid_adapt",
+                lim.rtt_s);
     std::printf("machine: %s; load average at start: %s\n\n", machine_line(m).c_str(), m.load_start.c_str());
     std::vector<std::vector<double>> p50(names.size());                // [row][round], ns
     std::vector<std::vector<std::size_t>> samples(names.size());       // [row][round], round trips
@@ -389,11 +395,11 @@ int cmd_hop(int argc, char** argv) {
         for (double v : p50[i]) std::printf(" %6s", us(v).c_str());
         std::printf("\n");
     }
-    std::printf("order per round (f floor_atomic, w floor_wakeable, r floor_ring, t floor_ring_tail, s spin, h hybrid,\n"
-                "a hybrid_adapt):");
+    std::printf("order per round (f floor_atomic, w floor_wakeable, r floor_ring, t floor_ring_tail, y floor_ring_asym,\n"
+                "s spin, h hybrid, a hybrid_adapt):");
     for (const auto& order : orders) {
         std::printf(" ");
-        for (const std::size_t i : order) std::printf("%c", "fwrtsha"[i]);
+        for (const std::size_t i : order) std::printf("%c", "fwrtysha"[i]);
     }
     std::printf("\n");
     std::printf("\n%-16s %s\n", "x floor", "round 1..N, then the median of the rounds and how many <= 1.30");
@@ -410,7 +416,7 @@ int cmd_hop(int argc, char** argv) {
         std::size_t row;
         std::string_view key, label, what;
     };
-    static constexpr std::array<OtherFloor, 3> kOtherFloors = {{
+    static constexpr std::array<OtherFloor, 4> kOtherFloors = {{
         {kWakeable, "wakeable", "wakeable floor",
          "floor_wakeable: the atomic floor plus the\nexchange and sleepers' load a waiter that may sleep needs on "
          "every publish; its own x floor row above"},
@@ -419,6 +425,9 @@ int cmd_hop(int argc, char** argv) {
          "its own x floor row above"},
         {kRingTail, "ring_tail", "ring floor with a tail",
          "floor_ring_tail: the same, publishing\na tail word as ringcast does"},
+        {kRingAsym, "ring_asym", "ring floor with a tail, no fences",
+         "floor_ring_asym: the same\nwithout the fences a waiter that may sleep needs: what asymmetric fences "
+         "could take off at most"},
     }};
     const double hybrid_median = median(ratios(kHybrid, kAtomic));
     m.load_end = read_first_line("/proc/loadavg");

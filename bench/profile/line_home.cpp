@@ -1,34 +1,36 @@
-// The atomic floor's round trip, cache line by cache line: does a line's address decide how fast two
-// cores hand it back and forth?
+// The atomic floor's round trip, cache line by cache line: does which lines a hand-off uses decide how
+// fast two CPUs hand them back and forth?
 //
-// `ringcast-bench hop` compares ringcast's round trip with a bare atomic hand-off (floor_atomic): one
-// request line and one ack line, mapped afresh for every row of every round. On some hosts that floor
-// moves 0.25–0.45 µs from round to round while ringcast's round trip, and a ring with its records and
-// fences (floor_ring_tail), hold steady. One explanation: on a mesh of cores a line is handed over
-// through the agent that keeps its directory entry — chosen by a hash of the line's physical address —
-// so a floor built on two lines pays those two agents' distances, which a new mapping draws anew, while
-// a ring walks through many lines and pays their average. This program tests that explanation, with
-// two processes on fixed CPUs (or unpinned):
-//   1. "one pair at a time": for each of N request/ack line pairs at different addresses, T round trips
-//      on that pair alone; the p50 of each pair, and the same pairs again in every round (in another
-//      order) — if the
-//      address decides, a pair is fast or slow in every round, and pairs differ by far more than the
-//      rounds of one pair;
-//   2. "walking": T·N round trips, the k-th on pair k mod N (as a ring moves through its lines) — its
-//      p50 against the pairs' spread.
-// Every round trip is timed on its own with CLOCK_MONOTONIC (two clock reads per trip in every case).
+// `ringcast-bench hop` compares ringcast's round trip with a bare atomic hand-off (floor_atomic: a
+// request word, the message's data and an ack word on lines of one page, mapped afresh for every row
+// of every round). On some hosts that floor moves 0.25–0.50 µs from round to round while ringcast's
+// round trip, and a ring with its records and fences (floor_ring_tail), move less. One explanation
+// (not tested here): on a mesh of cores a line is handed over through the agent that keeps its
+// directory entry, chosen by a hash of the line's physical address, so a hand-off on a few lines pays
+// those lines' agents' distances, drawn anew with every mapping, while a ring walks through many lines.
+// What this program measures, with two processes on two given CPUs (or unpinned):
+//   1. "each pair alone": for each of N request/ack line pairs at different addresses, T round trips
+//      on that pair alone; its p50; the same pairs again in every round, in another order. If the
+//      pair decides, a pair keeps its speed (and its place among the pairs) from round to round;
+//   2. "walking": then T·N round trips through the same pairs, the k-th on pair k mod N, as a ring
+//      moves through its lines; its p50 against the pairs'.
+// Every round trip is timed on its own with CLOCK_MONOTONIC (two clock reads per trip in both phases).
+// Medians of a round's trips are nearest-rank (the upper middle); medians over pairs or rounds average
+// the two middle values.
 //
 //   build/bench/profile/ringcast-line-home [--cpus A,B] [--pairs 32] [--trips 20000] [--rounds 3]
 #include <sched.h>
-#include <sys/prctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <csignal>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -41,10 +43,12 @@
 
 namespace {
 
-struct alignas(64) Word {  // one line each: nothing else shares it
+struct alignas(64) Word {  // a line of its own (the pairs' lines lie in different pages)
     std::atomic<std::uint64_t> value{0};
 };
 static_assert(sizeof(Word) == 64 && std::atomic<std::uint64_t>::is_always_lock_free);
+
+constexpr std::size_t kMaxTripsInAll = 100'000'000;  // pairs x trips: a walk's samples (800 MB) at most
 
 struct Options {
     int cpu_writer = -1, cpu_reader = -1;  // -1: unpinned
@@ -65,85 +69,18 @@ void pause_cpu() {
 #endif
 }
 
-void wait_for(const std::atomic<std::uint64_t>& w, std::uint64_t v) {
-    while (w.load(std::memory_order_acquire) != v) pause_cpu();
-}
-
-// The writer's wait for an ack: a reader that died would leave it spinning forever, so every ~2^20
-// polls it asks whether the reader is still there.
-void wait_for_ack(const std::atomic<std::uint64_t>& w, std::uint64_t v, pid_t reader) {
-    for (std::uint32_t polls = 1; w.load(std::memory_order_acquire) != v; ++polls) {
-        pause_cpu();
-        if (polls % (1u << 20) == 0 && ::waitpid(reader, nullptr, WNOHANG) == reader) {
-            std::fprintf(stderr, "ringcast-line-home: the reader process ended early\n");
-            std::exit(1);
-        }
-    }
-}
-
-void pin(int cpu) {
-    if (cpu < 0) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (::sched_setaffinity(0, sizeof set, &set) != 0) {
-        std::perror("sched_setaffinity");
-        std::exit(2);
-    }
-}
-
-// The pairs' order in a round: rotated by 7 every two rounds and reversed every other round, so that a
-// drift of the host's speed over a round does not pass for a difference between pairs.
-std::size_t pair_in_order(std::size_t round, std::size_t i, std::size_t pairs) {
-    const std::size_t k = round % 2 == 0 ? i : pairs - 1 - i;
-    return (k + round / 2 * 7) % pairs;
-}
-
-// Pair j's request and ack lines: `stride` apart pairwise, the ack half a stride after its request,
-// each a different in-page offset as well, so that neither the page nor the offset repeats.
-struct Lines {
-    std::byte* base = nullptr;
-    std::size_t bytes = 0, stride = 0;
-    Word& request(std::size_t j) const { return *reinterpret_cast<Word*>(base + j * stride + (j * 64) % 4096); }
-    Word& ack(std::size_t j) const {
-        return *reinterpret_cast<Word*>(base + j * stride + stride / 2 + ((j * 64 + 2048) % 4096));
-    }
-};
-
-// The reader's side of every phase, in the writer's order: answers each request with the same value.
-void reader(const Lines& fixed, const Lines& walking, const Options& o) {
-    for (std::size_t round = 0; round < o.rounds; ++round) {
-        for (std::size_t i = 0; i < o.pairs; ++i)
-            for (std::size_t t = 1, j = pair_in_order(round, i, o.pairs); t <= o.trips; ++t) {
-                const std::uint64_t v = round * o.trips + t;
-                wait_for(fixed.request(j).value, v);
-                fixed.ack(j).value.store(v, std::memory_order_release);
-            }
-        for (std::size_t t = 0; t < o.trips * o.pairs; ++t) {
-            const std::size_t j = t % o.pairs;
-            const std::uint64_t v = round * o.trips + t / o.pairs + 1;
-            wait_for(walking.request(j).value, v);
-            walking.ack(j).value.store(v, std::memory_order_release);
-        }
-    }
-}
-
-double p50(std::vector<double>& v) {
-    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
-    return v[v.size() / 2];
-}
-
 [[noreturn]] void refuse(const std::string& why) {
     std::fprintf(stderr, "ringcast-line-home: %s\nusage: ringcast-line-home [--cpus A,B] [--pairs 2..4096] "
                          "[--trips 100..10000000] [--rounds 1..100]\n", why.c_str());
     std::exit(2);
 }
 
-std::size_t count(const std::string& name, const char* v, std::size_t lo, std::size_t hi) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || n < lo || n > hi)
+// A whole number in [lo, hi], digits only (no sign, no spaces).
+std::size_t whole(const std::string& name, const std::string& v, std::size_t lo, std::size_t hi) {
+    const bool digits = !v.empty() && v.size() <= 12 &&
+                        std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+    if (!digits || n < lo || n > hi)
         refuse(name + " wants a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not '" + v + "'");
     return std::size_t(n);
 }
@@ -153,33 +90,65 @@ Options parse(int argc, char** argv) {
     for (int i = 1; i < argc; i += 2) {
         const std::string k = argv[i];
         if (i + 1 >= argc) refuse(k + " wants a value");
-        const char* v = argv[i + 1];
+        const std::string v = argv[i + 1];
         if (k == "--cpus") {
             const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
-            char tail = 0;
-            if (std::sscanf(v, "%d,%d%c", &o.cpu_writer, &o.cpu_reader, &tail) != 2 || o.cpu_writer < 0 ||
-                o.cpu_reader < 0 || o.cpu_writer >= cpus || o.cpu_reader >= cpus || o.cpu_writer == o.cpu_reader)
-                refuse("--cpus wants two different CPU numbers below " + std::to_string(cpus) + ", e.g. 2,3; not '" + v + "'");
+            const auto comma = v.find(',');
+            const std::string bad = "--cpus wants two different CPU numbers below " + std::to_string(cpus) +
+                                    ", e.g. 2,3; not '" + v + "'";
+            if (comma == std::string::npos) refuse(bad);
+            const auto limit = std::size_t(std::max(1L, cpus)) - 1;
+            o.cpu_writer = int(whole("--cpus", v.substr(0, comma), 0, limit));
+            o.cpu_reader = int(whole("--cpus", v.substr(comma + 1), 0, limit));
+            if (o.cpu_writer == o.cpu_reader) refuse(bad);
         } else if (k == "--pairs") {
-            o.pairs = count(k, v, 2, 4096);
+            o.pairs = whole(k, v, 2, 4096);
         } else if (k == "--trips") {
-            o.trips = count(k, v, 100, 10'000'000);
+            o.trips = whole(k, v, 100, 10'000'000);
         } else if (k == "--rounds") {
-            o.rounds = count(k, v, 1, 100);
+            o.rounds = whole(k, v, 1, 100);
         } else {
             refuse("unknown option '" + k + "'");
         }
     }
+    if (o.pairs * o.trips > kMaxTripsInAll)
+        refuse("--pairs x --trips is at most " + std::to_string(kMaxTripsInAll) + " (a walk keeps every trip's time)");
     return o;
 }
 
+// False where the CPU cannot be had (not in this process's cpuset, offline).
+bool pin(int cpu) {
+    if (cpu < 0) return true;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return ::sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+// The pairs' order in a round: rotated by 7 every two rounds and reversed every other round, so that a
+// drift of the host's speed over a round does not pass for a difference between pairs.
+std::size_t pair_in_order(std::size_t round, std::size_t i, std::size_t pairs) {
+    const std::size_t k = round % 2 == 0 ? i : pairs - 1 - i;
+    return (k + round / 2 * 7) % pairs;
+}
+
+// Pair j's request and ack lines: each pair `stride` (17 pages) after the one before, its ack 8.5 pages
+// after its request; in-page offsets j·64 (request) and 2048 + j·64 (ack), mod 4096 (they repeat after
+// 64 pairs; the pages never do).
+struct Lines {
+    std::byte* base = nullptr;
+    std::size_t bytes = 0;
+    static constexpr std::size_t stride = 17 * 4096;
+    Word& request(std::size_t j) const { return *reinterpret_cast<Word*>(base + j * stride + (j * 64) % 4096); }
+    Word& ack(std::size_t j) const { return *reinterpret_cast<Word*>(base + j * stride + stride / 2 + (j * 64) % 4096); }
+};
+
 Lines map_lines(std::size_t pairs) {
     Lines l;
-    l.stride = 64 * 1024 + 4096;  // not a power of two: pairs land in different sets and pages
-    l.bytes = pairs * l.stride + 8192;
+    l.bytes = pairs * Lines::stride;
     void* p = ::mmap(nullptr, l.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
-        std::perror("mmap");
+        std::perror("ringcast-line-home: mmap");
         std::exit(2);
     }
     l.base = static_cast<std::byte*>(p);
@@ -190,59 +159,147 @@ Lines map_lines(std::size_t pairs) {
     return l;
 }
 
+// The values the writer sends in round r: r·2T + 1 .. r·2T + T on each pair alone, then r·2T + T + 1 ..
+// r·2T + 2T walking (the k-th walk trip on pair k mod N carries r·2T + T + k / N + 1). Every value a line
+// carries is above the one before, so a reader never takes an old value for a new request.
+std::uint64_t alone_value(std::size_t round, std::size_t t, const Options& o) { return round * 2 * o.trips + t; }
+std::uint64_t walk_value(std::size_t round, std::size_t k, const Options& o) {
+    return round * 2 * o.trips + o.trips + k / o.pairs + 1;
+}
+
+void wait_for(const std::atomic<std::uint64_t>& w, std::uint64_t v) {
+    while (w.load(std::memory_order_acquire) != v) pause_cpu();
+}
+
+// The writer's wait for an ack: a reader that died would leave it spinning forever, so every ~2^20
+// polls it asks whether the reader is still there (SIGCHLD is left at its default, so a dead reader
+// stays a zombie until this waitpid; ECHILD counts as gone too).
+void wait_for_ack(const std::atomic<std::uint64_t>& w, std::uint64_t v, pid_t reader) {
+    for (std::uint32_t polls = 1; w.load(std::memory_order_acquire) != v; ++polls) {
+        pause_cpu();
+        if (polls % (1u << 20) != 0) continue;
+        const pid_t r = ::waitpid(reader, nullptr, WNOHANG);
+        if (r == reader || (r < 0 && errno == ECHILD)) {
+            std::fprintf(stderr, "ringcast-line-home: the reader process ended early\n");
+            std::exit(1);
+        }
+    }
+}
+
+// The reader's side of every phase, in the writer's order: answers each request with its value.
+void reader(const Lines& lines, const Options& o) {
+    for (std::size_t round = 0; round < o.rounds; ++round) {
+        for (std::size_t i = 0; i < o.pairs; ++i)
+            for (std::size_t t = 1, j = pair_in_order(round, i, o.pairs); t <= o.trips; ++t) {
+                const std::uint64_t v = alone_value(round, t, o);
+                wait_for(lines.request(j).value, v);
+                lines.ack(j).value.store(v, std::memory_order_release);
+            }
+        for (std::size_t k = 0; k < o.trips * o.pairs; ++k) {
+            const std::size_t j = k % o.pairs;
+            const std::uint64_t v = walk_value(round, k, o);
+            wait_for(lines.request(j).value, v);
+            lines.ack(j).value.store(v, std::memory_order_release);
+        }
+    }
+}
+
+// One round trip on pair j carrying v; its time in ns.
+double round_trip(const Lines& lines, std::size_t j, std::uint64_t v, pid_t reader) {
+    const std::int64_t t0 = now_ns();
+    lines.request(j).value.store(v, std::memory_order_release);
+    wait_for_ack(lines.ack(j).value, v, reader);
+    return double(now_ns() - t0);
+}
+
+double nearest_rank_p50(std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+    return v[v.size() / 2];
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Ranks 1..n, ties sharing the mean of their ranks.
+std::vector<double> ranks(const std::vector<double>& v) {
+    std::vector<std::size_t> idx(v.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (std::size_t i = 0; i < idx.size();) {
+        std::size_t j = i;
+        while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+        for (std::size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j) + 1.0;
+        i = j + 1;
+    }
+    return r;
+}
+
+// Spearman's rank correlation of two rounds' per-pair p50s: 1 where the pairs keep their order, ~0
+// where a round's order is a new draw. (0 where either round's values are all equal.)
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+    const std::vector<double> ra = ranks(a), rb = ranks(b);
+    const double n = double(a.size()), mean = (n + 1) / 2;
+    double sab = 0, saa = 0, sbb = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        sab += (ra[i] - mean) * (rb[i] - mean);
+        saa += (ra[i] - mean) * (ra[i] - mean);
+        sbb += (rb[i] - mean) * (rb[i] - mean);
+    }
+    return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
-    const Lines fixed = map_lines(o.pairs), walking = map_lines(o.pairs);
-    pin(o.cpu_reader);  // inherited by the reader: a CPU that cannot be had is refused before the fork
+    // A dead reader must stay waitable (wait_for_ack); an ignored SIGCHLD inherited through exec would
+    // have the kernel reap it at once.
+    std::signal(SIGCHLD, SIG_DFL);
+    // Both CPUs are tried before the fork, the reader's last: the child inherits it.
+    if (!pin(o.cpu_writer) || !pin(o.cpu_reader))
+        refuse("--cpus " + std::to_string(o.cpu_writer) + "," + std::to_string(o.cpu_reader) +
+               ": this process may not run there (" + std::strerror(errno) + ")");
+    const Lines lines = map_lines(o.pairs);
+    const pid_t writer_pid = ::getpid();
     const pid_t child = ::fork();
     if (child < 0) {
-        std::perror("fork");
+        std::perror("ringcast-line-home: fork");
         return 2;
     }
     if (child == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a spinning orphan would burn its CPU forever
-        if (::getppid() == 1) ::_exit(1);
-        reader(fixed, walking, o);
+        if (::getppid() != writer_pid) ::_exit(1);  // the writer died before the line above
+        reader(lines, o);
         ::_exit(0);
     }
-    pin(o.cpu_writer);
+    (void)pin(o.cpu_writer);  // granted above
     std::printf("line_home: round trips on one request/ack line pair at a time (%zu pairs, %zu trips each), then\n"
-                "walking through the pairs (the k-th trip on pair k mod %zu); writer CPU %s, reader CPU %s; %zu rounds\n",
+                "walking through the same pairs (the k-th trip on pair k mod %zu); writer CPU %s, reader CPU %s; %zu rounds\n",
                 o.pairs, o.trips, o.pairs, o.cpu_writer < 0 ? "any" : std::to_string(o.cpu_writer).c_str(),
                 o.cpu_reader < 0 ? "any" : std::to_string(o.cpu_reader).c_str(), o.rounds);
     std::vector<std::vector<double>> per_pair(o.rounds, std::vector<double>(o.pairs));
     std::vector<double> walk_p50(o.rounds);
     std::vector<double> rtt;
+    rtt.reserve(o.trips * o.pairs);
     for (std::size_t round = 0; round < o.rounds; ++round) {
         for (std::size_t i = 0; i < o.pairs; ++i) {
             const std::size_t j = pair_in_order(round, i, o.pairs);
             rtt.clear();
-            for (std::size_t t = 1; t <= o.trips; ++t) {
-                const std::uint64_t v = round * o.trips + t;
-                const std::int64_t t0 = now_ns();
-                fixed.request(j).value.store(v, std::memory_order_release);
-                wait_for_ack(fixed.ack(j).value, v, child);
-                rtt.push_back(double(now_ns() - t0));
-            }
-            per_pair[round][j] = p50(rtt);
+            for (std::size_t t = 1; t <= o.trips; ++t) rtt.push_back(round_trip(lines, j, alone_value(round, t, o), child));
+            per_pair[round][j] = nearest_rank_p50(rtt);
         }
         rtt.clear();
-        for (std::size_t t = 0; t < o.trips * o.pairs; ++t) {
-            const std::size_t j = t % o.pairs;
-            const std::uint64_t v = round * o.trips + t / o.pairs + 1;
-            const std::int64_t t0 = now_ns();
-            walking.request(j).value.store(v, std::memory_order_release);
-            wait_for_ack(walking.ack(j).value, v, child);
-            rtt.push_back(double(now_ns() - t0));
-        }
-        walk_p50[round] = p50(rtt);
+        for (std::size_t k = 0; k < o.trips * o.pairs; ++k)
+            rtt.push_back(round_trip(lines, k % o.pairs, walk_value(round, k, o), child));
+        walk_p50[round] = nearest_rank_p50(rtt);
     }
     int status = 0;
-    ::waitpid(child, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        std::fprintf(stderr, "the reader process failed\n");
+    if (::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::fprintf(stderr, "ringcast-line-home: the reader process failed\n");
         return 1;
     }
     std::printf("\np50 round trip, ns, pair by pair (rows: rounds)\n");
@@ -253,30 +310,34 @@ int main(int argc, char** argv) {
     }
     std::printf("\n%-7s %8s %8s %8s %8s   %s\n", "round", "min", "median", "max", "mean", "walking through them");
     for (std::size_t round = 0; round < o.rounds; ++round) {
-        std::vector<double> s = per_pair[round];
-        std::sort(s.begin(), s.end());
+        const std::vector<double>& row = per_pair[round];
         double mean = 0;
-        for (double v : s) mean += v / double(s.size());
-        std::printf("%-7zu %8.0f %8.0f %8.0f %8.0f   %8.0f\n", round + 1, s.front(), s[s.size() / 2], s.back(), mean,
-                    walk_p50[round]);
+        for (double v : row) mean += v / double(row.size());
+        std::printf("%-7zu %8.0f %8.0f %8.0f %8.0f   %8.0f\n", round + 1, *std::min_element(row.begin(), row.end()),
+                    median(row), *std::max_element(row.begin(), row.end()), mean, walk_p50[round]);
     }
     // Does a pair keep its speed from round to round? Each pair's median over the rounds, spread
-    // between the pairs, against how far one pair moves over the rounds (its max - min; the median of
-    // that over the pairs): where the address decides, the first is wide and the second narrow.
+    // between the pairs; how far one pair moves over the rounds (its max - min; the median of that over
+    // the pairs); and whether the pairs keep their order: Spearman's rank correlation of every two
+    // rounds, the median over those.
     if (o.rounds > 1) {
-        std::vector<double> medians, within;
+        std::vector<double> medians, within, rho;
         for (std::size_t j = 0; j < o.pairs; ++j) {
             std::vector<double> v;
             for (std::size_t round = 0; round < o.rounds; ++round) v.push_back(per_pair[round][j]);
-            std::sort(v.begin(), v.end());
-            medians.push_back(v[v.size() / 2]);
-            within.push_back(v.back() - v.front());
+            medians.push_back(median(v));
+            within.push_back(*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end()));
         }
+        for (std::size_t a = 0; a < o.rounds; ++a)
+            for (std::size_t b = a + 1; b < o.rounds; ++b) rho.push_back(spearman(per_pair[a], per_pair[b]));
         std::printf("\neach pair's median over the rounds, ns:");
         for (double v : medians) std::printf(" %4.0f", v);
-        std::sort(medians.begin(), medians.end());
         std::printf("\nbetween the pairs (their medians): %.0f..%.0f ns; one pair over the rounds (max - min), median of the "
-                    "pairs: %.0f ns\n", medians.front(), medians.back(), p50(within));
+                    "pairs: %.0f ns\n", *std::min_element(medians.begin(), medians.end()),
+                    *std::max_element(medians.begin(), medians.end()), median(within));
+        std::printf("the pairs' order from round to round: Spearman's rank correlation, median of the %zu pairs of rounds "
+                    "%.2f (%.2f..%.2f)\n", rho.size(), median(rho), *std::min_element(rho.begin(), rho.end()),
+                    *std::max_element(rho.begin(), rho.end()));
     }
     return 0;
 }

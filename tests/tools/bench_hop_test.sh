@@ -14,7 +14,8 @@ import json, re, statistics, sys
 d = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
 rows = {r["system"]: r for r in d["rows"]}
-names = ["floor_atomic", "floor_wakeable", "floor_ring", "floor_ring_tail", "spin", "hybrid", "hybrid_adapt"]
+names = ["floor_atomic", "floor_wakeable", "floor_ring", "floor_ring_tail", "floor_ring_asym", "spin", "hybrid",
+         "hybrid_adapt"]
 assert list(rows) == names, list(rows)
 floor = rows["floor_atomic"]["p50_ns"]
 assert len(floor) == 3 and all(v > 0 for v in floor), floor
@@ -23,7 +24,7 @@ for name, r in rows.items():
     assert len(r["round_trips"]) == 3 and all(n >= 1 for n in r["round_trips"]), (name, r)  # a loaded machine: few
     want = [p / f for p, f in zip(r["p50_ns"], floor)]
     assert all(abs(a - b) <= 1e-4 * b for a, b in zip(r["over_floor_atomic"], want)), (name, r, want)
-    for floor_name in ("floor_wakeable", "floor_ring", "floor_ring_tail"):
+    for floor_name in ("floor_wakeable", "floor_ring", "floor_ring_tail", "floor_ring_asym"):
         want = [p / f for p, f in zip(r["p50_ns"], rows[floor_name]["p50_ns"])]
         got = r["over_" + floor_name]
         assert all(abs(a - b) <= 1e-4 * b for a, b in zip(got, want)), (name, floor_name, r, want)
@@ -41,15 +42,16 @@ n = len(names)
 assert len(orders) == 3 and all(sorted(o) == list(range(n)) for o in orders), orders
 assert orders[0] == list(range(n)) and orders[1] == list(range(n))[::-1], orders
 assert orders[2] == list(range(1, n)) + [0], orders
-letters = " ".join("".join("fwrtsha"[i] for i in o) for o in orders)
-assert ("order per round (f floor_atomic, w floor_wakeable, r floor_ring, t floor_ring_tail, s spin, h hybrid,\n"
-        "a hybrid_adapt): " + letters in text), (letters, text)
+letters = " ".join("".join("fwrtysha"[i] for i in o) for o in orders)
+assert ("order per round (f floor_atomic, w floor_wakeable, r floor_ring, t floor_ring_tail, y floor_ring_asym,\n"
+        "s spin, h hybrid, a hybrid_adapt): " + letters in text), (letters, text)
 hybrid = rows["hybrid"]["over_floor_atomic"]
 assert abs(d["hybrid_over_floor_median"] - statistics.median(hybrid)) <= 1e-4 * statistics.median(hybrid), d
 m = re.search(r"^hybrid RTT / atomic floor, median of the rounds: ([\d.]+) ", text, re.M)
 assert m and abs(float(m.group(1)) - statistics.median(hybrid)) <= 0.0051 + 1e-5 * statistics.median(hybrid), text
 # The wakeable and ring floors: hybrid's ratio to each, round by round, and its median in the text and the JSON.
-for floor_name, words in (("wakeable", "wakeable floor"), ("ring", "ring floor"), ("ring_tail", "ring floor with a tail")):
+for floor_name, words in (("wakeable", "wakeable floor"), ("ring", "ring floor"), ("ring_tail", "ring floor with a tail"),
+                          ("ring_asym", "ring floor with a tail, no fences")):
     to_floor = statistics.median(rows["hybrid"]["over_floor_" + floor_name])
     assert abs(d["hybrid_over_floor_%s_median" % floor_name] - to_floor) <= 1e-4 * to_floor, d
     m = re.search(r"^hybrid RTT / %s, median of the rounds: ([\d.]+) " % words, text, re.M)
