@@ -11,13 +11,14 @@
 // sleep (w1, w2 of include/ringcast/wait.hpp): the cursor store an exchange (seq_cst), then a seq_cst
 // load of the sleepers' word; the waiters here only spin, so nobody ever announces and nobody is woken.
 // Not there: the closed flag, liveness, tags, fragments, diagnostics counters, every check of a
-// record against the tail, and the calls' layers. Two forms: floor_ring has no tail word (readers go
+// record against the tail, and the calls' layers. Three forms: floor_ring has no tail word (readers go
 // by the stamps alone, and the stamp's store is the exchange); floor_ring_tail stores the stamps
 // with a release and then publishes the tail word with the exchange, as ringcast does (its readers
 // still poll the stamps: the tail is stored, never waited on). Their difference is the tail's price.
-// floor_ring_asym is floor_ring_tail with asymmetric fences (floor_ring.hpp, Fences): every cursor store
-// a plain release and the sleepers' load a plain load, the fence a waiter would pay before sleeping —
-// what a wake protocol of that kind could take off ringcast's hop at most.
+// floor_ring_asym is floor_ring_tail with the waker's side of asymmetric fences (floor_ring.hpp, Fences):
+// every cursor store a plain release and the sleepers' load a plain load, no fence between them (in such
+// a protocol the waiter about to sleep would pay it, by membarrier) — what a wake protocol of that kind
+// could take off ringcast's hop at most.
 //
 // Stamps are absolute: position + 1 (0: not yet written), so a previous lap's stamp never passes.
 // Requests: one ring, R readers, a head each. Replies: one ring per reader, the writer its reader.

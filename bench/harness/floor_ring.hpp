@@ -62,9 +62,10 @@ struct Ring {
 //              re-checked cannot miss the store while the waker misses the announcement.
 //  asymmetric: a release store and a plain load with only the compiler kept from reordering them. A
 //              wake protocol built so would make the waiter pay the fence instead, on the rare path
-//              before it sleeps (membarrier(2) forcing one on every CPU that runs a waker); here no
-//              waiter ever sleeps, so this form measures what such a protocol would take off a hop
-//              at most. Not a correct wake protocol on its own.
+//              before it sleeps (membarrier(2), MEMBARRIER_CMD_GLOBAL_EXPEDITED, forcing one on every
+//              CPU that runs a registered waker process); here no waiter ever sleeps, so this form
+//              measures what such a protocol would take off a hop at most. Not a correct wake
+//              protocol on its own.
 enum class Fences { symmetric, asymmetric };
 
 // w2 (w1 was the caller's cursor store): wakes the futex sleepers announced in `sleepers` (the floors'

@@ -426,8 +426,8 @@ int cmd_hop(int argc, char** argv) {
         {kRingTail, "ring_tail", "ring floor with a tail",
          "floor_ring_tail: the same, publishing\na tail word as ringcast does"},
         {kRingAsym, "ring_asym", "ring floor with a tail, no fences",
-         "floor_ring_asym: the same\nwithout the fences a waiter that may sleep needs: what asymmetric fences "
-         "could take off at most"},
+         "floor_ring_asym: the same\nwithout the waker's fences (asymmetric fences would move them to a waiter "
+         "about to sleep): their\nprice on a hop"},
     }};
     const double hybrid_median = median(ratios(kHybrid, kAtomic));
     m.load_end = read_first_line("/proc/loadavg");
