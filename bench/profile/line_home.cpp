@@ -36,12 +36,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "common.hpp"        // rcbench::now_ns, rcbench::median
+#include "ringcast/wait.hpp"  // ringcast::cpu_relax
+
 namespace {
+
+using rcbench::median;
+using rcbench::now_ns;
 
 struct alignas(64) Word {  // a line of its own (the pairs' lines lie in different pages)
     std::atomic<std::uint64_t> value{0};
@@ -54,20 +59,6 @@ struct Options {
     int cpu_writer = -1, cpu_reader = -1;  // -1: unpinned
     std::size_t pairs = 32, trips = 20000, rounds = 3;
 };
-
-std::int64_t now_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-void pause_cpu() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-}
 
 [[noreturn]] void refuse(const std::string& why) {
     std::fprintf(stderr, "ringcast-line-home: %s\nusage: ringcast-line-home [--cpus A,B] [--pairs 2..4096] "
@@ -168,7 +159,7 @@ std::uint64_t walk_value(std::size_t round, std::size_t k, const Options& o) {
 }
 
 void wait_for(const std::atomic<std::uint64_t>& w, std::uint64_t v) {
-    while (w.load(std::memory_order_acquire) != v) pause_cpu();
+    while (w.load(std::memory_order_acquire) != v) ringcast::cpu_relax();
 }
 
 // The writer's wait for an ack: a reader that died would leave it spinning forever, so every ~2^20
@@ -176,7 +167,7 @@ void wait_for(const std::atomic<std::uint64_t>& w, std::uint64_t v) {
 // stays a zombie until this waitpid; ECHILD counts as gone too).
 void wait_for_ack(const std::atomic<std::uint64_t>& w, std::uint64_t v, pid_t reader) {
     for (std::uint32_t polls = 1; w.load(std::memory_order_acquire) != v; ++polls) {
-        pause_cpu();
+        ringcast::cpu_relax();
         if (polls % (1u << 20) != 0) continue;
         const pid_t r = ::waitpid(reader, nullptr, WNOHANG);
         if (r == reader || (r < 0 && errno == ECHILD)) {
@@ -215,12 +206,6 @@ double round_trip(const Lines& lines, std::size_t j, std::uint64_t v, pid_t read
 double nearest_rank_p50(std::vector<double>& v) {
     std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
     return v[v.size() / 2];
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Ranks 1..n, ties sharing the mean of their ranks.
