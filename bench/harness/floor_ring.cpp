@@ -105,8 +105,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<System> make_floor_ring(bool with_tail, bool asymmetric_fences) {
-    return std::make_unique<FloorRingSystem>(with_tail, asymmetric_fences ? Fences::asymmetric : Fences::symmetric);
+std::unique_ptr<System> make_floor_ring(bool with_tail, Fences fences) {
+    return std::make_unique<FloorRingSystem>(with_tail, fences);
 }
 
 }  // namespace rcbench

@@ -16,7 +16,7 @@
 namespace rcbench {
 
 std::unique_ptr<System> make_boost_mq();    // peer_boost.cpp
-std::unique_ptr<System> make_floor_ring(bool with_tail, bool asymmetric_fences);  // floor_ring.cpp
+std::unique_ptr<System> make_floor_ring(bool with_tail, floor_ring::Fences fences);  // floor_ring.cpp
 #ifdef RINGCAST_BENCH_HAVE_ZMQ
 std::unique_ptr<System> make_zmq_pair();  // peer_zmq.cpp
 #endif
@@ -296,9 +296,9 @@ std::vector<SystemInfo> all_systems() {
     v.push_back({"eventfd", "ringcast", [] { return std::make_unique<RingcastSystem>(WaitKind::eventfd); }});
     v.push_back({"floor_atomic", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::atomic); }});
     v.push_back({"floor_wakeable", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::wakeable); }});
-    v.push_back({"floor_ring", "floor", [] { return make_floor_ring(false, false); }});
-    v.push_back({"floor_ring_tail", "floor", [] { return make_floor_ring(true, false); }});
-    v.push_back({"floor_ring_asym", "floor", [] { return make_floor_ring(true, true); }});
+    v.push_back({"floor_ring", "floor", [] { return make_floor_ring(false, floor_ring::Fences::symmetric); }});
+    v.push_back({"floor_ring_tail", "floor", [] { return make_floor_ring(true, floor_ring::Fences::symmetric); }});
+    v.push_back({"floor_ring_asym", "floor", [] { return make_floor_ring(true, floor_ring::Fences::asymmetric); }});
     v.push_back({"floor_futex", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::futex); }});
     v.push_back({"floor_eventfd", "floor", [] { return std::make_unique<FloorSystem>(FloorSystem::Mode::eventfd); }});
     v.push_back({"boost_mq", "peer", [] { return make_boost_mq(); }});
