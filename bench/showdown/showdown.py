@@ -881,6 +881,31 @@ def targets_for(cpus, workers):
     return {"setting": f"{cpus} CPUs shared by {workers + 1} processes", "sync": 1.0, "async": 0.5, "all_single": None}
 
 
+def transport_allowance(bound, base, ours):
+    """What a (c) / (a) bound leaves ringcast's transport in a traced sync cell, in µs: the bound times the
+    spinner's overhead, less ringcast's own pickling on the step's critical path (the same object's in both
+    designs) — against the transport share ringcast took and the spinner's. Medians of parts over the
+    runs: they need not add up to the overhead p50."""
+    b_ours, b_base = ours["breakdown_p50_us"], base["breakdown_p50_us"]
+    allowed = bound * base["overhead_p50_us"] - b_ours["pickling"]
+    took = b_ours["overhead_but_pickling"]
+    share = took / b_base["overhead_but_pickling"] if b_base["overhead_but_pickling"] > 0 else float("nan")
+    return (f"with (c)'s pickling ({b_ours['pickling']:.1f} us; (a)'s {b_base['pickling']:.1f}), {bound} x (a) leaves "
+            f"(c)'s transport {allowed:.1f} us; it took {took:.1f} ({share:.2f}x (a)'s {b_base['overhead_but_pickling']:.1f}): "
+            f"{'within' if took <= allowed else f'{took - allowed:.1f} us over'}")
+
+
+def aggregation_allowance(bound, single, agg, floor_single, floor_all):
+    """The all / single line in µs: how much longer (c)'s all-rank step was than its single-rank one,
+    what the bound allows, and how much of that growth the Python floor alone has (every further
+    reply's unpickling: no transport can take it off)."""
+    grew = agg["overhead_p50_us"] - single["overhead_p50_us"]
+    allowed = (bound - 1) * single["overhead_p50_us"]
+    floor_ratio = floor_all / floor_single if floor_single > 0 else float("nan")
+    return (f"all-rank {grew:+.1f} us over single-rank, where the line allows {allowed:+.1f}; the Python floor alone "
+            f"{floor_all - floor_single:+.1f} ({floor_ratio:.2f}x)")
+
+
 def targets_on(find, key, label, targets):
     """The targets' ratios again, on a subset of the steps: each row's pooled overhead p50 `key`."""
     for mode in ("sync", "async"):
@@ -1133,6 +1158,8 @@ def main():
                 print(f"  [{mode}, {replies}] (c) / (a) overhead p50 = {ratio:.2f} (target <= {bound}): "
                       f"{'met' if ratio <= bound else 'MISSED'}; the Python floor alone is "
                       f"{floors[mode, replies] / max(base['overhead_p50_us'], 1e-9):.2f} of (a)")
+                if mode == "sync" and args.trace:
+                    print("    " + transport_allowance(bound, base, ours))
         single, agg = find("c", "single", mode), find("c", "all", mode)
         if single and agg:
             ratio = agg["overhead_p50_us"] / max(single["overhead_p50_us"], 1e-9)
@@ -1141,6 +1168,8 @@ def main():
             else:
                 print(f"  [{mode}] (c) all / single overhead p50 = {ratio:.2f} (target <= {targets['all_single']}): "
                       f"{'met' if ratio <= targets['all_single'] else 'MISSED'}")
+                print("    " + aggregation_allowance(targets["all_single"], single, agg,
+                                                     floors[mode, "single"], floors[mode, "all"]))
     if not PINNING["workers"] or PINNING["shared"]:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed
         print("\n(the same on the steps that ran at full speed: only with every process on a CPU of its own, --pin)")
         kept_cpu_targets(rows)

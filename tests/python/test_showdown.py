@@ -10,6 +10,15 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def showdown_module():
+    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
+    try:
+        import showdown
+    finally:
+        sys.path.pop(0)
+    return showdown
+
+
 PICKLING_PARTS = ("request_pickle", "request_unpickle", "reply_pickle", "replies_unpickle")
 
 
@@ -90,6 +99,15 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
             assert 0 <= run["full_speed_share"] <= 1 and "_speed" not in run
             assert "full_speed_steps_overhead_us" not in run
     assert ("the same sync step with its pickling taken out" in out.stdout) == trace
+    # Traced, each sync target line also says what its bound leaves ringcast's transport (the arithmetic:
+    # test_the_targets_say_in_us_what_they_leave_the_transport), from the rows written to showdown.json.
+    assert out.stdout.count("x (a) leaves (c)'s transport") == (2 if trace else 0)
+    if trace:
+        sync = {r["replies"]: (r, next(b for b in rows if b["kind"] == "a" and b["replies"] == r["replies"]
+                                       and b["mode"] == "sync")) for r in rows if r["kind"] == "c" and r["mode"] == "sync"}
+        for replies, (ours, base) in sync.items():
+            bound = 1.0 if "shared by" in out.stdout else 0.8
+            assert "    " + showdown_module().transport_allowance(bound, base, ours) in out.stdout
     # The parts again on the full-speed steps alone, pooled: whenever 10 or more steps ran so; the per-step
     # list itself stays out of showdown.json and goes to steps.json.gz when asked for.
     for r in rows:
@@ -289,3 +307,22 @@ def test_the_targets_are_those_of_the_machines_setting():
         got = showdown.targets_for(cpus, workers)
         assert {k: got[k] for k in want} == want, (cpus, workers, got)
         assert ("shared" in got["setting"]) == (want is shared)
+
+
+def test_the_targets_say_in_us_what_they_leave_the_transport():
+    """The target lines' arithmetic, in µs: a (c) / (a) bound leaves ringcast's transport the bound times the
+    spinner's overhead less ringcast's own pickling; all / single is the all-rank step's growth over the
+    single-rank one against what the line allows, beside the Python floor's own growth."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
+    try:
+        import showdown
+    finally:
+        sys.path.pop(0)
+    base = {"overhead_p50_us": 92.5, "breakdown_p50_us": {"pickling": 47.8, "overhead_but_pickling": 43.5}}
+    ours = {"overhead_p50_us": 74.5, "breakdown_p50_us": {"pickling": 46.0, "overhead_but_pickling": 27.0}}
+    line = showdown.transport_allowance(0.8, base, ours)
+    assert "leaves (c)'s transport 28.0 us; it took 27.0 (0.62x (a)'s 43.5): within" in line, line
+    ours["breakdown_p50_us"]["overhead_but_pickling"] = 30.9
+    assert showdown.transport_allowance(0.8, base, ours).endswith("2.9 us over")
+    line = showdown.aggregation_allowance(1.10, {"overhead_p50_us": 19.8}, {"overhead_p50_us": 21.9}, 5.5, 6.9)
+    assert line == "all-rank +2.1 us over single-rank, where the line allows +2.0; the Python floor alone +1.4 (1.25x)", line
