@@ -1,0 +1,81 @@
+"""bench/showdown/all_single.py on made-up step dumps whose answers are known: each part's p50 in the
+single- and all-rank sync cells and its growth, the critical worker against its step's median rank,
+printed and written alike; async rows and other variants kept apart; bad input refused by name.
+Never a speed."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "bench", "showdown", "all_single.py")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=120)
+
+
+def entry(kind, replies, steps, mode="sync", run_no=1):
+    return {"variant": f"({kind}) made up", "kind": kind, "replies": replies, "mode": mode, "run": run_no, "steps": steps}
+
+
+def write_dump(path, runs):
+    with gzip.open(path, "wt") as f:
+        json.dump({"speed_refs_us": {}, "runs": runs}, f)
+
+
+def cell(n, overhead, enqueue, critical, rank0, collected, ranks=None):
+    steps = {"overhead": [overhead] * n, "enqueue": [enqueue] * n, "last_worker_has_it": [critical] * n,
+             "reply_to_collected": [collected] * n, "has_it_rank0": [rank0] * n}
+    for k, v in (ranks or {}).items():
+        steps[f"has_it_rank{k}"] = [v] * n
+    return steps
+
+
+def test_each_part_and_its_growth(tmp_path):
+    # 4 ranks at 10, 12, 20, 30 us in every all-rank step: their median 16; the critical worker (the last
+    # reply) is the one at 20, +4 after it. Two runs of the all-rank cell pool into one p50.
+    every = cell(5, overhead=60.0, enqueue=15.0, critical=20.0, rank0=10.0, collected=7.0, ranks={1: 12.0, 2: 20.0, 3: 30.0})
+    every2 = dict(every, overhead=[70.0] * 5)
+    single = cell(6, overhead=50.0, enqueue=12.0, critical=9.0, rank0=9.0, collected=8.0)
+    write_dump(tmp_path / "steps.json.gz", [
+        entry("c", "single", single), entry("c", "all", every), entry("c", "all", every2, run_no=2),
+        entry("c", "all", cell(3, 999.0, 999.0, 999.0, 999.0, 999.0), mode="async"),  # not a sync step: not read
+        entry("a", "single", single)])  # a variant without all-rank sync steps: left out
+    done = run(str(tmp_path / "steps.json.gz"), "--json", str(tmp_path / "out.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (c,) = json.loads((tmp_path / "out.json").read_text())
+    assert c["kind"] == "c" and c["workers"] == 4
+    assert (c["overhead_single_p50_us"], c["overhead_all_p50_us"]) == (50.0, 65.0)
+    assert (c["enqueue_single_p50_us"], c["enqueue_all_p50_us"]) == (12.0, 15.0)
+    assert (c["last_worker_has_it_single_p50_us"], c["last_worker_has_it_all_p50_us"]) == (9.0, 20.0)
+    assert (c["has_it_rank0_single_p50_us"], c["has_it_rank0_all_p50_us"]) == (9.0, 10.0)
+    assert (c["reply_to_collected_single_p50_us"], c["reply_to_collected_all_p50_us"]) == (8.0, 7.0)
+    assert c["critical_after_median_rank_p50_us"] == 4.0
+    line = [x for x in done.stdout.splitlines() if x.startswith("(c) made up")]
+    assert len(line) == 1 and "(a) made up" not in done.stdout, done.stdout
+    assert line[0].endswith(
+        "W=4: overhead 50.0 -> 65.0 (+15.0), the line allows +5.0; enqueue 12.0 -> 15.0 (+3.0); the critical "
+        "worker had it 9.0 -> 20.0 (+11.0) (rank 0 9.0 -> 10.0 (+1.0); the critical one after its step's median "
+        "rank +4.0); reply -> collected 8.0 -> 7.0 (-1.0)"), line[0]
+
+
+def test_bad_input_is_refused_by_name(tmp_path):
+    missing = run(str(tmp_path / "nope.json.gz"))
+    assert missing.returncode != 0 and "cannot read" in missing.stderr and "nope.json.gz" in missing.stderr
+    (tmp_path / "plain.json.gz").write_text("{}")  # not gzip
+    assert "cannot read" in run(str(tmp_path / "plain.json.gz")).stderr
+    with gzip.open(tmp_path / "summary.json.gz", "wt") as f:  # a showdown.json, not its step dump
+        json.dump({"workers": 2, "rows": []}, f)
+    done = run(str(tmp_path / "summary.json.gz"))
+    assert done.returncode != 0 and "not a showdown step dump" in done.stderr, done.stderr
+    write_dump(tmp_path / "only-single.json.gz", [entry("c", "single", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0))])
+    done = run(str(tmp_path / "only-single.json.gz"))
+    assert done.returncode != 0 and "no variant with both single- and all-rank sync steps" in done.stderr
+    no_column = cell(2, 1.0, 1.0, 1.0, 1.0, 1.0)
+    del no_column["enqueue"]
+    write_dump(tmp_path / "old.json.gz", [entry("c", "single", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0)), entry("c", "all", no_column)])
+    done = run(str(tmp_path / "old.json.gz"))
+    assert done.returncode != 0 and "no 'enqueue' column" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
