@@ -381,7 +381,7 @@ def kill_workers(pids):
             pass
 
 
-def worker_main(transport, rank, work, reply_all):
+def worker_main(transport, rank, work, reply_all, reply_every=False):
     if PINNING["workers"]:
         os.sched_setaffinity(0, {PINNING["workers"][rank]})
     recv, reply, cleanup, sleeps = transport.worker_endpoints(rank)
@@ -400,7 +400,7 @@ def worker_main(transport, rank, work, reply_all):
         t_recv = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for every process of the machine
         unpickle = spent["loads"] - loads0
         cpu = work()
-        if reply_all or rank == 0:
+        if reply_all or rank == 0 or reply_every:  # reply_every: --settle-others (the executor drains them)
             dumps0 = spent["dumps"]
             reply(step, (step, cpu, rank, t_recv, time.monotonic_ns(), unpickle))
             reply_pickle_ns.append(spent["dumps"] - dumps0)  # a reply cannot carry its own pickling time
@@ -478,8 +478,17 @@ def run_variant(kind, workers, steps, work, reply_all, prep, idle_s=1.0):
         raise
 
 
+# --settle-others: in single-rank sync steps every worker replies too, and after each step's clock has
+# stopped the executor collects the other ranks' replies, so that the next request finds all W workers
+# waiting in their receive, as an all-rank step does. What is left between the two cells is the
+# collect's wait for W replies; what goes is the difference in who waits on the ring (and reads and
+# unpickles the request at once) when it comes. Sync only: an async step's replies overlap its next one.
+SETTLE_OTHERS = False
+
+
 def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s):
-    fork_workers(pids, workers, lambda rank: worker_main(transport, rank, work, reply_all))
+    settle = SETTLE_OTHERS and not reply_all and prep.iters == 0
+    fork_workers(pids, workers, lambda rank: worker_main(transport, rank, work, reply_all, reply_every=settle))
     if hasattr(transport, "connect"):
         transport.connect()
     ranks = list(range(workers)) if reply_all else [0]
@@ -522,6 +531,8 @@ def measure(transport, pids, kind, workers, steps, work, reply_all, prep, idle_s
             replies = transport.collect(step, ranks)
         n2 = time.monotonic_ns()
         dt = time.perf_counter() - t0
+        if settle and workers > 1:  # off the clock (--settle-others)
+            transport.collect(step, list(range(1, workers)))
         if step > warmup:
             lat.append(dt)
             parts.append(step_breakdown(n0, n1, n_prep, n2, replies, request_pickle, unpickled, prep_stalled))
@@ -976,6 +987,10 @@ def main():
     ap.add_argument("--dump-steps", action="store_true",
                     help="also write every measured step's breakdown (us), its executor probe and whether it ran at "
                          "full speed, per run and by column, to steps.json.gz under --out (the table keeps medians only)")
+    ap.add_argument("--settle-others", action="store_true",
+                    help="single-rank sync steps: every worker replies and the executor collects the other ranks' "
+                         "replies after each step, off the clock, so that every step starts with all W workers "
+                         "waiting, as an all-rank step does (what the all / single difference is made of)")
     ap.add_argument("--import-torch", action="store_true",
                     help="import torch in the executor before anything else (the workers are forked from it), as "
                          "every process of an inference engine has it: ringcast's enqueue then pickles with its "
@@ -998,7 +1013,8 @@ def main():
     RingcastGatherCollectCap.name = g_name
     # Calibrated before the executor is pinned: on every CPU of this process, at the fastest.
     work, prep, no_prep = Compute(args.work_ms / 1e3), Compute(args.prep_ms / 1e3), Compute(0)
-    global SPEED_PROBE
+    global SPEED_PROBE, SETTLE_OTHERS
+    SETTLE_OTHERS = args.settle_others
     SPEED_PROBE = Compute(10e-6)
     cpus_for_the_run = len(os.sched_getaffinity(0))  # before the executor pins itself to its own
     plan, pin_text = plan_pinning(args.pin, args.workers)
@@ -1040,6 +1056,9 @@ def main():
           f"(medians), worker work {args.work_ms} ms, async prep {args.prep_ms} ms; {platform.node()}, "
           f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}; pinning {pin_text}"
           f"{'; torch loaded in every process' if 'torch' in sys.modules else ''}")
+    if args.settle_others:
+        print("--settle-others: in single-rank sync steps every worker replied; the other ranks' replies were "
+              "collected after each step, off the clock")
     hdr = f"{'variant':<30} {'replies':<7} {'mode':<5} {'p50 us':>9} {'p99 us':>9} {'ovh p50':>9} {'ovh p99':>9} " \
           f"{'exec CPU%':>9} {'worker CPU%':>12} {'idle CPU%':>10} {'exec idle%':>10}  ovh p50 per run"
     print(hdr)
@@ -1191,6 +1210,7 @@ def main():
                    "prep_ms": args.prep_ms, "cpus": os.cpu_count(), "targets": targets, "pinning": pin_text, "date": time.strftime("%Y-%m-%d"),
                    "python_floor_us": {f"{m} {r}": v for (m, r), v in floors.items()},
                    "cpp_floor_us": args.cpp_floor_us, "torch_loaded": "torch" in sys.modules,
+                   "settle_others": args.settle_others,
                    # the full-speed figures mean what they say only with every process on a CPU of its own
                    "full_speed_view": bool(PINNING["workers"]) and not PINNING["shared"], "pinning_shared": PINNING["shared"], "rows": rows}, f, indent=1)
     print(f"json: {os.path.join(args.out, 'showdown.json')}")

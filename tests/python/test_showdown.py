@@ -36,6 +36,7 @@ def test_showdown_runs_every_variant_and_writes_its_report(tmp_path, trace):
     assert "when each worker had the request in an all-rank sync step" in out.stdout
     report = json.loads((tmp_path / "showdown.json").read_text())
     rows = report["rows"]
+    assert report["settle_others"] is False
     assert len(rows) == 4 * 2 * 2  # variants a-d x single/all x sync/async
     assert {(r["kind"], r["replies"], r["mode"]) for r in rows} == {
         (k, rep, m) for k in "abcd" for rep in ("single", "all") for m in ("sync", "async")}
@@ -321,3 +322,17 @@ def test_the_targets_say_in_us_what_they_leave_the_transport():
                     "27.0 (0.62x (a)'s 43.5; medians of parts)"), line
     line = showdown.aggregation_allowance(1.10, {"overhead_p50_us": 19.8}, {"overhead_p50_us": 21.9}, 5.5, 6.9)
     assert line == "all-rank +2.1 us over single-rank, where the line allows +2.0; the Python floor alone +1.4 (1.25x)", line
+
+
+def test_settle_others_drains_every_rank_and_says_so(tmp_path):
+    """--settle-others: in single-rank sync steps every worker replies and the executor collects the
+    other ranks' replies after each step. Without that drain the spinner's reply queues (10 messages)
+    would fill in the 30 steps and its workers would block: the run would not end."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "showdown", "showdown.py"), "--steps", "20",
+                          "--repeats", "1", "--variants", "ac", "--work-ms", "0.2", "--prep-ms", "0.4",
+                          "--idle-seconds", "0.05", "--settle-others", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "--settle-others: in single-rank sync steps every worker replied" in out.stdout
+    report = json.loads((tmp_path / "showdown.json").read_text())
+    assert report["settle_others"] is True and len(report["rows"]) == 2 * 2 * 2
