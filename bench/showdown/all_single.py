@@ -8,14 +8,15 @@ and gives, for every variant, the p50 of each part of the sync step in both cell
 
 - the enqueue;
 - the critical worker's hand-over: when the worker whose reply came last (the one the collect waits for)
-  had the request, after the enqueue returned — split into rank 0's own hand-over in both cells (the
-  one worker a single-rank step waits for; pinned, on the same CPU in both) and, in the all-rank steps,
-  how much later than the median rank of the same step the critical worker had it (a late request
-  makes a late reply, so the worker waited for is more often a late one);
+  had the request, after the enqueue returned; beside it, not parts of it: rank 0's own hand-over in
+  both cells (the one worker a single-rank step waits for; with --pin on the same CPU in both) and, in
+  the all-rank steps, how much later than the median rank of the same step the critical worker had it
+  (a late request makes a late reply, so the worker waited for is more often a late one);
 - from that worker's reply until the replies were in hand.
 
-Medians of parts need not add up to the overhead's median. Says where the time goes, not why; measures
-and prints, asserts nothing.
+Every step pooled, whatever the executor's speed (the showdown's full-speed view is not applied here).
+Medians of parts need not add up to the overhead's median. Says where the time goes, not why;
+measures and prints, asserts nothing.
 
     python3 bench/showdown/all_single.py out/w8/steps.json.gz [--json FILE]
 """
@@ -42,6 +43,8 @@ def pooled_p50(runs, key, where):
         if key not in steps:
             raise DumpError(f"a {where} run has no '{key}' column (not a showdown step dump, or an older one)")
         values.extend(steps[key])
+    if not values:
+        raise DumpError(f"the {where} runs hold no steps")
     return statistics.median(values)
 
 
@@ -52,8 +55,13 @@ def critical_after_median_rank(runs):
         ranks = sorted(k for k in steps if k.startswith("has_it_rank"))
         if not ranks:
             raise DumpError("an all-rank run has no has_it_rank* columns")
+        columns = [steps[k] for k in ranks]
+        if any(len(c) != len(steps["last_worker_has_it"]) for c in columns):
+            raise DumpError("an all-rank run's has_it_rank* columns are not as long as its other columns")
         for i, critical in enumerate(steps["last_worker_has_it"]):
-            diffs.append(critical - statistics.median(steps[k][i] for k in ranks))
+            diffs.append(critical - statistics.median(c[i] for c in columns))
+    if not diffs:
+        raise DumpError("the all-rank runs hold no steps")
     return statistics.median(diffs)
 
 
@@ -82,7 +90,8 @@ def report(cells, bound=1.10):
         s, a = c[f"{part}_single_p50_us"], c[f"{part}_all_p50_us"]
         return f"{s:.1f} -> {a:.1f} ({a - s:+.1f})"
     lines = ["an all-rank sync step against a single-rank one, p50 us pooled over the runs (single -> all, the growth);",
-             "the critical worker: the one whose reply came last; medians of parts need not add up:"]
+             "the critical worker: the one whose reply came last; rank 0 and 'after its step's median rank' are beside",
+             "its hand-over, not parts of it; medians of parts need not add up:"]
     for c in cells:
         allowed = (bound - 1) * c["overhead_single_p50_us"]
         lines.append(
@@ -107,6 +116,8 @@ def main(argv=None):
         cells = analyse(dump)
     except (DumpError, KeyError, TypeError) as e:
         raise SystemExit(f"all_single: {args.steps}: {e}")
+    if dump.get("settle_others"):
+        print("(--settle-others: these single-rank steps started with every worker waiting, as all-rank ones do)")
     print(report(cells))
     if args.json:
         with open(args.json, "w") as f:

@@ -1046,7 +1046,8 @@ def main():
             run["steps"] = {k: [t[k] if isinstance(t[k], bool) else round(t[k], 2) for t in steps] for k in (steps[0] if steps else ())}
         path = os.path.join(args.out, "steps.json.gz")
         with gzip.open(path, "wt") as f:
-            json.dump({"speed_refs_us": {k: v * 1e6 for k, v in speed_refs.items()}, "runs": every_step}, f)
+            json.dump({"speed_refs_us": {k: v * 1e6 for k, v in speed_refs.items()}, "runs": every_step,
+                       "settle_others": args.settle_others, "pinning": pin_text}, f)
         print(f"steps: {path}", flush=True)
     floors = {(mode, replies): python_floor(args.workers, replies == "all", mode == "async")
               for mode in ("sync", "async") for replies in ("single", "all")}

@@ -61,6 +61,31 @@ def test_each_part_and_its_growth(tmp_path):
         "rank +4.0); reply -> collected 8.0 -> 7.0 (-1.0)"), line[0]
 
 
+def test_the_critical_worker_is_set_against_its_own_steps_median_rank(tmp_path):
+    # 30 steps with the ranks at 10, 20, 30 and the critical (last reply) one at 30: +10 after its step's
+    # median rank; 10 steps with the ranks at 40, 50, 60 and the critical one at 40: -10. Per step the p50
+    # of the differences is +10; the pooled medians (critical 30, every rank 25) would say +5.
+    n_fast, n_slow = 30, 10
+    every = {"has_it_rank0": [10.0] * n_fast + [40.0] * n_slow, "has_it_rank1": [20.0] * n_fast + [50.0] * n_slow,
+             "has_it_rank2": [30.0] * n_fast + [60.0] * n_slow, "last_worker_has_it": [30.0] * n_fast + [40.0] * n_slow}
+    for k in ("overhead", "enqueue", "reply_to_collected"):
+        every[k] = [1.0] * (n_fast + n_slow)
+    write_dump(tmp_path / "steps.json.gz", [entry("c", "single", cell(3, 1.0, 1.0, 1.0, 1.0, 1.0)), entry("c", "all", every)])
+    done = run(str(tmp_path / "steps.json.gz"), "--json", str(tmp_path / "out.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (c,) = json.loads((tmp_path / "out.json").read_text())
+    assert c["workers"] == 3 and c["critical_after_median_rank_p50_us"] == 10.0
+    assert "--settle-others" not in done.stdout
+
+
+def test_a_settled_dump_says_so(tmp_path):
+    runs = [entry("c", "single", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0)), entry("c", "all", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0))]
+    with gzip.open(tmp_path / "steps.json.gz", "wt") as f:
+        json.dump({"speed_refs_us": {}, "runs": runs, "settle_others": True}, f)
+    done = run(str(tmp_path / "steps.json.gz"))
+    assert done.returncode == 0 and "(--settle-others: these single-rank steps started with every worker waiting" in done.stdout
+
+
 def test_bad_input_is_refused_by_name(tmp_path):
     missing = run(str(tmp_path / "nope.json.gz"))
     assert missing.returncode != 0 and "cannot read" in missing.stderr and "nope.json.gz" in missing.stderr
@@ -79,3 +104,12 @@ def test_bad_input_is_refused_by_name(tmp_path):
     done = run(str(tmp_path / "old.json.gz"))
     assert done.returncode != 0 and "no 'enqueue' column" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+    empty = {k: [] for k in cell(1, 1.0, 1.0, 1.0, 1.0, 1.0)}
+    write_dump(tmp_path / "empty.json.gz", [entry("c", "single", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0)), entry("c", "all", empty)])
+    done = run(str(tmp_path / "empty.json.gz"))
+    assert done.returncode != 0 and "the all-rank runs hold no steps" in done.stderr and "Traceback" not in done.stderr
+    ragged = cell(3, 1.0, 1.0, 1.0, 1.0, 1.0, ranks={1: 2.0})
+    ragged["has_it_rank1"] = ragged["has_it_rank1"][:2]
+    write_dump(tmp_path / "ragged.json.gz", [entry("c", "single", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0)), entry("c", "all", ragged)])
+    done = run(str(tmp_path / "ragged.json.gz"))
+    assert done.returncode != 0 and "not as long as its other columns" in done.stderr and "Traceback" not in done.stderr

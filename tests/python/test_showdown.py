@@ -326,13 +326,17 @@ def test_the_targets_say_in_us_what_they_leave_the_transport():
 
 def test_settle_others_drains_every_rank_and_says_so(tmp_path):
     """--settle-others: in single-rank sync steps every worker replies and the executor collects the
-    other ranks' replies after each step. Without that drain the spinner's reply queues (10 messages)
-    would fill in the 30 steps and its workers would block: the run would not end."""
+    other ranks' replies after each step. Without that drain of every other rank (3 workers: ranks 1 and
+    2) the spinner's reply queues (10 messages) would fill in the 30 steps and its workers would block:
+    the run would not end. The step dump says it was settled."""
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "showdown", "showdown.py"), "--steps", "20",
-                          "--repeats", "1", "--variants", "ac", "--work-ms", "0.2", "--prep-ms", "0.4",
-                          "--idle-seconds", "0.05", "--settle-others", "--out", str(tmp_path)],
+                          "--repeats", "1", "--variants", "ac", "--work-ms", "0.2", "--prep-ms", "0.4", "--workers", "3",
+                          "--idle-seconds", "0.05", "--settle-others", "--dump-steps", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "--settle-others: in single-rank sync steps every worker replied" in out.stdout
     report = json.loads((tmp_path / "showdown.json").read_text())
     assert report["settle_others"] is True and len(report["rows"]) == 2 * 2 * 2
+    import gzip
+    with gzip.open(tmp_path / "steps.json.gz", "rt") as f:
+        assert json.load(f)["settle_others"] is True
