@@ -153,11 +153,7 @@ def test_full_speed_steps_are_those_whose_executor_ran_near_its_fastest_tenth():
     took within 1.3x of their 10th percentile over every run; the slow ones (1.7x, the VM's episodes) are
     left out, and so is a run's figure when under 10 steps remain. The critical worker's work is counted
     apart, not selected on."""
-    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
-    try:
-        import showdown
-    finally:
-        sys.path.pop(0)
+    showdown = showdown_module()
     n = 40
     fast, slow = 10e-6, 17e-6
     def run(executor, worker, prep, overhead):
@@ -208,11 +204,7 @@ def test_a_step_lost_a_cpu_when_its_critical_path_stalled_or_waited():
     the preparation ended — the critical worker's work stalled so or its hand-over took that long (none
     at its bound); the others' overheads are kept for the configuration's pooled p50 (summarize), which
     needs 10."""
-    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
-    try:
-        import showdown
-    finally:
-        sys.path.pop(0)
+    showdown = showdown_module()
     at, slow = showdown.CPU_LOST_US, showdown.SLOW_PART_US
     def step(o, work=0.0, prep=0.0, enqueue=20.0, first=10.0, has_it=30.0, after_prep=5.0):
         return {"work_stalled": work, "prep_stalled": prep, "enqueue": enqueue, "first_worker_has_it": first,
@@ -243,11 +235,7 @@ def test_a_step_lost_a_cpu_when_its_critical_path_stalled_or_waited():
 def test_the_work_is_calibrated_on_every_cpu_and_at_the_fastest():
     """Compute calibrates on each CPU it may use (a slow episode on one must not set the speed) and puts
     its affinity back."""
-    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
-    try:
-        import showdown
-    finally:
-        sys.path.pop(0)
+    showdown = showdown_module()
     home = os.sched_getaffinity(0)
     seen = []
     # A stand-in clock: the loop takes 2 ms (a slow episode) but once, in the third try on the last CPU,
@@ -276,11 +264,7 @@ def test_the_work_is_calibrated_on_every_cpu_and_at_the_fastest():
 def test_pin_shared_puts_the_executor_alone_and_the_workers_in_turn_on_the_rest(monkeypatch):
     """--pin shared, for fewer CPUs than processes: the executor on the first CPU alone, the workers
     round-robin over the others; 'auto' leaves such a machine unpinned."""
-    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
-    try:
-        import showdown
-    finally:
-        sys.path.pop(0)
+    showdown = showdown_module()
     monkeypatch.setattr(showdown.os, "sched_getaffinity", lambda pid: {4, 5})
     plan, text = showdown.plan_pinning("shared", 2)
     assert plan == {"executor": {4}, "workers": [5, 5], "shared": True}, text
@@ -296,11 +280,7 @@ def test_the_targets_are_those_of_the_machines_setting():
     """With a CPU for every thread of a step (the executor's two, one per worker) the 16-core targets
     (sync 0.8, async 0.33, all / single 1.10); where they share CPUs (the 2-core machine's executor + 2
     workers, or 16 workers on 16 CPUs) the shared setting's (sync 1.0, async 0.5, no aggregation target)."""
-    sys.path.insert(0, os.path.join(ROOT, "bench", "showdown"))
-    try:
-        import showdown
-    finally:
-        sys.path.pop(0)
+    showdown = showdown_module()
     own = {"sync": 0.8, "async": 0.33, "all_single": 1.10}
     shared = {"sync": 1.0, "async": 0.5, "all_single": None}
     for cpus, workers, want in ((16, 2, own), (16, 8, own), (16, 14, own), (16, 15, shared), (16, 16, shared),
