@@ -862,6 +862,33 @@ TEST(ScatterWrite, PartsArriveAsOneMessage) {
     }
 }
 
+// The one-record paths place every byte wherever in its cache line a record starts (its header at each
+// 16-byte offset, the payload's first line shared with it or not) and wherever the parts split.
+TEST(ScatterWrite, EveryByteInPlaceWhereverTheRecordStartsInItsLine) {
+    ScopedName name("stamp-line");
+    auto w = Writer::create(name, SegmentOptions{.readers = 1, .capacity = 1 << 16});
+    auto r = Reader::attach(name, 0);
+    std::vector<std::byte> got;
+    int checked = 0;
+    for (std::size_t size = 1; size <= 200; size += 7) {  // record sizes step the start through a line
+        const auto whole = make(size, size);
+        const std::span<const std::byte> all(whole);
+        ASSERT_EQ(w.write(all, 1s, size), Status::ok);
+        std::uint64_t tag = 0;
+        ASSERT_EQ(r.read(got, 1s, &tag), Status::ok);
+        EXPECT_EQ(got, whole) << "write(), size " << size;
+        for (std::size_t cut = 0; cut <= size; cut += 5) {  // the seams before, on and past the header's line end
+            const std::span<const std::byte> parts[] = {all.first(cut / 2), all.subspan(cut / 2, cut - cut / 2), all.subspan(cut)};
+            ASSERT_EQ(w.write_parts(parts, 1s, cut), Status::ok);
+            ASSERT_EQ(r.read(got, 1s, &tag), Status::ok);
+            EXPECT_EQ(got, whole) << "write_parts(), size " << size << ", cut " << cut;
+            EXPECT_EQ(tag, cut);
+            ++checked;
+        }
+    }
+    EXPECT_EQ(checked, 592);  // 29 sizes, their cuts
+}
+
 // A message over kMaxMessage is refused before any of it is out: a reader refuses such a total as
 // corrupt, so first fragments already published would leave every reader stuck at them for good.
 TEST(ScatterWrite, AMessageOverTheReassemblyLimitIsRefusedWithNothingPublished) {

@@ -31,6 +31,15 @@ def test_round_trip_types(queue_pair):
                 assert same(o, got), (o, got)
 
 
+def test_every_byte_in_place_wherever_a_message_starts_in_its_line(queue_pair):
+    # Back-to-back messages of 0..160 bytes (each behind the framing header of the one-record enqueue)
+    # start their records at every 16-byte offset of a cache line and end before, on and past its end.
+    q, (r,) = queue_pair(1)
+    for n in range(161):
+        q.enqueue(pattern(n, n), timeout=5)
+        assert r.dequeue(timeout=5) == pattern(n, n), n
+
+
 @pytest.mark.skipif(np is None, reason="numpy absent")
 def test_out_of_band_arrays_own_their_memory(queue_pair):
     q, (r,) = queue_pair(1)
