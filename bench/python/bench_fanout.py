@@ -41,9 +41,14 @@ import ringcast  # noqa: E402
 from showdown import fork_workers, kill_workers, scheduler_output  # noqa: E402
 
 MODES = ("wait", "busy", "sleep")
-ROUND_LIMIT_S = 120
-# The shared words (one anonymous shared mapping, made before the fork), each on a line of its own:
-# word 0 the block's "done" flag; per rank r, at line 1 + r: the step it last took, when it had it.
+# A block's requests wait in the ring for the workers kept off it: a request pickles to ~1.7 KB and the
+# queue's default ring is 16 MiB, so a block of more than ~9000 would block the enqueue for good.
+MAX_STEPS = 5000
+# The shared words (one anonymous shared mapping, made before the fork), each on a line of its own so
+# that one worker's stores do not slow another's: word 0 the block's "done" flag; per rank r, at line
+# 1 + r: the step it last took and when it had it. The executor reads the step, then the time; the
+# worker stores the time first — ordered for the reader by x86's store order (TSO) alone, which is
+# where this bench runs (a weaker CPU could pair a step with the time of the one before).
 LINE = 64
 DONE = 0
 
@@ -58,6 +63,7 @@ def order_of(k):
 
 
 def busy_python(n=200):
+    """~10 us of pure-Python work: a CPU kept busy without touching the ring."""
     s = 0
     for i in range(n):
         s += i * i
@@ -77,8 +83,8 @@ def worker(rank, handle, shared):
         had = time.monotonic_ns()
         if msg is None:
             break
-        if "block" in msg:  # a block's header: its mode for ranks 1..W-1
-            took(msg["block"], had)
+        if "block" in msg:  # a block's header: its mode for ranks 1..W-1 (acknowledged, so the block
+            took(msg["block"], had)  # starts with every worker where its mode puts it)
             if rank == 0 or msg["mode"] == "wait":
                 continue
             while words[DONE] == 0:  # off the ring until the executor says the block is over
@@ -86,7 +92,7 @@ def worker(rank, handle, shared):
                     busy_python()
                 else:
                     time.sleep(0.001)
-            while True:  # the block's requests, off the clock, up to its footer
+            while True:  # drained off the clock, up to the footer: the ring must not fill
                 later = q.dequeue()
                 if "footer" in later:
                     took(later["footer"], time.monotonic_ns())
@@ -104,6 +110,11 @@ class TimedOut(Exception):
     pass
 
 
+def block_limit_s(steps, gap_ns):
+    """How long a block may take before a worker is taken for dead: generous for a slow machine."""
+    return 60 + int((steps + 50) * (gap_ns / 1e9 + 0.005))
+
+
 def _alarm(signum, frame):
     raise TimedOut()
 
@@ -115,6 +126,7 @@ def wait_for(words, ranks, step):
 
 
 def run(workers, rounds, steps, gap_ns, cpus):
+    limit = block_limit_s(steps, gap_ns)
     """{mode: [(enqueue p50 us, rank 0's hand-over p50 us, the last rank's p50 us or None) per round]}."""
     shared = mmap.mmap(-1, LINE * (workers + 1))
     words = memoryview(shared).cast("q")
@@ -136,14 +148,14 @@ def run(workers, rounds, steps, gap_ns, cpus):
         out = {m: [] for m in MODES}
         for k in range(rounds):
             for mode in order_of(k):
-                signal.alarm(ROUND_LIMIT_S)
+                signal.alarm(limit)
                 marker += 1
                 q.enqueue({"block": marker, "mode": mode})
                 wait_for(words, everyone, marker)
                 waiting = everyone if mode == "wait" else [0]
                 enq, had0, last = [], [], []
                 for i, req in enumerate(requests):
-                    step = k * 10_000_000 + i + 1  # unique over the run
+                    step = (3 * k + MODES.index(mode)) * 10_000_000 + i + 1  # unique over the run
                     req["step"] = step
                     t0 = time.monotonic_ns()
                     q.enqueue(req)
@@ -165,6 +177,7 @@ def run(workers, rounds, steps, gap_ns, cpus):
                 signal.alarm(0)
                 p50 = lambda v: statistics.median(v) / 1000.0  # noqa: E731
                 out[mode].append((p50(enq), p50(had0), p50(last) if last else None))
+        signal.alarm(limit)
         q.enqueue(None)
         for p in list(pids):
             _, status = os.waitpid(p, 0)
@@ -173,7 +186,7 @@ def run(workers, rounds, steps, gap_ns, cpus):
                 raise RuntimeError(f"a worker exited with status {os.waitstatus_to_exitcode(status)}")
         return out
     except TimedOut:
-        raise RuntimeError(f"a block did not end within {ROUND_LIMIT_S} s (a worker died?)") from None
+        raise RuntimeError(f"a block did not end within {limit} s (a worker died?)") from None
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
@@ -197,13 +210,14 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=6, help="rounds; each runs every mode once (a multiple of 3 "
                     "puts each mode in each place equally often)")
-    ap.add_argument("--steps", type=int, default=1000, help="steps per mode per round, after 50 of warm-up")
+    ap.add_argument("--steps", type=int, default=1000, help=f"steps per mode per round, after 50 of warm-up "
+                    f"(at most {MAX_STEPS}: a block's requests must fit in the ring)")
     ap.add_argument("--gap-us", type=int, default=100, help="after each step's hand-over, before the next")
     ap.add_argument("--pin", choices=("auto", "on", "off"), default="auto",
                     help="executor on the first allowed CPU, worker r on the (r+2)-th (auto: where there are enough)")
     a = ap.parse_args(argv)
-    if a.workers < 2 or a.rounds < 1 or a.steps < 1 or a.gap_us < 0:
-        ap.error("--workers must be >= 2, --rounds and --steps >= 1, --gap-us >= 0")
+    if a.workers < 2 or a.rounds < 1 or not 1 <= a.steps <= MAX_STEPS or a.gap_us < 0:
+        ap.error(f"--workers must be >= 2, --rounds >= 1, --steps 1..{MAX_STEPS}, --gap-us >= 0")
     cpus = plan_cpus(a.pin, a.workers)
     print(f"bench_fanout: W={a.workers}, {a.rounds} rounds x {a.steps} steps per mode, gap {a.gap_us} us, "
           f"{'pinned on CPUs ' + ','.join(map(str, cpus)) if cpus else 'not pinned'}; {os.cpu_count()} CPUs, "
