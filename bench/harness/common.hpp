@@ -3,17 +3,20 @@
 #pragma once
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <sched.h>
 #include <time.h>
 
 namespace rcbench {
@@ -38,6 +41,27 @@ inline constexpr std::int64_t kStepTimeoutNs = 60'000'000'000;
 struct BenchError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// ---- options and CPUs ----------------------------------------------------------------------------
+// A whole number in [lo, hi], written in decimal digits only (no sign, no spaces, nothing after it), or
+// nothing: each bench program refuses a bad value in its own words, naming the option.
+inline std::optional<std::uint64_t> whole_number(const std::string& text, std::uint64_t lo, std::uint64_t hi) {
+    if (text.empty() || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (errno != 0 || v < lo || v > hi) return std::nullopt;  // ERANGE: more digits than a u64 holds
+    return v;
+}
+// Pins the calling thread to `cpu`; false where that CPU cannot be had (not in this process's cpuset,
+// offline, out of range).
+inline bool pin_to_cpu(int cpu) noexcept {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return ::sched_setaffinity(0, sizeof set, &set) == 0;
+}
 
 // ---- statistics ----------------------------------------------------------------------------------
 // Nearest-rank percentile of sorted samples.

@@ -80,12 +80,9 @@ Args parse(int argc, char** argv, const std::vector<std::string>& valued, const 
 }
 
 std::uint64_t to_u64(const std::string& opt, const std::string& v, std::uint64_t lo, std::uint64_t hi) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
-        usage(opt + " wants an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got '" + v + "'");
-    return x;
+    const std::optional<std::uint64_t> x = whole_number(v, lo, hi);
+    if (!x) usage(opt + " wants an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got '" + v + "'");
+    return *x;
 }
 double to_seconds(const std::string& opt, const std::string& v) {
     char* end = nullptr;

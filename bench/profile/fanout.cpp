@@ -53,11 +53,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "common.hpp"  // rcbench::now_ns, rcbench::median
+#include "common.hpp"  // rcbench::now_ns, median, whole_number, pin_to_cpu
 #include "ringcast/ring.hpp"
 
 namespace {
@@ -103,12 +104,9 @@ struct Failed : std::runtime_error {
 }
 
 std::uint64_t parse_u64(const std::string& text, const char* what, std::uint64_t lo, std::uint64_t hi) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-    if (errno != 0 || end == text.c_str() || *end != '\0' || text[0] == '-' || v < lo || v > hi)
-        usage((std::string("bad ") + what + " '" + text + "' (" + std::to_string(lo) + ".." + std::to_string(hi) + ")").c_str());
-    return v;
+    const std::optional<std::uint64_t> v = rcbench::whole_number(text, lo, hi);
+    if (!v) usage((std::string("bad ") + what + " '" + text + "' (" + std::to_string(lo) + ".." + std::to_string(hi) + ")").c_str());
+    return *v;
 }
 
 Options parse(int argc, char** argv) {
@@ -140,10 +138,7 @@ Options parse(int argc, char** argv) {
 
 void pin(const Options& o, std::size_t who) {
     if (o.cpus.empty()) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(o.cpus[who], &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
+    if (!rcbench::pin_to_cpu(o.cpus[who]))
         throw Failed("sched_setaffinity(CPU " + std::to_string(o.cpus[who]) + "): " + std::strerror(errno));
 }
 

@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -37,10 +36,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "common.hpp"        // rcbench::now_ns, rcbench::median
+#include "common.hpp"        // rcbench::now_ns, median, whole_number, pin_to_cpu
 #include "ringcast/wait.hpp"  // ringcast::cpu_relax
 
 namespace {
@@ -68,12 +68,10 @@ struct Options {
 
 // A whole number in [lo, hi], digits only (no sign, no spaces).
 std::size_t whole(const std::string& name, const std::string& v, std::size_t lo, std::size_t hi) {
-    const bool digits = !v.empty() && v.size() <= 12 &&
-                        std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-    const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
-    if (!digits || n < lo || n > hi)
+    const std::optional<std::uint64_t> n = rcbench::whole_number(v, lo, hi);
+    if (!n)
         refuse(name + " wants a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not '" + v + "'");
-    return std::size_t(n);
+    return std::size_t(*n);
 }
 
 Options parse(int argc, char** argv) {
@@ -107,14 +105,8 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
-// False where the CPU cannot be had (not in this process's cpuset, offline).
-bool pin(int cpu) {
-    if (cpu < 0) return true;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return ::sched_setaffinity(0, sizeof set, &set) == 0;
-}
+// False where the CPU cannot be had (not in this process's cpuset, offline); -1 (unpinned): true.
+bool pin(int cpu) { return cpu < 0 || rcbench::pin_to_cpu(cpu); }
 
 // The pairs' order in a round: rotated by 7 every two rounds and reversed every other round, so that a
 // drift of the host's speed over a round does not pass for a difference between pairs.
