@@ -5,6 +5,7 @@ Remote readers run in spawned processes, as on another machine (nothing shared b
 import gc
 import hashlib
 import multiprocessing as mp
+import os
 import pickle
 import threading
 import time
@@ -13,6 +14,7 @@ import pytest
 
 import ringcast
 from ringcast import _core
+from _workers import refused_in_a_forked_child
 
 pytestmark = pytest.mark.skipif(not getattr(_core, "HAVE_REMOTE", False), reason="ringcast built without ZeroMQ")
 
@@ -342,6 +344,36 @@ def test_a_stopped_publisher_is_never_reported_ready():
         w._publisher.wait_ready(0)
     r0.shutdown()
     w.shutdown()
+
+
+def test_a_forked_childs_copy_of_the_remote_publisher_is_refused_and_the_parent_goes_on():
+    """The publisher is the writer's thread and socket: a forked child's copy has neither. Its wait is
+    refused as every endpoint's call in a child is (the queue's own wait refuses the child's writer
+    first, so the publisher's refusal — the binding's, and the core publisher's behind it — is taken
+    here directly); its drain (True at once: nothing of the child's to drain) and stop, what a
+    finalizer calls, leave the parent's publisher forwarding."""
+    w = ringcast.MessageQueue(1, 0, connect_ip="127.0.0.1")
+    r0 = ringcast.MessageQueue.create_from_handle(w.export_handle(), 0)
+    try:
+        r0.wait_until_ready(timeout=10)
+        w.wait_until_ready(timeout=10)
+        assert refused_in_a_forked_child(lambda: w._publisher.wait_ready(0.1)), "wait_ready in the child was not refused"
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = 0 if w._publisher.drain(0) is True else 2
+                w._publisher.stop()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        w.wait_until_ready(timeout=10)
+        w.enqueue("after the child", timeout=10)
+        assert r0.dequeue(timeout=10) == "after the child"
+    finally:
+        r0.shutdown()
+        w.shutdown()
 
 def test_a_remote_reader_may_connect_by_another_address_than_the_handles():
     """A writer bound to every interface exports the wildcard (no other machine can connect to it): a
