@@ -246,7 +246,10 @@ Error GatherCollector::worker_died(std::uint32_t rank, const Error& core) const 
 
 // A pending rank whose worker died will never answer: fail naming it (runs every liveness_interval).
 // A worker that published its reply and then died did answer: its ring has a record (or says closed),
-// which the wait's next look takes — the check may run between that publish and the look.
+// which the wait's next look takes. The check may run between that publish and the look — or the
+// publish may land after the poll below and the worker die before check_writer's probe: check_writer
+// looks at the ring again once it saw the death (src/ring.cpp), so neither is reported as a death.
+// (The poll spares a rank whose reply is there the probe's system calls.)
 void GatherCollector::check_pending_alive(const std::vector<std::uint32_t>& pending) {
     for (std::uint32_t r : pending) {
         if (readers_[r].poll_acquire()) continue;

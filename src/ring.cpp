@@ -449,6 +449,16 @@ void Reader::check_writer() const {
     // process, on a queue that is not closed, is a death (a close lets us drain, then `closed`).
     if ((h.flags.load(std::memory_order_acquire) & layout::kFlagClosed) != 0) return;
     if (h.writer_owner.load(std::memory_order_acquire) != word) return;
+    // A writer that published and then died did not leave us waiting for nothing: what it published
+    // is ours to read first (the wait's next look takes it; a gather's reply is an answer). The check
+    // runs between a wait's looks, so the publish may have landed after the last one: look again, at
+    // the tail and at the stamp at head_ (a writer killed between stamping and the tail's exchange
+    // left a record whole, publish_2_stamped). Final, not a race: the stores came before the writer's
+    // exit, and the probe above saw that exit through the kernel, so these loads, after it, see them.
+    // Once every record is taken, the next check finds none and reports the death.
+    if (has_pending_ || head_ < cached_tail_ || line_->tail.load(std::memory_order_acquire) > head_ ||
+        stamped_end_at_head() != head_)
+        return;
     throw Error(ErrorCode::peer_dead, "the writer of segment '" + segment_.name() + "' (pid " +
                                           std::to_string(writer.pid) + ") died without closing the queue" + kDeadPeerHint);
 }

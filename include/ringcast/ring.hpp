@@ -459,6 +459,7 @@ private:
     // One look, no waiting: loads tail and the closed flag. True if peek() would not block.
     [[nodiscard]] bool poll_acquire() noexcept;
     [[nodiscard]] bool stamped_at_head() noexcept;
+    [[nodiscard]] std::uint64_t stamped_end_at_head() const noexcept;
     [[nodiscard]] bool stamp_look() noexcept;  // poll_acquire's first part: no tail, no closed flag
     [[nodiscard]] SleepSite data_site() const noexcept;
     [[nodiscard]] SleepSite space_site() const noexcept;

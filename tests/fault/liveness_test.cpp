@@ -3,6 +3,7 @@
 // (reader, writer, gather collector, gather worker). The check is counted per endpoint across calls
 // (wait.hpp WaitContext::last_check): executors poll with short timeouts to stay responsive, and a
 // check that only ran inside one wait longer than the interval never ran for them.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -89,6 +90,48 @@ TEST(LivenessAcrossCalls, ReaderPollingLearnsTheWriterDied) {
         expect_peer_dead_within_bound("reader", p, Clock::now(), [&](std::chrono::nanoseconds t) {
             ASSERT_EQ(r.peek(t).status, Status::timed_out);
         });
+    }
+}
+
+// A writer that published and then died left its message to be read: the liveness check (which a
+// wait runs between its looks, so the publish may land after the last look) reports the death only
+// once nothing it published is left — killed after the whole publish, and after the stamp but before
+// the tail's exchange (a record whole by its stamp alone). A gather's collect runs the same check on a
+// worker's reply ring: a worker that replied and died answered.
+TEST(LivenessAcrossCalls, AWriterThatPublishedThenDiedIsReadBeforeItIsReportedDead) {
+    for (const detail::CrashPoint killed_after : {detail::CrashPoint::none, detail::CrashPoint::publish_2_stamped}) {
+        SCOPED_TRACE(killed_after == detail::CrashPoint::none ? "killed after the publish" : "killed after the stamp");
+        ScopedName name("live-pd");
+        { auto seg = Segment::create(name, SegmentOptions{.readers = 1}); }
+        ReaderOptions ro;
+        ro.liveness_interval = kInterval;
+        auto r = Reader::attach(name, 0, ro);
+        const std::vector<std::byte> msg(100, std::byte{0x5a});
+        const pid_t writer = fork_child(
+            [&] {
+                WriterOptions wo;
+                wo.unlink_on_destroy = false;
+                auto w = Writer::open(name, wo);
+                if (killed_after != detail::CrashPoint::none) detail::arm_crash_point(killed_after, 1);
+                if (w.write(msg, 1s, 9) != Status::ok) ::_exit(2);
+                ::raise(SIGKILL);  // dies with the queue open
+            },
+            /*count_gtest_failures=*/false);
+        ASSERT_EQ(wait_child(writer, 30s), -SIGKILL) << "the writer child did not die where it was meant to";
+        EXPECT_NO_THROW(r.check_liveness()) << "its message is in the ring";
+        const Message m = r.peek(0ns);
+        ASSERT_EQ(m.status, Status::ok);
+        EXPECT_EQ(m.tag, 9u);
+        EXPECT_TRUE(std::equal(m.bytes.begin(), m.bytes.end(), msg.begin(), msg.end()));
+        r.release();
+        try {
+            r.check_liveness();
+            ADD_FAILURE() << "the ring is empty now and its writer dead: the next wait would hang";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::peer_dead) << e.what();
+        }
+        expect_peer_dead_within_bound("reader after the last message", kPatterns[0], Clock::now(),
+                                      [&](std::chrono::nanoseconds t) { ASSERT_EQ(r.peek(t).status, Status::timed_out); });
     }
 }
 

@@ -372,14 +372,19 @@ inline void Reader::store_head(std::uint64_t new_head) noexcept {
 // end). A stamped record whose length cannot be is left to the tail: record_at_head judges it against
 // the tail the writer published, and says what is wrong.
 inline bool Reader::stamped_at_head() noexcept {
-    const std::uint64_t pos = head_ & mask_;
-    const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
-    const std::uint32_t stamp = h.stamp.load(std::memory_order_acquire);
-    if (!layout::stamp_current(stamp, head_, lap_shift_)) return false;  // 0 (Z) or the previous lap's
-    const std::uint64_t end = layout::stamped_record_end(h, stamp, head_, capacity_);
+    const std::uint64_t end = stamped_end_at_head();
     if (end == head_) return false;
     cached_tail_ = end;
     return true;
+}
+
+// stamped_at_head's look, nothing stored: the end of the stamped record at head_, or head_ if none.
+inline std::uint64_t Reader::stamped_end_at_head() const noexcept {
+    const std::uint64_t pos = head_ & mask_;
+    const auto& h = layout::record_at(static_cast<const std::byte*>(data_), pos);
+    const std::uint32_t stamp = h.stamp.load(std::memory_order_acquire);
+    if (!layout::stamp_current(stamp, head_, lap_shift_)) return head_;  // 0 (Z) or the previous lap's
+    return layout::stamped_record_end(h, stamp, head_, capacity_);
 }
 
 // A record at head_ by what this reader holds or by the stamp alone: no load of the tail's line.
