@@ -56,6 +56,12 @@ struct RemoteReplyBridge::State {
     zmq::context_t context;
     zmq::socket_t router;
     std::optional<zmq::socket_t> zap;
+    // The router's disconnect events (zmq_socket_monitor): a connection ended — a worker's process
+    // died, or keepalive gave up on its vanished host. The event names no routing id, so every
+    // present worker is probed (heartbeated) until probe_until: one whose connection is gone is
+    // unreachable to the probe. (Declared after router: closed before it and the context.)
+    std::optional<zmq::socket_t> monitor;
+    Clock::time_point probe_until{};
     std::thread thread;
     // A reply received that its ring has no room for yet (its rank is not being collected): kept, in
     // arrival order, and written on as the collector makes room — resumed where it stopped when it is
@@ -72,7 +78,10 @@ struct RemoteReplyBridge::State {
         std::string routing_id;
         std::uint64_t nonce = 0;
         bool present = false;
-        Clock::time_point last_sent{};
+        // The last frame sent to it, and the last one heard from it (a hello or a reply of the holder):
+        // heartbeats() sends only to a worker heard since its last frame, so an idle one's unread
+        // queue holds at most one (see heartbeats()).
+        Clock::time_point last_sent{}, last_heard{};
         std::deque<Backlogged> backlog;  // its replies not yet (whole) in its ring; front: the one being written
         bool room_by_fd = true;  // waits for room on its ring's eventfd (false: the collector cannot take it)
         bool close_when_written = false;  // gone (bye, or its connection lost): close the ring once the backlog is in
@@ -116,6 +125,8 @@ struct RemoteReplyBridge::State {
     // Heartbeats every worker whose line was quiet (with its credit); one found unreachable is lost —
     // called once the socket was read up to now (what it sent before it went is handled first).
     void heartbeats();
+    // Reads the router's monitor events (each two frames); true if a connection ended.
+    bool drain_monitor();
     // Sends `w` its credit when half a window of its replies went into the ring since it was last told
     // (so a worker waiting for credit hears at once; one that is not pays one frame per half window).
     void tell_taken(Worker& w);
@@ -283,6 +294,7 @@ void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std:
         changed.notify_all();
     }
     count_lost_replies(w, sent);  // its hello left after every reply it counts
+    w.last_heard = Clock::now();
     // The welcome carries the window and the credit so far (a repeated hello of the same process: its
     // count goes on).
     if (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome, .seq = w.taken, .value = window()},
@@ -321,6 +333,7 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
         it->second.routing_id != r.routing_id)
         return;
     Worker& w = it->second;
+    w.last_heard = Clock::now();
     if (w.held >= window()) {
         // Beyond its credit: no ringcast worker sends that (it waits for credit). Refused and given up,
         // so that what the bridge keeps stays bounded; what it kept still reaches the ring.
@@ -360,10 +373,25 @@ RemoteReplyBridge::State::Room RemoteReplyBridge::State::arm_for_room(Worker& w)
     }
 }
 
+// Who gets a heartbeat, every heartbeat_interval at most:
+//   1. a worker heard since its last frame (it calls in: it reads what it is sent);
+//   2. every present worker while a disconnect is probed (probe_until): the probe of a gone one is
+//      unreachable, and it is lost;
+//   3. a worker owed credit news (taken > told: tell_taken could not send it).
+// Not an idle one otherwise: a worker that does not call in (it waits for its next request, for
+// hours) reads nothing, and frames sent to it pile up in its ZeroMQ queue (1000), then in its
+// kernel's receive buffer, until its TCP window closes and TCP_USER_TIMEOUT (connection_timeout)
+// drops the live connection — measured: an idle live worker lost after 8 s with 1 ms heartbeats.
+// An idle worker's death still ends its connection — a process's at once (its kernel closes it),
+// a vanished host's by keepalive, which probes an idle connection (no frames in flight) — and the
+// disconnect event starts the probe (2). A worker that listens without replying (check_liveness,
+// a wait for credit or for room) says hello every quarter of its liveness interval: heard (1).
 void RemoteReplyBridge::State::heartbeats() {
     const auto now = Clock::now();
+    const bool probing = now < probe_until;
     for (auto& [rank, w] : workers) {
         if (!w.present || now - w.last_sent < options.heartbeat_interval) continue;
+        if (!(w.last_heard >= w.last_sent || probing || w.taken != w.told)) continue;
         switch (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat, .seq = w.taken},
                               nullptr)) {
             case SendResult::sent:
@@ -376,10 +404,21 @@ void RemoteReplyBridge::State::heartbeats() {
     }
 }
 
+bool RemoteReplyBridge::State::drain_monitor() {
+    bool ended = false;
+    zmq::message_t frame;
+    while (monitor->recv(frame, zmq::recv_flags::dontwait)) {
+        if (frame.more()) continue;  // the event's first frame (id, value); its last: the endpoint
+        ended = true;
+    }
+    return ended;
+}
+
 void RemoteReplyBridge::State::run() noexcept {
     try {
         std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, stop_fd, ZMQ_POLLIN, 0}};
         if (zap) items.push_back({zap->handle(), 0, ZMQ_POLLIN, 0});
+        items.push_back({monitor->handle(), 0, ZMQ_POLLIN, 0});
         const auto ms = std::max<long>(
             1, static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(options.heartbeat_interval).count()));
         const std::size_t sockets = items.size();
@@ -392,6 +431,12 @@ void RemoteReplyBridge::State::run() noexcept {
             for (Worker* w : armed)
                 if (w->ring) w->ring->disarm_wake_fd();  // (a ring a lose() closed meanwhile: gone)
             if (zap) detail::answer_zap(*zap, options.listen.curve_allowed_clients);
+            if (drain_monitor()) {
+                // Probed for a few heartbeat intervals: libzmq may report the event before the router
+                // dropped the connection's routing id (the probe then still goes out), not long before.
+                probe_until = Clock::now() + 5 * options.heartbeat_interval;
+                for (auto& [rank, w] : workers) w.last_sent = {};  // probed at this turn's heartbeats()
+            }
             detail::Received r;
             while (detail::receive(router, true, r)) handle(r);
             judge_claims();  // the socket was read up to now
@@ -423,6 +468,12 @@ RemoteReplyBridge RemoteReplyBridge::start(std::string_view gather_name, const R
         // TCP_USER_TIMEOUT too: the bridge heartbeats every worker, so a vanished worker host leaves
         // unacknowledged bytes, which keepalive alone never ends (zmq_util.hpp).
         detail::set_keepalive(s->router, options.connection_timeout, /*user_timeout=*/true);
+        // (the bridge's own context: one fixed inproc name per bridge)
+        if (::zmq_socket_monitor(s->router.handle(), "inproc://ringcast-reply-bridge-monitor", ZMQ_EVENT_DISCONNECTED) != 0)
+            throw zmq::error_t();
+        s->monitor.emplace(s->context, zmq::socket_type::pair);
+        s->monitor->set(zmq::sockopt::linger, 0);
+        s->monitor->connect("inproc://ringcast-reply-bridge-monitor");
         if (!options.listen.curve_allowed_clients.empty()) {
             s->zap.emplace(s->context, zmq::socket_type::rep);
             s->zap->set(zmq::sockopt::linger, 0);
@@ -506,6 +557,7 @@ void RemoteReplyBridge::stop() noexcept {
     state_->thread.join();
     state_->workers.clear();
     state_->zap.reset();
+    state_->monitor.reset();  // (its socket open, the context's close would wait for it for good)
     state_->router.close();
     state_->context.close();
 }
@@ -522,7 +574,31 @@ struct RemoteGatherWorker::State {
     bool welcomed = false;
     bool closed = false;
     bool sent_reply = false;  // a reply was queued: close() must let it leave (linger)
-    Clock::time_point last_heard, last_hello{};
+    // last_said: its last hello or reply. A welcomed worker that said nothing for a quarter of its
+    // liveness interval says hello when it next calls in (pump): the bridge heartbeats only a worker
+    // it hears from (RemoteReplyBridge::State::heartbeats), and this one listens.
+    // The bridge's silence is counted from the first frame it sent that nothing answered since
+    // (asked_since, while asking): a hello is answered by a welcome at once, a reply by a heartbeat
+    // within the bridge's heartbeat interval. Not from the last frame heard: an idle worker hears
+    // nothing, by design, however long it stays idle.
+    Clock::time_point last_heard, last_hello{}, last_said{}, asked_since{};
+    bool asking = false;
+
+    void said() {
+        last_said = Clock::now();
+        if (!asking) {
+            asking = true;
+            asked_since = last_said;
+        }
+    }
+    [[nodiscard]] bool bridge_silent(Clock::time_point now) const {
+        return asking && now - asked_since >= options.liveness_interval;
+    }
+    // When a waiting call must look again: the bridge's silence would be judged, or a hello is due.
+    [[nodiscard]] Clock::time_point next_look() const {
+        const auto hello_due = (welcomed ? last_said : last_hello) + options.liveness_interval / 4;
+        return asking ? std::min(asked_since + options.liveness_interval, hello_due) : hello_due;
+    }
     // Credit (wire.hpp): replies queued on this connection, how many of them the bridge has written
     // into the rank's ring (its latest welcome/heartbeat; counts only grow), and the window it gave.
     std::uint64_t sent = 0, taken = 0, window = 0;
@@ -531,7 +607,8 @@ struct RemoteGatherWorker::State {
         // seq: how many replies it sent (the bridge counts those that never came as taken: credit resync).
         zmq::message_t m = detail::header_frame({.kind = wire::Kind::hello, .seq = sent, .tag = nonce, .value = rank});
         (void)socket.send(m, zmq::send_flags::dontwait);
-        last_hello = Clock::now();
+        said();
+        last_hello = last_said;
     }
     // Takes what the bridge sent; throws peer_dead after liveness_interval of silence.
     void pump() {
@@ -539,6 +616,7 @@ struct RemoteGatherWorker::State {
         while (detail::receive(socket, false, r)) {
             if (!r.valid) continue;
             last_heard = Clock::now();
+            asking = false;
             const auto& h = r.header;
             if (h.kind == wire::Kind::welcome) {
                 welcomed = true;
@@ -550,11 +628,11 @@ struct RemoteGatherWorker::State {
                                                          ": refused by the bridge: " + r.body.to_string());
         }
         const auto now = Clock::now();
-        if (!welcomed && now - last_hello >= options.liveness_interval / 4) hello();
-        if (now - last_heard >= options.liveness_interval)
+        if (now - (welcomed ? last_said : last_hello) >= options.liveness_interval / 4) hello();
+        if (bridge_silent(now))
             throw Error(ErrorCode::peer_dead,
                         "remote gather worker rank " + std::to_string(rank) + ": nothing from the reply bridge at " +
-                            endpoint + " for " + std::to_string(std::chrono::duration<double>(now - last_heard).count()) +
+                            endpoint + " for " + std::to_string(std::chrono::duration<double>(now - asked_since).count()) +
                             " s: the collector or its host is gone");
     }
 };
@@ -605,7 +683,7 @@ void RemoteGatherWorker::close() noexcept {
             // silent bridge: handled below
         }
         if ((!state_->welcomed && !state_->sent_reply) ||
-            Clock::now() - state_->last_heard >= state_->options.liveness_interval)
+            state_->bridge_silent(Clock::now()))
             state_->socket.set(zmq::sockopt::linger, 0);
         // Replies already queued leave first (one connection: ZeroMQ keeps the order), then the bye.
         zmq::message_t m = detail::header_frame({.kind = wire::Kind::bye, .tag = state_->nonce, .value = state_->rank});
@@ -630,7 +708,7 @@ Status RemoteGatherWorker::wait_ready(std::chrono::nanoseconds timeout) {
         s.pump();
         if (s.welcomed) return Status::ok;
         if (deadline && Clock::now() >= *deadline) return Status::timed_out;
-        auto wake = std::min(s.last_heard + s.options.liveness_interval, s.last_hello + s.options.liveness_interval / 4);
+        auto wake = s.next_look();
         if (deadline) wake = std::min(wake, *deadline);
         detail::poll(items, detail::poll_ms(wake), "remote gather worker: zmq_poll");
     }
@@ -669,6 +747,7 @@ Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> b
                 (void)s.socket.send(body, zmq::send_flags::none);
                 ++s.sent;
                 s.sent_reply = true;
+                s.said();
                 return Status::ok;
             }
         }
@@ -680,7 +759,7 @@ Status RemoteGatherWorker::reply(std::uint64_t tag, std::span<const std::byte> b
         // the hello counts its replies, so replies lost with a broken connection give their credit back.
         const auto now = Clock::now();
         if (s.welcomed && !credit && now - s.last_hello >= s.options.liveness_interval / 4) s.hello();
-        auto wake = std::min(s.last_heard + s.options.liveness_interval, s.last_hello + s.options.liveness_interval / 4);
+        auto wake = std::min(s.next_look(), s.last_hello + s.options.liveness_interval / 4);
         if (deadline) wake = std::min(wake, *deadline);
         detail::poll(items, detail::poll_ms(wake), "remote gather worker: zmq_poll");
     }

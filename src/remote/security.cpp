@@ -147,8 +147,9 @@ void set_keepalive(zmq::socket_t& socket, std::chrono::nanoseconds timeout, bool
     // minutes (tcp_retries2) before giving up. TCP_USER_TIMEOUT (ZMQ_TCP_MAXRT on Linux) drops it
     // once data stayed unacknowledged for `total` — but also a peer stopped behind a zero window
     // (measured on Linux 6.18: a SIGSTOPped remote reader was dropped), so only where that is
-    // right: the reply bridge (a worker's socket drains heartbeats in ZeroMQ's I/O thread whether
-    // or not the worker calls in), not the publisher (`block` must hold a stopped reader).
+    // right: the reply bridge (it sends a worker frames only while the worker calls in and reads
+    // them — reply.cpp, heartbeats() — so a zero window there is a worker host gone, not an idle
+    // worker), not the publisher (`block` must hold a stopped reader).
     if (user_timeout) socket.set(zmq::sockopt::tcp_maxrt, static_cast<int>(total * 1000));
 }
 

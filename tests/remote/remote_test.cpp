@@ -1165,6 +1165,69 @@ TEST(RemoteReplies, KilledRemoteWorkerEndsTheCollectWithItsRankMissing) {
     EXPECT_EQ(guard.wait(executor, 60s), 0);
 }
 
+// A live remote worker that does not call in — it waits for its next request, for hours — reads
+// nothing: the bridge sends it nothing (it heartbeated it every interval, and the frames piled up in
+// its queue and its kernel's buffer until its TCP window closed and TCP_USER_TIMEOUT dropped the live
+// connection: lost after 8 s with 1 ms heartbeats). Played by a raw DEALER that says hello, takes its
+// welcome and then reads nothing for 600 heartbeat intervals: at most one frame waits for it (the
+// heartbeat after its hello, if the welcome went before it), and it is still connected.
+TEST(RemoteReplies, AnIdleWorkerIsNotSentFramesItDoesNotRead) {
+    ScopedName gather("gather-idle");
+    auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
+    auto ro = reply_options({0});
+    ro.heartbeat_interval = 1ms;
+    auto bridge = remote::RemoteReplyBridge::start(gather.str(), ro);
+    zmq::context_t ctx;
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::routing_id, "idle-worker-0");
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::rcvtimeo, 10000);
+    s.connect(bridge.endpoint());
+    const remote::wire::Header hello{.kind = remote::wire::Kind::hello, .tag = 0x1d1e, .value = 0};
+    (void)s.send(zmq::buffer(&hello, sizeof hello), zmq::send_flags::none);
+    zmq::message_t frame;
+    ASSERT_TRUE(s.recv(frame)) << "no welcome within 10 s";
+    const auto welcome = remote::wire::parse({static_cast<const std::byte*>(frame.data()), frame.size()});
+    ASSERT_TRUE(welcome.has_value() && welcome->kind == remote::wire::Kind::welcome);
+    ASSERT_EQ(bridge.wait_ready(5s), Status::ok);
+    std::this_thread::sleep_for(600ms);  // idle: 600 heartbeat intervals
+    int waiting = 0;
+    while (s.recv(frame, zmq::recv_flags::dontwait)) ++waiting;
+    EXPECT_LE(waiting, 1) << "frames sent to a worker that reads nothing";
+    EXPECT_TRUE(bridge.lost_ranks().empty());
+    // It calls in again (a hello, as RemoteGatherWorker says when it listens): heartbeated once more.
+    (void)s.send(zmq::buffer(&hello, sizeof hello), zmq::send_flags::none);
+    ASSERT_TRUE(s.recv(frame)) << "no answer to the idle worker's hello within 10 s";
+}
+
+// The same idle time for a RemoteGatherWorker, three times its liveness interval: hearing nothing
+// while it said nothing is not the bridge's silence. Its next reply reaches the collector.
+TEST(RemoteReplies, AWorkerIdleForItsLivenessIntervalsRepliesAfterward) {
+    ScopedName gather("gather-idle2");
+    ChildGuard guard;
+    LinePipe endpoint;
+    const pid_t executor = guard.add(fork_child([&] {
+        auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
+        auto bridge = remote::RemoteReplyBridge::start(gather.str(), reply_options({0}));
+        endpoint.send(bridge.endpoint());
+        ASSERT_EQ(bridge.wait_ready(30s), Status::ok);
+        const GatherResult got = collector.collect_all(5, 20s);
+        ASSERT_EQ(got.status, Status::ok) << got.describe();
+        EXPECT_TRUE(bridge.lost_ranks().empty());
+    }));
+    const std::string ep = endpoint.receive();
+    ASSERT_FALSE(ep.empty());
+    remote::RemoteWorkerOptions wo;
+    wo.liveness_interval = 300ms;
+    auto g = remote::RemoteGatherWorker::connect(ep, 0, wo);
+    ASSERT_EQ(g.wait_ready(10s), Status::ok);
+    std::this_thread::sleep_for(900ms);
+    const std::byte one{1};
+    EXPECT_NO_THROW(g.check_liveness());
+    EXPECT_EQ(g.reply(5, {&one, 1}, 5s), Status::ok);
+    EXPECT_EQ(guard.wait(executor, 60s), 0);
+}
+
 // A remote worker whose reply does not fit its reply ring (the collector does not collect yet) dies
 // while the bridge holds the rest of it: the bridge's heartbeats find the connection gone. The reply it
 // sent still reaches the collector whole (as a local worker's published reply outlives it), and only

@@ -15,16 +15,21 @@
 // no reply before it slept is woken exactly as by a local worker — no new wait or wake path. Being a
 // thread of the collector's process changes nothing: the futex words live in the shared mapping.
 //
-// Liveness: the bridge heartbeats each connected worker every heartbeat_interval; a worker whose
-// connection is gone (process died; a vanished host after connection_timeout: TCP keepalive and
-// TCP_USER_TIMEOUT, as heartbeats are in flight to it) is listed in lost_ranks() and THEN has its
+// Liveness: the bridge heartbeats every heartbeat_interval each connected worker that calls in (one it
+// heard from since its last frame; a worker that listens without replying says hello every quarter of
+// its liveness interval), never an idle one — frames it does not read would pile up until its TCP
+// window closed and TCP_USER_TIMEOUT dropped it, alive. When a connection ends (the router's monitor
+// reports it) every worker is probed for a few heartbeat intervals. A worker whose connection is gone
+// (process died; a vanished host after connection_timeout: TCP keepalive on an idle connection,
+// TCP_USER_TIMEOUT where frames are in flight) is listed in lost_ranks() and THEN has its
 // reply ring closed — once the replies it sent that the bridge holds are in (a reply its ring had no
 // room for waits in the bridge, written on as the collector makes room) — so a collect() waiting for
 // more of it returns status closed with that rank in `missing` (never a hang) and already finds it in
 // lost_ranks(). A worker that detaches cleanly (close(), or its destructor) says bye: listed in
 // left_ranks(), ring closed after its replies — as a local worker's close. A worker that reconnects (a replacement process) reopens its
-// ring. A worker whose bridge went silent for its liveness_interval gets Error(peer_dead) from
-// reply() / check_liveness().
+// ring. A worker whose bridge went silent for its liveness_interval — counted from the first hello or
+// reply nothing answered since; an idle worker hears nothing and says nothing — gets Error(peer_dead)
+// from reply() / check_liveness().
 //
 // One worker process per rank: another process that says hello for a rank whose worker is still
 // connected is refused (Error(rank_in_use) naming the rank, from its wait_ready() / reply(), at its
