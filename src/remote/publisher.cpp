@@ -144,7 +144,9 @@ void RemotePublisher::State::run() noexcept {
             failure = std::current_exception();
         }
         if (!end) {
-            end = wire::Header{.kind = wire::Kind::writer_dead, .seq = next_seq};
+            // The number of the first message not every reader has (a message half sent when the
+            // failure came is not the readers' that wait for it: as stop() below says).
+            end = wire::Header{.kind = wire::Kind::writer_dead, .seq = pending ? pending->seq : next_seq};
             end_text = "the remote publisher failed: " + what;
             try {
                 for (auto& [rank, peer] : peers) send_end(peer, rank);

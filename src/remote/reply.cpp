@@ -279,6 +279,10 @@ void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std:
         held_rank_claims.forget(rank);
         if (w.nonce != nonce) {  // another instance: its own credit (a gone one's replies still kept are
             w.taken = w.told = w.held = w.received = 0;  // written first, counted for nobody)
+            // Counted for nobody even if their process holds the rank again later (X, then Y, then X
+            // reconnected): its credit started over at this hello, and its old replies counted against
+            // it would take `held` below zero and refuse its next reply as beyond its window.
+            for (Backlogged& b : w.backlog) b.counted = false;
         }
         w.routing_id = routing_id;
         w.nonce = nonce;

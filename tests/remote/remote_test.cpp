@@ -1850,5 +1850,70 @@ TEST(RemoteHandshake, AnEndpointWithoutAUsablePortOrHostIsRefusedAtConnect) {
     });
 }
 
+// A worker process X whose replies the bridge holds (its rank not collected) loses its connection;
+// Y takes the rank and says bye; X, reconnected, says hello again. Its credit starts over at that
+// hello, so its old replies, written as the collector collects, count for nobody: they were counted
+// against its new credit (held below zero), and its next reply, within its window, was refused and
+// the rank lost. Played by a raw DEALER (X) and a RemoteGatherWorker (Y).
+TEST(RemoteReplies, AWorkerBackAfterAnotherHeldItsRankKeepsItsCredit) {
+    namespace wire = remote::wire;
+    ScopedName gather("gather-xyx");
+    auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1, .capacity = 64 * 1024});
+    auto bridge = remote::RemoteReplyBridge::start(gather.str(), reply_options({0}));
+    const std::uint64_t nonce = 0x1234567890abcdefULL;
+    zmq::context_t ctx;
+    const auto x_socket = [&] {
+        zmq::socket_t s(ctx, zmq::socket_type::dealer);
+        s.set(zmq::sockopt::routing_id, "worker-0-x");
+        s.set(zmq::sockopt::linger, 0);
+        s.set(zmq::sockopt::rcvtimeo, 10000);
+        s.connect(bridge.endpoint());
+        return s;
+    };
+    const auto send = [](zmq::socket_t& s, const wire::Header& h, std::size_t body) {
+        zmq::message_t head(&h, sizeof h);
+        if (body == 0) {
+            (void)s.send(head, zmq::send_flags::none);
+            return;
+        }
+        (void)s.send(head, zmq::send_flags::sndmore);
+        zmq::message_t b(body);
+        std::memset(b.data(), 'x', body);
+        (void)s.send(b, zmq::send_flags::none);
+    };
+    const auto welcomed = [](zmq::socket_t& s) {
+        for (zmq::message_t m; s.recv(m);) {
+            const auto h = wire::parse({static_cast<const std::byte*>(m.data()), m.size()});
+            if (h && h->kind == wire::Kind::welcome) return true;
+        }
+        return false;
+    };
+    {
+        auto x = x_socket();
+        send(x, {.kind = wire::Kind::hello, .tag = nonce, .value = 0}, 0);
+        ASSERT_TRUE(welcomed(x));
+        for (std::uint64_t n = 1; n <= 6; ++n) send(x, {.kind = wire::Kind::reply, .seq = n, .tag = n, .value = 0}, 30000);
+        ASSERT_TRUE(eventually([&] { return bridge.replies() == 2; })) << "the 64 KiB ring takes two, the bridge holds four";
+    }  // X's connection drops
+    ASSERT_TRUE(eventually([&] { return bridge.lost_ranks() == std::vector<std::uint32_t>{0}; }));
+    {
+        auto y = remote::RemoteGatherWorker::connect(bridge.endpoint(), 0);
+        ASSERT_EQ(y.wait_ready(10s), Status::ok);
+        y.close();
+    }
+    ASSERT_TRUE(eventually([&] { return bridge.left_ranks() == std::vector<std::uint32_t>{0}; }));
+    auto x = x_socket();
+    send(x, {.kind = wire::Kind::hello, .seq = 6, .tag = nonce, .value = 0}, 0);
+    ASSERT_TRUE(welcomed(x));
+    for (std::uint64_t tag = 1; tag <= 6; ++tag) {
+        const GatherResult r = collector.collect_all(tag, 5s);
+        ASSERT_EQ(r.status, Status::ok) << "X's reply " << tag << ": " << r.describe();
+    }
+    send(x, {.kind = wire::Kind::reply, .seq = 7, .tag = 7, .value = 0}, 10);
+    const GatherResult r = collector.collect_all(7, 5s);
+    EXPECT_EQ(r.status, Status::ok) << r.describe();
+    EXPECT_TRUE(bridge.lost_ranks().empty());
+}
+
 }  // namespace
 }  // namespace ringcast::test
