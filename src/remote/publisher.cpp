@@ -144,8 +144,8 @@ void RemotePublisher::State::run() noexcept {
             failure = std::current_exception();
         }
         if (!end) {
-            // The number of the first message not every reader has (a message half sent when the
-            // failure came is not the readers' that wait for it: as stop() below says).
+            // Numbered as stop()'s below: readers still waiting for a message half sent when it failed
+            // get writer_dead (PeerDeadError), not a gap (FellBehindError).
             end = wire::Header{.kind = wire::Kind::writer_dead, .seq = pending ? pending->seq : next_seq};
             end_text = "the remote publisher failed: " + what;
             try {
