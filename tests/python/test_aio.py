@@ -1352,3 +1352,38 @@ def test_a_child_forked_while_another_thread_holds_the_claims_lock_can_still_awa
     t.join(10)
     assert reap(pid, 30) == 0
     mq.shutdown()
+
+
+def test_an_interrupt_as_the_first_records_of_an_enqueue_async_went_out_leaves_the_writer_usable(monkeypatch):
+    """A signal handler's exception (KeyboardInterrupt) raised as send_nowait returns — the message
+    partly out, its rest pending in the writer — came before enqueue_async's claim and its try: nothing
+    abandoned the rest, and every later enqueue of the queue was refused as "in progress" for good
+    (reproduced with real signals). Emulated here at the same point (the call returned, then the
+    exception): the rest is abandoned, the reader drops the part that went out, and the queue goes on."""
+    from ringcast import _core
+    q = ringcast.MessageQueue(1, 1, max_chunk_bytes=64 * 1024, max_chunks=4, sweep_abandoned=False)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    try:
+        real = _core.send_nowait
+        outcome = []
+
+        def send_nowait_then_interrupt(writer, parts):
+            outcome.append(real(writer, parts))
+            raise KeyboardInterrupt("as send_nowait returned")
+
+        monkeypatch.setattr(_core, "send_nowait", send_nowait_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(q.enqueue_async(bytes(1 << 20)))  # 1 MiB: more than the ring takes at once
+        monkeypatch.setattr(_core, "send_nowait", real)
+        assert outcome == [False], "the message was meant to be partly out, its rest pending"
+        assert q._aio_call is None
+        got = []
+        reader = threading.Thread(target=lambda: got.extend(r.dequeue(timeout=10) for _ in range(2)))
+        reader.start()  # it takes the part that went out (the ring is full of it), then drops it
+        q.enqueue("next", timeout=10)
+        asyncio.run(q.enqueue_async("after", timeout=10))
+        reader.join(15)
+        assert got == ["next", "after"]
+    finally:
+        r.shutdown()
+        q.shutdown()

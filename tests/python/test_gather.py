@@ -1012,3 +1012,30 @@ def test_a_queue_named_as_a_groups_bell_is_named_as_such():
         assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"{name}.r")], "the refused group left rings"
     finally:
         q.shutdown()
+
+
+def test_an_interrupt_as_collect_async_started_its_collect_leaves_the_gather_usable():
+    """A signal handler's exception (KeyboardInterrupt) raised as collect_start returned, before a
+    PendingReplies held the collect it began: nobody could end it, and every later collect raised
+    "already pending" (reproduced with real signals). Emulated at the same point: that collect is given
+    up (its replies stay for the next collect of the tag), and the gather goes on."""
+    g = ringcast.ReplyGather(1, sweep_abandoned=False)
+    w = ringcast.ReplyGather.create_from_handle(g.export_handle(), 0)
+    try:
+        real = g._collect_start
+
+        def collect_start_then_interrupt(*args):
+            real(*args)
+            raise KeyboardInterrupt("as collect_start returned")
+
+        g._collect_start = collect_start_then_interrupt
+        with pytest.raises(KeyboardInterrupt):
+            g.collect_async(1)
+        g._collect_start = real
+        w.reply(1, "one")
+        assert g.collect(1, timeout=5) == ["one"]
+        w.reply(2, "two")
+        assert g.collect_async(2, timeout=5).result() == ["two"]
+    finally:
+        w.close()
+        g.close()

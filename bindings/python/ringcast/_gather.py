@@ -603,12 +603,22 @@ class ReplyGather:
         wanted = _ranks_list(ranks, self.n_ranks)
         if self._aio_call is not None:
             _aio_refuse(self, self._collector, "collect_async")
+        before = self._collector.last_collect_id
         try:
             collect_id = self._collect_start(tag, wanted, timeout, True)  # result(): collect_result_objects()
+            return PendingReplies(self._collector, tag, (self._collect_is, self._collect_result_objects),
+                                  lambda e: self._raise_if_remote_lost(e, wanted), self._liveness, collect_id)
         except TypeError as e:
             raise_in_callers_terms(e, "collect_start", tag=tag, timeout=timeout)
-        return PendingReplies(self._collector, tag, (self._collect_is, self._collect_result_objects),
-                              lambda e: self._raise_if_remote_lost(e, wanted), self._liveness, collect_id)
+        except BaseException:
+            # A signal handler's exception (KeyboardInterrupt) raised as collect_start returned, before
+            # a PendingReplies held its collect: nobody could end it, and every later collect was
+            # refused as "already pending". Given up as a dropped PendingReplies is (its replies stay
+            # for the next collect of the tag) — only a collect this call began.
+            started = self._collector.last_collect_id
+            if started != before:
+                self._collector.collect_abandon(started)
+            raise
 
     @property
     def spin_max_us(self) -> float:

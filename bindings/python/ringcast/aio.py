@@ -463,11 +463,15 @@ async def enqueue(mq: "MessageQueue", obj: Any, timeout: Optional[float] = None)
     _check_timeout(timeout)
     if mq._aio_call is not None:
         refuse_blocking_call(mq, writer, "enqueue_async")
-    if _core.send_nowait(writer, mq._dumps(obj)):
-        return
-    # The message (or its rest) is pending in the writer: publish it as readers make room.
+    # Claimed before the message starts, and started inside the try: a signal handler's exception
+    # (KeyboardInterrupt) raised as send_nowait returns — with the rest of the message pending in the
+    # writer — is then abandoned below like any other; started before the claim, nothing was left to
+    # abandon it, and every later enqueue of the queue was refused as "in progress" for good.
     claim = _claim(writer, "enqueue_async", "queue", mq)
     try:
+        if _core.send_nowait(writer, mq._dumps(obj)):
+            return
+        # The message (or its rest) is pending in the writer: publish it as readers make room.
         w = _watch(writer, mq.handle.liveness_interval)
         loop = w.loop
         deadline = _timeout(loop, timeout)

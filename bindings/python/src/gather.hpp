@@ -66,6 +66,9 @@ public:
                                 const std::optional<double>& timeout, bool unpickle);
     // Whether collect `id` is the pending one (not taken by result(), not abandoned).
     [[nodiscard]] bool collect_is(std::uint64_t id) const { return async_ && async_->id == id; }
+    // The id of the last collect begun (0: none yet): what a caller whose collect_start was cut short
+    // by a signal handler's exception as it returned compares with the id it read before the call.
+    [[nodiscard]] std::uint64_t last_collect_id() const noexcept { return last_collect_id_; }
     // True once result() would not wait: every reply is in, or the collect has failed (a stale reply,
     // a closed ring, the deadline passed).
     [[nodiscard]] bool collect_done();

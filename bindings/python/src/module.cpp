@@ -318,6 +318,8 @@ PYBIND11_MODULE(_core, m) {
              "collect_result(), the replies unpickled.")
         .def("collect_is", &PyGatherCollector::collect_is, py::arg("id"),
              "Whether collect `id` (collect_start's number) is the pending one.")
+        .def_property_readonly("last_collect_id", &PyGatherCollector::last_collect_id,
+                               "The id of the last collect_start (0: none yet).")
         .def("collect_abandon", &PyGatherCollector::collect_abandon, py::arg("id"),
              "Forgets the pending collect_async (its PendingReplies was dropped); the replies it took stay\n"
              "for the next collect of the tag.")
