@@ -1230,3 +1230,39 @@ def test_a_bad_oob_threshold_is_refused_before_anything_is_made(bad, error):
     with pytest.raises(error, match="oob_threshold"):
         ringcast.MessageQueue(1, 1, max_chunk_bytes=1024, max_chunks=4, name=name, oob_threshold=bad)
     assert not os.path.exists(f"/dev/shm/{name}")
+
+
+def test_an_interrupt_as_acquire_write_reserved_its_chunk_leaves_the_writer_usable():
+    """A signal handler's exception (KeyboardInterrupt) raised as reserve_raw returned, before
+    acquire_write's with-block began: the reservation had no block to end it, and every later write
+    was refused ("an acquire_write() block of this queue is open") for good. Emulated at the same point
+    (a profile hook raising at the call's return, where CPython runs pending signal handlers): the
+    reservation is withdrawn at the next write, and the writer goes on."""
+    import sys
+    q = ringcast.MessageQueue(1, 1, sweep_abandoned=False)
+    r = ringcast.MessageQueue.create_from_handle(q.export_handle(), 0)
+    try:
+        def interrupt_at_return(frame, event, arg):
+            if event == "c_return" and getattr(arg, "__name__", "") == "reserve_raw":
+                sys.setprofile(None)
+                raise KeyboardInterrupt("as reserve_raw returned")
+
+        sys.setprofile(interrupt_at_return)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                with q.acquire_write(size=16) as view:
+                    view[:2] = b"no"
+        finally:
+            sys.setprofile(None)
+        q.enqueue("next", timeout=5)
+        with q.acquire_write(size=2) as view:
+            view[:2] = b"ok"
+        assert r.dequeue(timeout=5) == "next"
+        with r.acquire_read(timeout=5) as view:
+            assert bytes(view) == b"ok"
+        with pytest.raises(ringcast.RingcastError, match="an acquire_write"):  # an open block still refuses
+            with q.acquire_write(size=2) as view:
+                q.enqueue("inside", timeout=1)
+    finally:
+        r.shutdown()
+        q.shutdown()

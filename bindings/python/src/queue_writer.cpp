@@ -288,6 +288,15 @@ std::size_t PyWriter::pending_record_bytes() const {
 }
 
 void PyWriter::refuse_if_pending(const char* what) {
+    // A reservation whose view is gone has no block: a signal handler's exception (KeyboardInterrupt)
+    // raised as reserve_raw returned, before acquire_write's with-block began, dropped the view, and
+    // nothing would ever commit it — every later write was refused below for good. Withdrawn as a
+    // block that ended with an exception withdraws its chunk (commit_raw, publish false). An open
+    // block holds its view (the context manager's frame does): still refused.
+    if (raw_reserved_ && !raw_chunk_.viewed()) {
+        raw_reserved_ = false;
+        raw_chunk_.forget();
+    }
     // An acquire_write() block of this queue is open (a write from inside it, on this thread: the
     // one-thread rule lets it in). The core reservation is that block's: this write would reserve the
     // same bytes, publish its message in them, and the block's view would then overwrite it.
