@@ -57,11 +57,11 @@ struct RemoteReplyBridge::State {
     zmq::socket_t router;
     std::optional<zmq::socket_t> zap;
     // The router's disconnect events (zmq_socket_monitor): a connection ended — a worker's process
-    // died, or keepalive gave up on its vanished host. The event names no routing id, so every
-    // present worker is probed (heartbeated) until probe_until: one whose connection is gone is
+    // died, keepalive gave up on its vanished host, or any other client of the port left (a health
+    // check, a refused handshake). The event names the connection's fd, and only the worker whose
+    // frames came on that fd is probed (heartbeats(), case 2): one whose connection is gone is
     // unreachable to the probe. (Declared after router: closed before it and the context.)
     std::optional<zmq::socket_t> monitor;
-    Clock::time_point probe_until{};
     std::thread thread;
     // A reply received that its ring has no room for yet (its rank is not being collected): kept, in
     // arrival order, and written on as the collector makes room — resumed where it stopped when it is
@@ -82,6 +82,10 @@ struct RemoteReplyBridge::State {
         // heartbeats() sends only to a worker heard since its last frame, so an idle one's unread
         // queue holds at most one (see heartbeats()).
         Clock::time_point last_sent{}, last_heard{};
+        // Its connection's socket in the bridge (the fd its last frame came on), and until when it is
+        // probed after the router's monitor said a connection on that fd ended (heartbeats(), case 2).
+        int fd = -1;
+        Clock::time_point probe_until{};
         std::deque<Backlogged> backlog;  // its replies not yet (whole) in its ring; front: the one being written
         bool room_by_fd = true;  // waits for room on its ring's eventfd (false: the collector cannot take it)
         bool close_when_written = false;  // gone (bye, or its connection lost): close the ring once the backlog is in
@@ -100,6 +104,7 @@ struct RemoteReplyBridge::State {
         std::uint32_t rank = 0;
         std::string routing_id;
         std::uint64_t nonce = 0;
+        int fd = -1;
     };
     std::vector<Claim> claims;
     detail::HeldRankClaims held_rank_claims;  // what judge_claims() found of them while the holder was connected
@@ -116,8 +121,9 @@ struct RemoteReplyBridge::State {
     void judge_claims();
     // The answer to the hello of process `nonce` at `routing_id` for `rank` (not held by another).
     // `sent`: how many replies the process says it sent (its hello's count; 0 from a new process).
+    // `fd`: the connection's socket its hello came on (-1: unknown).
     void welcome(std::uint32_t rank, Worker& w, const std::string& routing_id, std::uint64_t nonce,
-                 std::uint64_t sent);
+                 std::uint64_t sent, int fd);
     // Replies of `w`'s process numbered up to `number` that never arrived were lost with a connection
     // that broke (one connection is ordered): counted as taken, or each would hold a unit of its window
     // for good and, 16 lost, wedge its reply() with no error anywhere.
@@ -125,8 +131,9 @@ struct RemoteReplyBridge::State {
     // Heartbeats every worker whose line was quiet (with its credit); one found unreachable is lost —
     // called once the socket was read up to now (what it sent before it went is handled first).
     void heartbeats();
-    // Reads the router's monitor events (each two frames); true if a connection ended.
-    bool drain_monitor();
+    // Reads the router's monitor events (each two frames) and starts the probe of the worker whose
+    // connection's fd an event names.
+    void drain_monitor();
     // Sends `w` its credit when half a window of its replies went into the ring since it was last told
     // (so a worker waiting for credit hears at once; one that is not pays one frame per half window).
     void tell_taken(Worker& w);
@@ -261,7 +268,7 @@ void RemoteReplyBridge::State::judge_claims() {
                 continue;
             }
         }
-        welcome(c.rank, w, c.routing_id, c.nonce, 0);
+        welcome(c.rank, w, c.routing_id, c.nonce, 0, c.fd);
     }
     claims.clear();
 }
@@ -274,7 +281,7 @@ void RemoteReplyBridge::State::count_lost_replies(Worker& w, std::uint64_t numbe
 }
 
 void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std::string& routing_id,
-                                       std::uint64_t nonce, std::uint64_t sent) {
+                                       std::uint64_t nonce, std::uint64_t sent, int fd) {
     if (!w.present || w.nonce != nonce) {
         held_rank_claims.forget(rank);
         if (w.nonce != nonce) {  // another instance: its own credit (a gone one's replies still kept are
@@ -299,6 +306,7 @@ void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std:
     }
     count_lost_replies(w, sent);  // its hello left after every reply it counts
     w.last_heard = Clock::now();
+    if (fd >= 0) w.fd = fd;
     // The welcome carries the window and the credit so far (a repeated hello of the same process: its
     // count goes on).
     if (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome, .seq = w.taken, .value = window()},
@@ -320,10 +328,10 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
         Worker& w = it->second;
         if (w.present && w.nonce != r.header.tag) {  // another instance for a held rank: judge_claims()
             const auto same = [&](const Claim& c) { return c.rank == rank && c.nonce == r.header.tag; };
-            if (std::none_of(claims.begin(), claims.end(), same)) claims.push_back({rank, r.routing_id, r.header.tag});
+            if (std::none_of(claims.begin(), claims.end(), same)) claims.push_back({rank, r.routing_id, r.header.tag, r.fd});
             return;  // (a repeat within one turn is one hello: the claimant is judged at a later one)
         }
-        welcome(rank, w, r.routing_id, r.header.tag, r.header.seq);
+        welcome(rank, w, r.routing_id, r.header.tag, r.header.seq, r.fd);
         return;
     }
     if (r.header.kind == wire::Kind::bye) {  // a clean close: only from the connection that said hello
@@ -338,6 +346,7 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
         return;
     Worker& w = it->second;
     w.last_heard = Clock::now();
+    if (r.fd >= 0) w.fd = r.fd;
     if (w.held >= window()) {
         // Beyond its credit: no ringcast worker sends that (it waits for credit). Refused and given up,
         // so that what the bridge keeps stays bounded; what it kept still reaches the ring.
@@ -379,8 +388,10 @@ RemoteReplyBridge::State::Room RemoteReplyBridge::State::arm_for_room(Worker& w)
 
 // Who gets a heartbeat, every heartbeat_interval at most:
 //   1. a worker heard since its last frame (it calls in: it reads what it is sent);
-//   2. every present worker while a disconnect is probed (probe_until): the probe of a gone one is
-//      unreachable, and it is lost;
+//   2. a worker whose connection's fd a disconnect event named, until its probe_until (at least
+//      250 ms: libzmq reports the event before the router has dropped the routing id, and a loaded
+//      machine's I/O thread may take a while): the probe of a gone one is unreachable, and it is lost
+//      (an fd reused by a new connection meanwhile costs that worker a few frames, nothing more);
 //   3. a worker owed credit news (taken > told: tell_taken could not send it).
 // Not an idle one otherwise: a worker that does not call in (it waits for its next request, for
 // hours) reads nothing, and frames sent to it pile up in its ZeroMQ queue (1000), then in its
@@ -392,10 +403,9 @@ RemoteReplyBridge::State::Room RemoteReplyBridge::State::arm_for_room(Worker& w)
 // a wait for credit or for room) says hello every quarter of its liveness interval: heard (1).
 void RemoteReplyBridge::State::heartbeats() {
     const auto now = Clock::now();
-    const bool probing = now < probe_until;
     for (auto& [rank, w] : workers) {
         if (!w.present || now - w.last_sent < options.heartbeat_interval) continue;
-        if (!(w.last_heard >= w.last_sent || probing || w.taken != w.told)) continue;
+        if (!(w.last_heard >= w.last_sent || now < w.probe_until || w.taken != w.told)) continue;
         switch (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::heartbeat, .seq = w.taken},
                               nullptr)) {
             case SendResult::sent:
@@ -408,14 +418,21 @@ void RemoteReplyBridge::State::heartbeats() {
     }
 }
 
-bool RemoteReplyBridge::State::drain_monitor() {
-    bool ended = false;
+void RemoteReplyBridge::State::drain_monitor() {
     zmq::message_t frame;
     while (monitor->recv(frame, zmq::recv_flags::dontwait)) {
-        if (frame.more()) continue;  // the event's first frame (id, value); its last: the endpoint
-        ended = true;
+        // The event's first frame: its id (16 bits) and value (32 bits: the fd); its last: the endpoint.
+        if (!frame.more()) continue;
+        std::uint32_t fd = 0;
+        if (frame.size() >= 6) std::memcpy(&fd, static_cast<const char*>(frame.data()) + 2, sizeof fd);
+        const auto now = Clock::now();
+        for (auto& [rank, w] : workers) {
+            if (!w.present || w.fd != static_cast<int>(fd)) continue;
+            w.probe_until = now + std::max<std::chrono::nanoseconds>(5 * options.heartbeat_interval,
+                                                                    std::chrono::milliseconds(250));
+            w.last_sent = {};  // probed at this turn's heartbeats()
+        }
     }
-    return ended;
 }
 
 void RemoteReplyBridge::State::run() noexcept {
@@ -435,12 +452,7 @@ void RemoteReplyBridge::State::run() noexcept {
             for (Worker* w : armed)
                 if (w->ring) w->ring->disarm_wake_fd();  // (a ring a lose() closed meanwhile: gone)
             if (zap) detail::answer_zap(*zap, options.listen.curve_allowed_clients);
-            if (drain_monitor()) {
-                // Probed for a few heartbeat intervals: libzmq may report the event before the router
-                // dropped the connection's routing id (the probe then still goes out), not long before.
-                probe_until = Clock::now() + 5 * options.heartbeat_interval;
-                for (auto& [rank, w] : workers) w.last_sent = {};  // probed at this turn's heartbeats()
-            }
+            drain_monitor();
             detail::Received r;
             while (detail::receive(router, true, r)) handle(r);
             judge_claims();  // the socket was read up to now
@@ -610,9 +622,10 @@ struct RemoteGatherWorker::State {
     void hello() {
         // seq: how many replies it sent (the bridge counts those that never came as taken: credit resync).
         zmq::message_t m = detail::header_frame({.kind = wire::Kind::hello, .seq = sent, .tag = nonce, .value = rank});
-        (void)socket.send(m, zmq::send_flags::dontwait);
-        said();
-        last_hello = last_said;
+        // Counted as said only once it went (a full queue to the bridge: the bridge never heard it,
+        // and its silence must not be counted from it); tried again at the next look either way.
+        if (socket.send(m, zmq::send_flags::dontwait)) said();
+        last_hello = Clock::now();
     }
     // Takes what the bridge sent; throws peer_dead after liveness_interval of silence.
     void pump() {

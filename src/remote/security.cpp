@@ -199,6 +199,11 @@ bool receive(zmq::socket_t& socket, bool from_router, Received& out) {
         if (parts.size() < 2) return true;
         out.routing_id = parts[0].to_string();
         i = 1;
+        try {
+            out.fd = parts[1].get(ZMQ_SRCFD);
+        } catch (const zmq::error_t&) {
+            out.fd = -1;  // (not a TCP connection)
+        }
     }
     if (parts.size() - i < 1 || parts.size() - i > 2) return true;
     const auto h = wire::parse({static_cast<const std::byte*>(parts[i].data()), parts[i].size()});

@@ -113,6 +113,7 @@ struct Received {
     wire::Header header;
     zmq::message_t body;     // empty when the message had no body
     bool valid = false;      // false: not this protocol (ignored by listeners, an error for readers)
+    int fd = -1;             // ROUTER only: the connection's socket (ZMQ_SRCFD), what its monitor events name
 };
 [[nodiscard]] bool receive(zmq::socket_t& socket, bool from_router, Received& out);
 

@@ -1170,7 +1170,8 @@ TEST(RemoteReplies, KilledRemoteWorkerEndsTheCollectWithItsRankMissing) {
 // its queue and its kernel's buffer until its TCP window closed and TCP_USER_TIMEOUT dropped the live
 // connection: lost after 8 s with 1 ms heartbeats). Played by a raw DEALER that says hello, takes its
 // welcome and then reads nothing for 600 heartbeat intervals: at most one frame waits for it (the
-// heartbeat after its hello, if the welcome went before it), and it is still connected.
+// heartbeat after its hello, if the welcome went before it), and it is still connected — also while
+// other clients of the port connect and leave.
 TEST(RemoteReplies, AnIdleWorkerIsNotSentFramesItDoesNotRead) {
     ScopedName gather("gather-idle");
     auto collector = GatherCollector::create(gather.str(), GatherOptions{.ranks = 1});
@@ -1190,7 +1191,16 @@ TEST(RemoteReplies, AnIdleWorkerIsNotSentFramesItDoesNotRead) {
     const auto welcome = remote::wire::parse({static_cast<const std::byte*>(frame.data()), frame.size()});
     ASSERT_TRUE(welcome.has_value() && welcome->kind == remote::wire::Kind::welcome);
     ASSERT_EQ(bridge.wait_ready(5s), Status::ok);
-    std::this_thread::sleep_for(600ms);  // idle: 600 heartbeat intervals
+    // Idle: 600 heartbeat intervals, while other clients of the port come and go (a health check, a
+    // refused handshake): each ending connection is a disconnect event, which probes only the worker
+    // whose connection it was.
+    for (int i = 0; i < 3; ++i) {
+        zmq::socket_t passer_by(ctx, zmq::socket_type::dealer);
+        passer_by.set(zmq::sockopt::linger, 0);
+        passer_by.connect(bridge.endpoint());
+        std::this_thread::sleep_for(100ms);
+    }
+    std::this_thread::sleep_for(300ms);
     int waiting = 0;
     while (s.recv(frame, zmq::recv_flags::dontwait)) ++waiting;
     EXPECT_LE(waiting, 1) << "frames sent to a worker that reads nothing";
@@ -1201,7 +1211,9 @@ TEST(RemoteReplies, AnIdleWorkerIsNotSentFramesItDoesNotRead) {
 }
 
 // The same idle time for a RemoteGatherWorker, three times its liveness interval: hearing nothing
-// while it said nothing is not the bridge's silence. Its next reply reaches the collector.
+// while it said nothing is not the bridge's silence (a worker that counted silence from the last frame
+// it heard, as before, raised PeerDeadError here against the bridge that sends an idle worker
+// nothing). Its next reply reaches the collector.
 TEST(RemoteReplies, AWorkerIdleForItsLivenessIntervalsRepliesAfterward) {
     ScopedName gather("gather-idle2");
     ChildGuard guard;

@@ -19,7 +19,8 @@
 // heard from since its last frame; a worker that listens without replying says hello every quarter of
 // its liveness interval), never an idle one — frames it does not read would pile up until its TCP
 // window closed and TCP_USER_TIMEOUT dropped it, alive. When a connection ends (the router's monitor
-// reports it) every worker is probed for a few heartbeat intervals. A worker whose connection is gone
+// reports it, naming its fd) the worker whose frames came on it is probed for a while. A worker whose
+// connection is gone
 // (process died; a vanished host after connection_timeout: TCP keepalive on an idle connection,
 // TCP_USER_TIMEOUT where frames are in flight) is listed in lost_ranks() and THEN has its
 // reply ring closed — once the replies it sent that the bridge holds are in (a reply its ring had no
