@@ -427,7 +427,8 @@ void RemoteReplyBridge::State::drain_monitor() {
         if (frame.size() >= 6) std::memcpy(&fd, static_cast<const char*>(frame.data()) + 2, sizeof fd);
         const auto now = Clock::now();
         for (auto& [rank, w] : workers) {
-            if (!w.present || w.fd != static_cast<int>(fd)) continue;
+            // (a worker whose fd is unknown — ZMQ_SRCFD gave none — is probed at every event)
+            if (!w.present || (w.fd >= 0 && w.fd != static_cast<int>(fd))) continue;
             w.probe_until = now + std::max<std::chrono::nanoseconds>(5 * options.heartbeat_interval,
                                                                     std::chrono::milliseconds(250));
             w.last_sent = {};  // probed at this turn's heartbeats()
