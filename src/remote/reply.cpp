@@ -128,9 +128,15 @@ struct RemoteReplyBridge::State {
     // that broke (one connection is ordered): counted as taken, or each would hold a unit of its window
     // for good and, 16 lost, wedge its reply() with no error anywhere.
     void count_lost_replies(Worker& w, std::uint64_t number);
-    // Heartbeats every worker whose line was quiet (with its credit); one found unreachable is lost —
-    // called once the socket was read up to now (what it sent before it went is handled first).
+    // Heartbeats (with its credit) each worker that is due one — heard from since its last frame, probed
+    // after a disconnect, or owed credit news (the cases at the definition); one found unreachable is
+    // lost — called once the socket was read up to now (what it sent before it went is handled first).
     void heartbeats();
+    // A frame of `w`'s holder came, on the connection `fd` (-1: unknown): it calls in (heartbeats()).
+    static void heard(Worker& w, int fd) {
+        w.last_heard = Clock::now();
+        if (fd >= 0) w.fd = fd;
+    }
     // Reads the router's monitor events (each two frames) and starts the probe of the worker whose
     // connection's fd an event names.
     void drain_monitor();
@@ -305,8 +311,7 @@ void RemoteReplyBridge::State::welcome(std::uint32_t rank, Worker& w, const std:
         changed.notify_all();
     }
     count_lost_replies(w, sent);  // its hello left after every reply it counts
-    w.last_heard = Clock::now();
-    if (fd >= 0) w.fd = fd;
+    heard(w, fd);
     // The welcome carries the window and the credit so far (a repeated hello of the same process: its
     // count goes on).
     if (detail::route(router, w.routing_id, wire::Header{.kind = wire::Kind::welcome, .seq = w.taken, .value = window()},
@@ -345,8 +350,7 @@ void RemoteReplyBridge::State::handle(detail::Received& r) {
         it->second.routing_id != r.routing_id)
         return;
     Worker& w = it->second;
-    w.last_heard = Clock::now();
-    if (r.fd >= 0) w.fd = r.fd;
+    heard(w, r.fd);
     if (w.held >= window()) {
         // Beyond its credit: no ringcast worker sends that (it waits for credit). Refused and given up,
         // so that what the bridge keeps stays bounded; what it kept still reaches the ring.
@@ -482,8 +486,9 @@ RemoteReplyBridge RemoteReplyBridge::start(std::string_view gather_name, const R
         s->router.set(zmq::sockopt::router_handover, 1);
         s->router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
         s->router.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
-        // TCP_USER_TIMEOUT too: the bridge heartbeats every worker, so a vanished worker host leaves
-        // unacknowledged bytes, which keepalive alone never ends (zmq_util.hpp).
+        // TCP_USER_TIMEOUT too: a worker that calls in is heartbeated, so a vanished worker host may
+        // leave unacknowledged bytes, which keepalive alone never ends (zmq_util.hpp); an idle one is
+        // sent nothing (heartbeats()), and keepalive covers its connection.
         detail::set_keepalive(s->router, options.connection_timeout, /*user_timeout=*/true);
         // (the bridge's own context: one fixed inproc name per bridge)
         if (::zmq_socket_monitor(s->router.handle(), "inproc://ringcast-reply-bridge-monitor", ZMQ_EVENT_DISCONNECTED) != 0)

@@ -20,9 +20,8 @@
 // its liveness interval), never an idle one — frames it does not read would pile up until its TCP
 // window closed and TCP_USER_TIMEOUT dropped it, alive. When a connection ends (the router's monitor
 // reports it, naming its fd) the worker whose frames came on it is probed for a while. A worker whose
-// connection is gone
-// (process died; a vanished host after connection_timeout: TCP keepalive on an idle connection,
-// TCP_USER_TIMEOUT where frames are in flight) is listed in lost_ranks() and THEN has its
+// connection is gone (process died; a vanished host after connection_timeout: TCP keepalive on an idle
+// connection, TCP_USER_TIMEOUT where frames are in flight) is listed in lost_ranks() and THEN has its
 // reply ring closed — once the replies it sent that the bridge holds are in (a reply its ring had no
 // room for waits in the bridge, written on as the collector makes room) — so a collect() waiting for
 // more of it returns status closed with that rank in `missing` (never a hang) and already finds it in
