@@ -1902,6 +1902,7 @@ TEST(RemoteReplies, AWorkerBackAfterAnotherHeldItsRankKeepsItsCredit) {
     };
     {
         auto x = x_socket();
+        x.set(zmq::sockopt::linger, 10000);  // its replies all leave before the connection drops
         send(x, {.kind = wire::Kind::hello, .tag = nonce, .value = 0}, 0);
         ASSERT_TRUE(welcomed(x));
         for (std::uint64_t n = 1; n <= 6; ++n) send(x, {.kind = wire::Kind::reply, .seq = n, .tag = n, .value = 0}, 30000);
