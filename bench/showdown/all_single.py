@@ -15,8 +15,22 @@ and gives, for every variant, the p50 of each part of the sync step in both cell
 - from that worker's reply until the replies were in hand.
 
 Every step pooled, whatever the executor's speed (the showdown's full-speed view is not applied here).
-Medians of parts need not add up to the overhead's median. Says where the time goes, not why;
-measures and prints, asserts nothing.
+Medians of parts need not add up to the overhead's median.
+
+Then the same two cells matched on the critical worker's speed. A vCPU of a VM may run Python 1.6-1.9x
+slower for tens of ms to seconds (docs/platform.md, "Python's speed episodes"), and a slow vCPU runs
+the worker's own Python of the step (unpickling the request, pickling the reply, the calls around
+them) slower too. An all-rank step waits for the slowest of W workers, a single-rank step for rank 0
+alone, so the all-rank cell holds far more steps whose critical worker ran slow. The critical worker's
+speed is its work's CPU time over the fastest tenth of that over both cells (1.0: full speed); the
+steps fall into classes of it (below 1.3, 1.3-1.6, 1.6-1.9, from 1.9), and the single-rank steps are
+weighted so that their classes weigh what they weigh among the all-rank steps: the weighted median is
+what a single-rank step would cost had its worker run at the all-rank steps' speeds. A class with
+fewer than 20 single-rank steps cannot be weighted and is left out of both sides; the share of
+all-rank steps left in (coverage) says how far the comparison reaches. A dump without the critical
+worker's work time (older showdowns) gets no such view.
+
+Says where the time goes, not why; measures and prints, asserts nothing.
 
     python3 bench/showdown/all_single.py out/w8/steps.json.gz [--json FILE]
 """
@@ -27,6 +41,8 @@ import statistics
 import sys
 
 PARTS = ("overhead", "enqueue", "last_worker_has_it", "has_it_rank0", "reply_to_collected")
+SPEED_EDGES = (1.3, 1.6, 1.9)  # class bounds of the critical worker's work time over its fastest tenth
+MIN_CLASS_STEPS = 20  # single-rank steps a class needs to be weighted
 
 
 class DumpError(Exception):
@@ -65,6 +81,60 @@ def critical_after_median_rank(runs):
     return statistics.median(diffs)
 
 
+def speed_class(factor):
+    return sum(factor >= edge for edge in SPEED_EDGES)
+
+
+def weighted_median(pairs):
+    """The lower weighted median of (value, weight) pairs with positive total weight."""
+    pairs = sorted(pairs)
+    half, acc = sum(w for _, w in pairs) / 2, 0.0
+    for value, weight in pairs:
+        acc += weight
+        if acc >= half:
+            return value
+    raise DumpError("no weighted steps")
+
+
+def speed_matched(single, every):
+    """The single- against the all-rank cell's overhead at the same speeds of the critical worker (the
+    module's docstring says how), or None where the dump has no critical worker's work time."""
+    if any("critical_work_cpu_us" not in steps for steps in single + every):
+        return None
+    def pooled(runs):
+        steps = []
+        for run in runs:
+            if len(run["critical_work_cpu_us"]) != len(run["overhead"]):
+                raise DumpError("a run's critical_work_cpu_us column is not as long as its overhead column")
+            steps.extend(zip(run["overhead"], run["critical_work_cpu_us"], run["last_worker_has_it"]))
+        return steps
+    s_steps, a_steps = pooled(single), pooled(every)
+    works = sorted(w for _, w, _ in s_steps + a_steps)
+    if not s_steps or not a_steps or works[len(works) // 10] <= 0:
+        raise DumpError("the critical worker's work time is missing or zero")
+    ref = works[len(works) // 10]
+    classes = []
+    for c in range(len(SPEED_EDGES) + 1):
+        s_in = [t for t in s_steps if speed_class(t[1] / ref) == c]
+        a_in = [t for t in a_steps if speed_class(t[1] / ref) == c]
+        p50 = lambda ts, i: statistics.median(t[i] for t in ts) if ts else None
+        classes.append({"from": 0.0 if c == 0 else SPEED_EDGES[c - 1], "to": SPEED_EDGES[c] if c < len(SPEED_EDGES) else None,
+                        "single_share": len(s_in) / len(s_steps), "all_share": len(a_in) / len(a_steps),
+                        "overhead_single_p50_us": p50(s_in, 0), "overhead_all_p50_us": p50(a_in, 0),
+                        "has_it_single_p50_us": p50(s_in, 2), "has_it_all_p50_us": p50(a_in, 2),
+                        "weighted": len(s_in) >= MIN_CLASS_STEPS})
+    kept = [c for c, k in enumerate(classes) if k["weighted"] and k["all_share"] > 0]
+    coverage = sum(classes[c]["all_share"] for c in kept)
+    out = {"work_ref_us": ref, "classes": classes, "coverage": coverage,
+           "overhead_single_reweighted_p50_us": None, "overhead_all_covered_p50_us": None}
+    if kept:
+        weight = {c: classes[c]["all_share"] / classes[c]["single_share"] for c in kept}
+        out["overhead_single_reweighted_p50_us"] = weighted_median(
+            [(o, weight[speed_class(w / ref)]) for o, w, _ in s_steps if speed_class(w / ref) in weight])
+        out["overhead_all_covered_p50_us"] = statistics.median(o for o, w, _ in a_steps if speed_class(w / ref) in weight)
+    return out
+
+
 def analyse(dump):
     if not isinstance(dump, dict) or not isinstance(dump.get("runs"), list):
         raise DumpError("no 'runs' list (not a showdown step dump: showdown.json is the summary, steps.json.gz the dump)")
@@ -79,6 +149,7 @@ def analyse(dump):
             cell[f"{part}_single_p50_us"] = pooled_p50(single, part, "single-rank")
             cell[f"{part}_all_p50_us"] = pooled_p50(every, part, "all-rank")
         cell["critical_after_median_rank_p50_us"] = critical_after_median_rank(every)
+        cell["speed_matched"] = speed_matched(single, every)
         cells.append(cell)
     if not cells:
         raise DumpError("no variant with both single- and all-rank sync steps")
@@ -99,6 +170,30 @@ def report(cells, bound=1.10):
             f"enqueue {grew(c, 'enqueue')}; the critical worker had it {grew(c, 'last_worker_has_it')} "
             f"(rank 0 {grew(c, 'has_it_rank0')}; the critical one after its step's median rank "
             f"{c['critical_after_median_rank_p50_us']:+.1f}); reply -> collected {grew(c, 'reply_to_collected')}")
+    lines.append("")
+    lines.append("matched on the critical worker's speed (its work's CPU time over the fastest tenth; per class the share of")
+    lines.append("single- / all-rank steps, their overhead p50 and the critical worker's hand-over p50, us; the single-rank")
+    lines.append(f"steps weighted to the all-rank steps' classes; a class of < {MIN_CLASS_STEPS} single-rank steps is left out):")
+    for c in cells:
+        m = c["speed_matched"]
+        if m is None:
+            lines.append(f"{c['variant']:<30} no critical worker's work time in this dump (an older showdown)")
+            continue
+        def fmt(v):
+            return "-" if v is None else f"{v:.1f}"
+        parts = []
+        for k in m["classes"]:
+            span = f"x{k['from']:.1f}-" + ("" if k["to"] is None else f"{k['to']:.1f}")
+            parts.append(f"{span} {k['single_share']:.0%}/{k['all_share']:.0%} {fmt(k['overhead_single_p50_us'])}/"
+                         f"{fmt(k['overhead_all_p50_us'])} ({fmt(k['has_it_single_p50_us'])}/{fmt(k['has_it_all_p50_us'])})")
+        lines.append(f"{c['variant']:<30} work at full speed {m['work_ref_us']:.0f} us; " + "; ".join(parts))
+        rw, cov = m["overhead_single_reweighted_p50_us"], m["overhead_all_covered_p50_us"]
+        if rw is None:
+            lines.append(f"{'':<30} no class holds both cells' steps: not comparable")
+        else:
+            lines.append(f"{'':<30} all / single {c['overhead_all_p50_us'] / c['overhead_single_p50_us']:.2f} as measured; "
+                         f"at the all-rank steps' speeds {cov:.1f} / {rw:.1f} = {cov / rw:.2f} "
+                         f"(coverage {m['coverage']:.0%} of the all-rank steps)")
     return "\n".join(lines)
 
 

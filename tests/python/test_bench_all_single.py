@@ -1,6 +1,6 @@
 """bench/showdown/all_single.py on made-up step dumps whose answers are known: each part's p50 in the
 single- and all-rank sync cells and its growth, the critical worker against its step's median rank,
-printed and written alike; async rows and other variants kept apart; bad input refused by name.
+the two cells matched on the critical worker's speed, printed and written alike; async rows and other variants kept apart; bad input refused by name.
 Never a speed."""
 import gzip
 import json
@@ -53,7 +53,7 @@ def test_each_part_and_its_growth(tmp_path):
     assert (c["has_it_rank0_single_p50_us"], c["has_it_rank0_all_p50_us"]) == (9.0, 10.0)
     assert (c["reply_to_collected_single_p50_us"], c["reply_to_collected_all_p50_us"]) == (8.0, 7.0)
     assert c["critical_after_median_rank_p50_us"] == 4.0
-    line = [x for x in done.stdout.splitlines() if x.startswith("(c) made up")]
+    line = [x for x in done.stdout.splitlines() if x.startswith("(c) made up") and " W=" in x]
     assert len(line) == 1 and "(a) made up" not in done.stdout, done.stdout
     assert line[0].endswith(
         "W=4: overhead 50.0 -> 65.0 (+15.0), the line allows +5.0; enqueue 12.0 -> 15.0 (+3.0); the critical "
@@ -76,6 +76,57 @@ def test_the_critical_worker_is_set_against_its_own_steps_median_rank(tmp_path):
     (c,) = json.loads((tmp_path / "out.json").read_text())
     assert c["workers"] == 3 and c["critical_after_median_rank_p50_us"] == 10.0
     assert "--settle-others" not in done.stdout
+
+
+def speed_steps(groups):
+    """(count, critical worker's work us, overhead us, its hand-over us) groups -> a step-dump run's columns."""
+    steps = {k: [] for k in ("overhead", "enqueue", "last_worker_has_it", "reply_to_collected", "has_it_rank0",
+                             "has_it_rank1", "critical_work_cpu_us")}
+    for n, work, overhead, has_it in groups:
+        for k, v in (("critical_work_cpu_us", work), ("overhead", overhead), ("last_worker_has_it", has_it),
+                     ("has_it_rank0", has_it), ("has_it_rank1", has_it), ("enqueue", 10.0), ("reply_to_collected", 5.0)):
+            steps[k] += [v] * n
+    return steps
+
+
+def test_the_cells_matched_on_the_critical_workers_speed(tmp_path):
+    # Single-rank: 40 steps at full speed (work 1000 us, overhead 30), 20 at 1.7x (overhead 50), 5 at 2.0x
+    # (90: under 20 steps, a class left out). All-rank: 10 at full speed (32), 60 at 1.7x (52), 30 at 2.0x
+    # (99). The fastest tenth of every work: 1000. As measured: 52 / 30. Weighted to the all-rank steps'
+    # classes (full speed 0.1, 1.7x 0.6: coverage 0.7), the single-rank steps' median is 50, the covered
+    # all-rank steps' 52: 1.04 — an unweighted median of the same single-rank steps would be 30.
+    single = speed_steps([(40, 1000.0, 30.0, 13.0), (20, 1700.0, 50.0, 30.0), (5, 2000.0, 90.0, 40.0)])
+    every = speed_steps([(10, 1000.0, 32.0, 14.0), (60, 1700.0, 52.0, 31.0), (30, 2000.0, 99.0, 45.0)])
+    write_dump(tmp_path / "steps.json.gz", [entry("c", "single", single), entry("c", "all", every)])
+    done = run(str(tmp_path / "steps.json.gz"), "--json", str(tmp_path / "out.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (c,) = json.loads((tmp_path / "out.json").read_text())
+    m = c["speed_matched"]
+    assert m["work_ref_us"] == 1000.0 and abs(m["coverage"] - 0.7) < 1e-9
+    assert (m["overhead_single_reweighted_p50_us"], m["overhead_all_covered_p50_us"]) == (50.0, 52.0)
+    full, mid, slow, slowest = m["classes"]
+    assert (full["from"], full["to"], slowest["from"], slowest["to"]) == (0.0, 1.3, 1.9, None)
+    assert (full["weighted"], mid["weighted"], slow["weighted"], slowest["weighted"]) == (True, False, True, False)
+    assert (slow["overhead_single_p50_us"], slow["overhead_all_p50_us"], slow["has_it_single_p50_us"], slow["has_it_all_p50_us"]) == (50.0, 52.0, 30.0, 31.0)
+    assert abs(slow["all_share"] - 0.6) < 1e-9 and abs(slowest["single_share"] - 5 / 65) < 1e-9
+    assert mid["overhead_single_p50_us"] is None and mid["single_share"] == 0.0
+    assert ("all / single 1.73 as measured; at the all-rank steps' speeds 52.0 / 50.0 = 1.04 "
+            "(coverage 70% of the all-rank steps)") in done.stdout, done.stdout
+    assert "x1.6-1.9 31%/60% 50.0/52.0 (30.0/31.0)" in done.stdout, done.stdout
+
+
+def test_a_dump_without_the_critical_workers_work_time_gets_no_speed_view(tmp_path):
+    write_dump(tmp_path / "steps.json.gz", [entry("c", "single", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0)),
+                                            entry("c", "all", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0, ranks={1: 1.0}))])
+    done = run(str(tmp_path / "steps.json.gz"), "--json", str(tmp_path / "out.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tmp_path / "out.json").read_text())[0]["speed_matched"] is None
+    assert "no critical worker's work time in this dump (an older showdown)" in done.stdout
+    # Where no class holds 20 single-rank steps, nothing is compared.
+    write_dump(tmp_path / "few.json.gz", [entry("c", "single", speed_steps([(5, 1000.0, 30.0, 13.0)])),
+                                          entry("c", "all", speed_steps([(5, 1000.0, 30.0, 13.0)]))])
+    done = run(str(tmp_path / "few.json.gz"))
+    assert done.returncode == 0 and "no class holds both cells' steps: not comparable" in done.stdout, done.stdout
 
 
 def test_a_settled_dump_says_so(tmp_path):
@@ -113,3 +164,8 @@ def test_bad_input_is_refused_by_name(tmp_path):
     write_dump(tmp_path / "ragged.json.gz", [entry("c", "single", cell(2, 1.0, 1.0, 1.0, 1.0, 1.0)), entry("c", "all", ragged)])
     done = run(str(tmp_path / "ragged.json.gz"))
     assert done.returncode != 0 and "not as long as its other columns" in done.stderr and "Traceback" not in done.stderr
+    short_work = speed_steps([(3, 1000.0, 1.0, 1.0)])
+    short_work["critical_work_cpu_us"] = short_work["critical_work_cpu_us"][:2]
+    write_dump(tmp_path / "short-work.json.gz", [entry("c", "single", speed_steps([(3, 1000.0, 1.0, 1.0)])), entry("c", "all", short_work)])
+    done = run(str(tmp_path / "short-work.json.gz"))
+    assert done.returncode != 0 and "critical_work_cpu_us column is not as long" in done.stderr and "Traceback" not in done.stderr
