@@ -51,6 +51,8 @@ without any transport: no transport's overhead can be below it. It is measured i
 --trace times the same pickling where it happens, inside every part of the sync step (pickle_clock.py),
 and prints what is left of each part and of the overhead: the transport's share (with every process
 pinned, once more on the full-speed steps alone). --dump-steps keeps every step's parts (steps.json.gz).
+With every process pinned the sync all / single line also gives the two cells matched on the critical
+worker's speed (all_single.py): an all-rank step waits for the slowest of W vCPUs.
 Writes a table, JSON and a plot (PNG, matplotlib) under --out.
 """
 
@@ -73,6 +75,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import pickle_clock  # noqa: E402
+from all_single import DumpError, speed_matched  # noqa: E402
 import ringcast  # noqa: E402
 from spin_yield_mq import SpinYieldQueue  # noqa: E402
 
@@ -920,6 +923,32 @@ def aggregation_allowance(bound, single, agg, floor_single, floor_all):
             f"{floor_all - floor_single:+.1f} ({floor_ratio:.2f}x)")
 
 
+def speed_matched_line(every_step, kind="c"):
+    """The sync all / single of `kind` with the two cells matched on the critical worker's speed
+    (all_single.py's view: an all-rank step waits for the slowest of W vCPUs, whose own Python of the
+    step runs slow in the VM's speed episodes too), or None where it cannot be said."""
+    def columns(replies):
+        runs = []
+        for run in every_step:
+            if run["kind"] == kind and run["mode"] == "sync" and run["replies"] == replies and run["steps"]:
+                runs.append({k: [t[k] for t in run["steps"]] for k in ("overhead", "critical_work_cpu_us", "last_worker_has_it")})
+        return runs
+    single, every = columns("single"), columns("all")
+    if not single or not every:
+        return None
+    try:
+        m = speed_matched(single, every)
+    except DumpError:
+        return None
+    if m is None or m["overhead_single_reweighted_p50_us"] is None:
+        return None
+    full = m["classes"][0]
+    covered, reweighted = m["overhead_all_covered_p50_us"], m["overhead_single_reweighted_p50_us"]
+    return (f"matched on the critical worker's speed (bench/showdown/all_single.py): {covered:.1f} / {reweighted:.1f} us = "
+            f"{covered / reweighted:.2f} (coverage {m['coverage']:.0%} of the all-rank steps; the critical worker at full "
+            f"speed in {full['single_share']:.0%} of single-rank and {full['all_share']:.0%} of all-rank steps)")
+
+
 def targets_on(find, key, label, targets):
     """The targets' ratios again, on a subset of the steps: each row's pooled overhead p50 `key`."""
     for mode in ("sync", "async"):
@@ -1041,12 +1070,14 @@ def main():
                   for c in configs for i, r in enumerate(runs[c])]
     if args.dump_steps:
         # By column (one list per part, a run's steps in order), to 10 ns: a 5-run showdown stays ~1 MB.
+        dumped = []
         for run in every_step:
             steps = run["steps"]
-            run["steps"] = {k: [t[k] if isinstance(t[k], bool) else round(t[k], 2) for t in steps] for k in (steps[0] if steps else ())}
+            dumped.append(dict(run, steps={k: [t[k] if isinstance(t[k], bool) else round(t[k], 2) for t in steps]
+                                           for k in (steps[0] if steps else ())}))
         path = os.path.join(args.out, "steps.json.gz")
         with gzip.open(path, "wt") as f:
-            json.dump({"speed_refs_us": {k: v * 1e6 for k, v in speed_refs.items()}, "runs": every_step,
+            json.dump({"speed_refs_us": {k: v * 1e6 for k, v in speed_refs.items()}, "runs": dumped,
                        "settle_others": args.settle_others, "pinning": pin_text}, f)
         print(f"steps: {path}", flush=True)
     floors = {(mode, replies): python_floor(args.workers, replies == "all", mode == "async")
@@ -1170,6 +1201,8 @@ def main():
         return next((r for r in rows if r["kind"] == kind and r["replies"] == replies and r["mode"] == mode), None)
 
     targets = targets_for(cpus_for_the_run, args.workers)
+    # The full-speed figures mean what they say only with every process on a CPU of its own.
+    full_speed_view = bool(PINNING["workers"]) and not PINNING["shared"]
     print(f"\ntargets ({targets['setting']}; this run, medians; (c) = the library's defaults against (a) of the same"
           " run):")
     for mode in ("sync", "async"):
@@ -1193,7 +1226,10 @@ def main():
                       f"{'met' if ratio <= targets['all_single'] else 'MISSED'}")
                 print("    " + aggregation_allowance(targets["all_single"], single, agg,
                                                      floors[mode, "single"], floors[mode, "all"]))
-    if not PINNING["workers"] or PINNING["shared"]:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed
+                matched = speed_matched_line(every_step) if mode == "sync" and full_speed_view else None
+                if matched:
+                    print("    " + matched)
+    if not full_speed_view:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed
         print("\n(the same on the steps that ran at full speed: only with every process on a CPU of its own, --pin)")
         kept_cpu_targets(rows)
         targets_on(find, "cpu_kept_overhead_p50_us", "kept CPUs", targets)
@@ -1212,8 +1248,7 @@ def main():
                    "python_floor_us": {f"{m} {r}": v for (m, r), v in floors.items()},
                    "cpp_floor_us": args.cpp_floor_us, "torch_loaded": "torch" in sys.modules,
                    "settle_others": args.settle_others,
-                   # the full-speed figures mean what they say only with every process on a CPU of its own
-                   "full_speed_view": bool(PINNING["workers"]) and not PINNING["shared"], "pinning_shared": PINNING["shared"], "rows": rows}, f, indent=1)
+                   "full_speed_view": full_speed_view, "pinning_shared": PINNING["shared"], "rows": rows}, f, indent=1)
     print(f"json: {os.path.join(args.out, 'showdown.json')}")
     plot(rows, floors, args.cpp_floor_us, os.path.join(args.out, "showdown.png"))
 

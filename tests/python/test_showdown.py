@@ -304,6 +304,27 @@ def test_the_targets_say_in_us_what_they_leave_the_transport():
     assert line == "all-rank +2.1 us over single-rank, where the line allows +2.0; the Python floor alone +1.4 (1.25x)", line
 
 
+def test_the_all_single_line_is_also_matched_on_the_critical_workers_speed():
+    """With every process pinned the sync all / single line also gives all_single.py's speed-matched ratio
+    (its arithmetic: test_bench_all_single.py), from the steps in hand, not from a dump."""
+    showdown = showdown_module()
+
+    def run(replies, groups, kind="c"):
+        steps = [{"overhead": o, "critical_work_cpu_us": w, "last_worker_has_it": 14.0}
+                 for n, w, o in groups for _ in range(n)]
+        return {"variant": f"({kind})", "kind": kind, "replies": replies, "mode": "sync", "run": 1, "steps": steps}
+
+    single = run("single", [(40, 1000.0, 30.0), (20, 1700.0, 50.0)])
+    every = run("all", [(10, 1000.0, 32.0), (60, 1700.0, 52.0), (30, 2000.0, 99.0)])
+    other = run("all", [(100, 1000.0, 1.0)], kind="a")  # another variant's steps: not read
+    line = showdown.speed_matched_line([single, every, other])
+    assert line == ("matched on the critical worker's speed (bench/showdown/all_single.py): 52.0 / 50.0 us = 1.04 "
+                    "(coverage 70% of the all-rank steps; the critical worker at full speed in 67% of single-rank "
+                    "and 10% of all-rank steps)"), line
+    assert showdown.speed_matched_line([single, other]) is None  # no all-rank steps of (c)
+    assert showdown.speed_matched_line([run("single", [(5, 1000.0, 30.0)]), every]) is None  # no class of 20
+
+
 def test_settle_others_drains_every_rank_and_says_so(tmp_path):
     """--settle-others: in single-rank sync steps every worker replies and the executor collects the
     other ranks' replies after each step. Without that drain of every other rank (3 workers: ranks 1 and
