@@ -15,7 +15,10 @@
 #   4. the suite (a copy of tests/python, with the examples/ and bench/showdown/ scripts it runs; not
 #      the benchmark tools' tests nor the tests marked timing, see step 4) from WORK, against venv 1.
 # GPU interop is left out of this build (RINGCAST_CMAKE_ARGS) to keep the compile short: the build
-# tree's python_tests_build_tree covers it.
+# tree's python_tests_build_tree covers it. The module is compiled with pybind11's GIL assertions
+# (RINGCAST_PYTHON_GIL_ASSERTS, bindings/python/CMakeLists.txt): a reference count changed without the
+# GIL aborts the test that did it, naming the object. It differs from a user's module by those checks
+# alone, and the suite of step 4 is the one run of the untimed tests, so it checks both.
 set -euo pipefail
 src=$1 work=$2 python=${3:-/usr/bin/python3} part=${4:-all}
 case $part in all|install|suite) ;; *) echo "check.sh: PART is all, install or suite, not '$part'" >&2; exit 2 ;; esac
@@ -61,8 +64,11 @@ if [ -n "$parent_site" ]; then
   echo "python_packaging: $python runs in a venv; its packages ($parent_site) stay visible"
 fi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
-export RINGCAST_CMAKE_ARGS="-DRINGCAST_HIP=OFF -DRINGCAST_CUDA=OFF"
+export RINGCAST_CMAKE_ARGS="-DRINGCAST_HIP=OFF -DRINGCAST_CUDA=OFF -DRINGCAST_PYTHON_GIL_ASSERTS=ON"
 step "$venv/bin/python" -m pip install -v --no-build-isolation --no-index "$work/src" || fail "pip install"
+# The configure said so (pip -v keeps CMake's output in the log): without it the suite would check no GIL.
+grep -q "ringcast._core with pybind11's GIL assertions" "$log" \
+  || fail "the package was not compiled with pybind11's GIL assertions (RINGCAST_PYTHON_GIL_ASSERTS)"
 [ -z "$(ls -A "$work/src/bindings/python" | grep -v '^ringcast$\|^src$\|^CMakeLists.txt$' || true)" ] \
   || fail "the build wrote into bindings/python: $(ls "$work/src/bindings/python")"
 lap "venv + pip install --no-build-isolation . (compiles ringcast._core)"

@@ -212,8 +212,8 @@ def _reader_of_a_writer_that_dies(messages=()):
 def test_dequeue_many_reports_a_writer_that_dies_while_it_waits():
     """The writer dies while a dequeue_many waits for its first message (the GIL released): the wait
     raises PeerDeadError, and the reader's burst list comes out of it intact — the binding borrows that
-    list and never drops a reference to it without the GIL (python_tests_gil_checked aborts on one,
-    with the module built under pybind11's GIL assertions)."""
+    list and never drops a reference to it without the GIL (python_packaging aborts on one: the
+    installed module is built with pybind11's GIL assertions)."""
     r, writer = _reader_of_a_writer_that_dies()  # nothing sent
     try:
         r.wait_until_ready(timeout=10)
