@@ -22,7 +22,9 @@ slower for tens of ms to seconds (docs/platform.md, "Python's speed episodes"), 
 the worker's own Python of the step (unpickling the request, pickling the reply, the calls around
 them) slower too. An all-rank step waits for the slowest of W workers, a single-rank step for rank 0
 alone, so the all-rank cell holds far more steps whose critical worker ran slow. The critical worker's
-speed is its work's CPU time over the fastest tenth of that over both cells (1.0: full speed); the
+speed is its work's CPU time over its full-speed time (1.0): the showdown's own reference, the fastest
+tenth of the critical worker's work over every run of the showdown (the dump's speed_refs_us; an older
+dump without it: the fastest tenth of these two cells' steps); the
 steps fall into classes of it (below 1.3, 1.3-1.6, 1.6-1.9, from 1.9), and the single-rank steps are
 weighted so that their classes weigh what they weigh among the all-rank steps: the weighted median is
 what a single-rank step would cost had its worker run at the all-rank steps' speeds. A class with
@@ -41,8 +43,13 @@ import statistics
 import sys
 
 PARTS = ("overhead", "enqueue", "last_worker_has_it", "has_it_rank0", "reply_to_collected")
-SPEED_EDGES = (1.3, 1.6, 1.9)  # class bounds of the critical worker's work time over its fastest tenth
-MIN_CLASS_STEPS = 20  # single-rank steps a class needs to be weighted
+# Class bounds of the critical worker's work time over its full-speed time: 1.3 is the showdown's own
+# "full speed" bound (showdown.FULL_SPEED_WITHIN); a slow episode runs the loop 1.6-1.9x slower.
+SPEED_EDGES = (1.3, 1.6, 1.9)
+# Single-rank steps a class needs to be weighted: under it a class's median is a handful of steps. An
+# episode lasts tens to hundreds of steps, so even a class that passes may hold one or two episodes:
+# the counts are printed beside it.
+MIN_CLASS_STEPS = 20
 
 
 class DumpError(Exception):
@@ -96,42 +103,55 @@ def weighted_median(pairs):
     raise DumpError("no weighted steps")
 
 
-def speed_matched(single, every):
+def p50_or_none(values):
+    return statistics.median(values) if values else None
+
+
+def speed_matched(single, every, ref=None):
     """The single- against the all-rank cell's overhead at the same speeds of the critical worker (the
-    module's docstring says how), or None where the dump has no critical worker's work time."""
+    module's docstring says how), or None where the dump has no critical worker's work time. `ref`: the
+    critical worker's work time at full speed, us — the showdown's own (the dump's speed_refs_us), else
+    the fastest tenth of these two cells' steps."""
     if any("critical_work_cpu_us" not in steps for steps in single + every):
         return None
     def pooled(runs):
         steps = []
         for run in runs:
-            if len(run["critical_work_cpu_us"]) != len(run["overhead"]):
-                raise DumpError("a run's critical_work_cpu_us column is not as long as its overhead column")
+            if any(len(run[k]) != len(run["overhead"]) for k in ("critical_work_cpu_us", "last_worker_has_it")):
+                raise DumpError("a run's critical_work_cpu_us or last_worker_has_it column is not as long as its overhead column")
             steps.extend(zip(run["overhead"], run["critical_work_cpu_us"], run["last_worker_has_it"]))
         return steps
     s_steps, a_steps = pooled(single), pooled(every)
-    works = sorted(w for _, w, _ in s_steps + a_steps)
-    if not s_steps or not a_steps or works[len(works) // 10] <= 0:
-        raise DumpError("the critical worker's work time is missing or zero")
-    ref = works[len(works) // 10]
+    if not s_steps or not a_steps:
+        raise DumpError("a cell holds no steps")
+    if ref is None or ref <= 0:
+        works = sorted(w for _, w, _ in s_steps + a_steps)
+        ref = works[len(works) // 10]
+    if ref <= 0:
+        raise DumpError("the critical worker's work time is zero")
+    s_class = [speed_class(w / ref) for _, w, _ in s_steps]
+    a_class = [speed_class(w / ref) for _, w, _ in a_steps]
     classes = []
     for c in range(len(SPEED_EDGES) + 1):
-        s_in = [t for t in s_steps if speed_class(t[1] / ref) == c]
-        a_in = [t for t in a_steps if speed_class(t[1] / ref) == c]
-        p50 = lambda ts, i: statistics.median(t[i] for t in ts) if ts else None
+        s_in = [t for t, k in zip(s_steps, s_class) if k == c]
+        a_in = [t for t, k in zip(a_steps, a_class) if k == c]
         classes.append({"from": 0.0 if c == 0 else SPEED_EDGES[c - 1], "to": SPEED_EDGES[c] if c < len(SPEED_EDGES) else None,
+                        "single_steps": len(s_in), "all_steps": len(a_in),
                         "single_share": len(s_in) / len(s_steps), "all_share": len(a_in) / len(a_steps),
-                        "overhead_single_p50_us": p50(s_in, 0), "overhead_all_p50_us": p50(a_in, 0),
-                        "has_it_single_p50_us": p50(s_in, 2), "has_it_all_p50_us": p50(a_in, 2),
+                        "overhead_single_p50_us": p50_or_none([t[0] for t in s_in]),
+                        "overhead_all_p50_us": p50_or_none([t[0] for t in a_in]),
+                        "has_it_single_p50_us": p50_or_none([t[2] for t in s_in]),
+                        "has_it_all_p50_us": p50_or_none([t[2] for t in a_in]),
                         "weighted": len(s_in) >= MIN_CLASS_STEPS})
     kept = [c for c, k in enumerate(classes) if k["weighted"] and k["all_share"] > 0]
-    coverage = sum(classes[c]["all_share"] for c in kept)
-    out = {"work_ref_us": ref, "classes": classes, "coverage": coverage,
+    out = {"work_ref_us": ref, "classes": classes, "coverage": sum(classes[c]["all_share"] for c in kept),
            "overhead_single_reweighted_p50_us": None, "overhead_all_covered_p50_us": None}
     if kept:
         weight = {c: classes[c]["all_share"] / classes[c]["single_share"] for c in kept}
+        # Both sides the lower median: the weighted one's, and the covered all-rank steps' at weight 1.
         out["overhead_single_reweighted_p50_us"] = weighted_median(
-            [(o, weight[speed_class(w / ref)]) for o, w, _ in s_steps if speed_class(w / ref) in weight])
-        out["overhead_all_covered_p50_us"] = statistics.median(o for o, w, _ in a_steps if speed_class(w / ref) in weight)
+            [(t[0], weight[k]) for t, k in zip(s_steps, s_class) if k in weight])
+        out["overhead_all_covered_p50_us"] = weighted_median([(t[0], 1.0) for t, k in zip(a_steps, a_class) if k in weight])
     return out
 
 
@@ -149,7 +169,7 @@ def analyse(dump):
             cell[f"{part}_single_p50_us"] = pooled_p50(single, part, "single-rank")
             cell[f"{part}_all_p50_us"] = pooled_p50(every, part, "all-rank")
         cell["critical_after_median_rank_p50_us"] = critical_after_median_rank(every)
-        cell["speed_matched"] = speed_matched(single, every)
+        cell["speed_matched"] = speed_matched(single, every, (dump.get("speed_refs_us") or {}).get("worker"))
         cells.append(cell)
     if not cells:
         raise DumpError("no variant with both single- and all-rank sync steps")
@@ -171,9 +191,9 @@ def report(cells, bound=1.10):
             f"(rank 0 {grew(c, 'has_it_rank0')}; the critical one after its step's median rank "
             f"{c['critical_after_median_rank_p50_us']:+.1f}); reply -> collected {grew(c, 'reply_to_collected')}")
     lines.append("")
-    lines.append("matched on the critical worker's speed (its work's CPU time over the fastest tenth; per class the share of")
-    lines.append("single- / all-rank steps, their overhead p50 and the critical worker's hand-over p50, us; the single-rank")
-    lines.append(f"steps weighted to the all-rank steps' classes; a class of < {MIN_CLASS_STEPS} single-rank steps is left out):")
+    lines.append("matched on the critical worker's speed (its work's CPU time over its full-speed time; per class the")
+    lines.append("single- / all-rank steps in it, their overhead p50 and the critical worker's hand-over p50, us; the")
+    lines.append(f"single-rank steps weighted to the all-rank steps' classes; a class of < {MIN_CLASS_STEPS} single-rank steps is left out):")
     for c in cells:
         m = c["speed_matched"]
         if m is None:
@@ -181,18 +201,20 @@ def report(cells, bound=1.10):
             continue
         def fmt(v):
             return "-" if v is None else f"{v:.1f}"
+        def ratio(a, b):
+            return "-" if not b else f"{a / b:.2f}"
         parts = []
         for k in m["classes"]:
             span = f"x{k['from']:.1f}-" + ("" if k["to"] is None else f"{k['to']:.1f}")
-            parts.append(f"{span} {k['single_share']:.0%}/{k['all_share']:.0%} {fmt(k['overhead_single_p50_us'])}/"
+            parts.append(f"{span} {k['single_steps']}/{k['all_steps']} {fmt(k['overhead_single_p50_us'])}/"
                          f"{fmt(k['overhead_all_p50_us'])} ({fmt(k['has_it_single_p50_us'])}/{fmt(k['has_it_all_p50_us'])})")
         lines.append(f"{c['variant']:<30} work at full speed {m['work_ref_us']:.0f} us; " + "; ".join(parts))
         rw, cov = m["overhead_single_reweighted_p50_us"], m["overhead_all_covered_p50_us"]
         if rw is None:
             lines.append(f"{'':<30} no class holds both cells' steps: not comparable")
         else:
-            lines.append(f"{'':<30} all / single {c['overhead_all_p50_us'] / c['overhead_single_p50_us']:.2f} as measured; "
-                         f"at the all-rank steps' speeds {cov:.1f} / {rw:.1f} = {cov / rw:.2f} "
+            lines.append(f"{'':<30} all / single {ratio(c['overhead_all_p50_us'], c['overhead_single_p50_us'])} as measured; "
+                         f"at the all-rank steps' speeds {cov:.1f} / {rw:.1f} = {ratio(cov, rw)} "
                          f"(coverage {m['coverage']:.0%} of the all-rank steps)")
     return "\n".join(lines)
 

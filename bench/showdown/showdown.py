@@ -923,10 +923,11 @@ def aggregation_allowance(bound, single, agg, floor_single, floor_all):
             f"{floor_all - floor_single:+.1f} ({floor_ratio:.2f}x)")
 
 
-def speed_matched_line(every_step, kind="c"):
+def speed_matched_line(every_step, worker_ref_us, kind="c"):
     """The sync all / single of `kind` with the two cells matched on the critical worker's speed
     (all_single.py's view: an all-rank step waits for the slowest of W vCPUs, whose own Python of the
-    step runs slow in the VM's speed episodes too), or None where it cannot be said."""
+    step runs slow in the VM's speed episodes too), its full speed `worker_ref_us` (classify_full_speed's
+    reference), or None where it cannot be said."""
     def columns(replies):
         runs = []
         for run in every_step:
@@ -937,7 +938,7 @@ def speed_matched_line(every_step, kind="c"):
     if not single or not every:
         return None
     try:
-        m = speed_matched(single, every)
+        m = speed_matched(single, every, worker_ref_us)
     except DumpError:
         return None
     if m is None or m["overhead_single_reweighted_p50_us"] is None:
@@ -1226,7 +1227,8 @@ def main():
                       f"{'met' if ratio <= targets['all_single'] else 'MISSED'}")
                 print("    " + aggregation_allowance(targets["all_single"], single, agg,
                                                      floors[mode, "single"], floors[mode, "all"]))
-                matched = speed_matched_line(every_step) if mode == "sync" and full_speed_view else None
+                matched = (speed_matched_line(every_step, speed_refs["worker"] * 1e6)
+                           if mode == "sync" and full_speed_view else None)
                 if matched:
                     print("    " + matched)
     if not full_speed_view:  # oversubscribed: sharing a CPU, not the VM's episodes, decides a step's speed

@@ -18,7 +18,7 @@
 # tree's python_tests_build_tree covers it. The module is compiled with pybind11's GIL assertions
 # (RINGCAST_PYTHON_GIL_ASSERTS, bindings/python/CMakeLists.txt): a reference count changed without the
 # GIL aborts the test that did it, naming the object. It differs from a user's module by those checks
-# alone, and the suite of step 4 is the one run of the untimed tests, so it checks both.
+# and the GPU part, and the suite of step 4 is the one run of the untimed tests, so it checks both.
 set -euo pipefail
 src=$1 work=$2 python=${3:-/usr/bin/python3} part=${4:-all}
 case $part in all|install|suite) ;; *) echo "check.sh: PART is all, install or suite, not '$part'" >&2; exit 2 ;; esac

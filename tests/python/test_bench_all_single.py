@@ -112,7 +112,20 @@ def test_the_cells_matched_on_the_critical_workers_speed(tmp_path):
     assert mid["overhead_single_p50_us"] is None and mid["single_share"] == 0.0
     assert ("all / single 1.73 as measured; at the all-rank steps' speeds 52.0 / 50.0 = 1.04 "
             "(coverage 70% of the all-rank steps)") in done.stdout, done.stdout
-    assert "x1.6-1.9 31%/60% 50.0/52.0 (30.0/31.0)" in done.stdout, done.stdout
+    assert (slow["single_steps"], slow["all_steps"], slowest["single_steps"]) == (20, 60, 5)
+    assert "x1.6-1.9 20/60 50.0/52.0 (30.0/31.0)" in done.stdout, done.stdout
+    # The showdown's own full-speed reference, where the dump has it, decides the classes: at 700 us the
+    # 1000-us steps are 1.43x (1.3-1.6), the 1700-us and 2000-us ones from 1.9 (the single-rank cell's 25
+    # steps there: 20 at 50, 5 at 90; weighted 0.9 / (25/65) against 0.1 / (40/65)): 52 / 50 again, now
+    # at a coverage of 100%.
+    with gzip.open(tmp_path / "refd.json.gz", "wt") as f:
+        json.dump({"speed_refs_us": {"worker": 700.0}, "runs": [entry("c", "single", single), entry("c", "all", every)]}, f)
+    done = run(str(tmp_path / "refd.json.gz"), "--json", str(tmp_path / "refd.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    m = json.loads((tmp_path / "refd.json").read_text())[0]["speed_matched"]
+    assert m["work_ref_us"] == 700.0 and m["coverage"] == 1.0
+    assert [k["single_steps"] for k in m["classes"]] == [0, 40, 0, 25] and [k["all_steps"] for k in m["classes"]] == [0, 10, 0, 90]
+    assert (m["overhead_all_covered_p50_us"], m["overhead_single_reweighted_p50_us"]) == (52.0, 50.0)
 
 
 def test_a_dump_without_the_critical_workers_work_time_gets_no_speed_view(tmp_path):
@@ -127,6 +140,11 @@ def test_a_dump_without_the_critical_workers_work_time_gets_no_speed_view(tmp_pa
                                           entry("c", "all", speed_steps([(5, 1000.0, 30.0, 13.0)]))])
     done = run(str(tmp_path / "few.json.gz"))
     assert done.returncode == 0 and "no class holds both cells' steps: not comparable" in done.stdout, done.stdout
+    # A single-rank cell whose overhead is 0 (a made-up or broken dump) gets no ratio, not a traceback.
+    write_dump(tmp_path / "zero.json.gz", [entry("c", "single", speed_steps([(30, 1000.0, 0.0, 13.0)])),
+                                           entry("c", "all", speed_steps([(30, 1000.0, 30.0, 13.0)]))])
+    done = run(str(tmp_path / "zero.json.gz"))
+    assert done.returncode == 0 and "all / single - as measured" in done.stdout and "Traceback" not in done.stderr, done.stderr
 
 
 def test_a_settled_dump_says_so(tmp_path):
@@ -168,4 +186,9 @@ def test_bad_input_is_refused_by_name(tmp_path):
     short_work["critical_work_cpu_us"] = short_work["critical_work_cpu_us"][:2]
     write_dump(tmp_path / "short-work.json.gz", [entry("c", "single", speed_steps([(3, 1000.0, 1.0, 1.0)])), entry("c", "all", short_work)])
     done = run(str(tmp_path / "short-work.json.gz"))
-    assert done.returncode != 0 and "critical_work_cpu_us column is not as long" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode != 0 and "column is not as long as its overhead column" in done.stderr and "Traceback" not in done.stderr
+    short_has_it = speed_steps([(3, 1000.0, 1.0, 1.0)])
+    short_has_it["last_worker_has_it"] = short_has_it["last_worker_has_it"][:2]
+    write_dump(tmp_path / "short-has-it.json.gz", [entry("c", "single", short_has_it), entry("c", "all", speed_steps([(3, 1000.0, 1.0, 1.0)]))])
+    done = run(str(tmp_path / "short-has-it.json.gz"))
+    assert done.returncode != 0 and "not as long" in done.stderr and "Traceback" not in done.stderr, done.stderr

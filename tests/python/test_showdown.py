@@ -317,12 +317,14 @@ def test_the_all_single_line_is_also_matched_on_the_critical_workers_speed():
     single = run("single", [(40, 1000.0, 30.0), (20, 1700.0, 50.0)])
     every = run("all", [(10, 1000.0, 32.0), (60, 1700.0, 52.0), (30, 2000.0, 99.0)])
     other = run("all", [(100, 1000.0, 1.0)], kind="a")  # another variant's steps: not read
-    line = showdown.speed_matched_line([single, every, other])
+    line = showdown.speed_matched_line([single, every, other], 1000.0)
     assert line == ("matched on the critical worker's speed (bench/showdown/all_single.py): 52.0 / 50.0 us = 1.04 "
                     "(coverage 70% of the all-rank steps; the critical worker at full speed in 67% of single-rank "
                     "and 10% of all-rank steps)"), line
-    assert showdown.speed_matched_line([single, other]) is None  # no all-rank steps of (c)
-    assert showdown.speed_matched_line([run("single", [(5, 1000.0, 30.0)]), every]) is None  # no class of 20
+    assert showdown.speed_matched_line([single, other], 1000.0) is None  # no all-rank steps of (c)
+    assert showdown.speed_matched_line([run("single", [(5, 1000.0, 30.0)]), every], 1000.0) is None  # no class of 20
+    # The showdown's reference decides what full speed is: at 600 us every step is 1.67x or slower.
+    assert "at full speed in 0% of single-rank and 0% of all-rank steps" in showdown.speed_matched_line([single, every], 600.0)
 
 
 def test_settle_others_drains_every_rank_and_says_so(tmp_path):
